@@ -1,0 +1,217 @@
+// Package store opens Kassa's database — the embedded SQLite file in the data directory by default,
+// or a PostgreSQL server when a database URL is given — applies the embedded migrations, and runs
+// work in transactions.
+//
+// Domain packages own their SQL. Most statements are shared between the two dialects: both accept
+// $1-style placeholders, RETURNING and ON CONFLICT, and every time is stored as epoch milliseconds in
+// a BIGINT, so no statement depends on a dialect's date functions. Where a statement must differ, the
+// caller branches on DB.Dialect.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Dialect names the SQL dialect of a DB.
+type Dialect string
+
+// The two supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Config says which database to open.
+type Config struct {
+	// DataDir holds the SQLite file kassa.db. It is created when missing. Ignored with DatabaseURL.
+	DataDir string
+	// DatabaseURL, when set, selects PostgreSQL: postgres://user:pass@host:port/db?sslmode=...
+	DatabaseURL string
+	// MaxConns bounds the PostgreSQL pool, and the SQLite read pool (default 16 and 4).
+	MaxConns int
+}
+
+// Querier is what reads and writes need: a *sql.DB or a *sql.Tx.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DB is an open database. Writes go through Write; reads may use Reader.
+type DB struct {
+	dialect Dialect
+	writer  *sql.DB // SQLite: one connection, so that writers queue here instead of on the file lock
+	reader  *sql.DB // SQLite: a pool of query_only connections; PostgreSQL: the same pool as writer
+	where   string
+	lockDir string // SQLite: directory of the migration lock file
+}
+
+// Open opens the database of cfg. It does not migrate; call Migrate.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	if cfg.DatabaseURL != "" {
+		return openPostgres(ctx, cfg)
+	}
+	return openSQLite(ctx, cfg)
+}
+
+func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
+	u, err := url.Parse(cfg.DatabaseURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, errors.New("store: database URL must start with postgres:// or postgresql://")
+	}
+	pool, err := sql.Open("pgx", cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	n := cfg.MaxConns
+	if n <= 0 {
+		n = 16
+	}
+	pool.SetMaxOpenConns(n)
+	pool.SetMaxIdleConns(n)
+	pool.SetConnMaxIdleTime(5 * time.Minute)
+	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u)}
+	if err := db.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", db.where, err)
+	}
+	return db, nil
+}
+
+// redact is the URL without its password, for messages and logs.
+func redact(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		c.User = url.User(c.User.Username())
+	}
+	c.RawQuery = ""
+	return c.String()
+}
+
+func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
+	dir := cfg.DataDir
+	if dir == "" {
+		dir = "kassa-data"
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: data directory: %w", err)
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "kassa.db"))
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	// synchronous=FULL: a commit is on disk when it returns, in WAL mode too. busy_timeout lets the
+	// operator CLI and the server share the file. _txlock=immediate makes every transaction take the
+	// write lock at BEGIN, so two writers never deadlock upgrading a read lock.
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&"+common)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxIdleTime(0)
+	writer.SetConnMaxLifetime(0)
+	// The writer's first connection switches the file to WAL before any reader opens it.
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	reader, err := sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)&"+common)
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	n := cfg.MaxConns
+	if n <= 0 {
+		n = 4
+	}
+	reader.SetMaxOpenConns(n)
+	reader.SetMaxIdleConns(n)
+	reader.SetConnMaxIdleTime(0)
+	return &DB{dialect: SQLite, writer: writer, reader: reader, where: path, lockDir: dir}, nil
+}
+
+// Dialect reports which SQL dialect the database speaks.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// String describes the database for humans: the SQLite path, or the PostgreSQL URL without password.
+func (db *DB) String() string { return string(db.dialect) + ": " + db.where }
+
+// Reader is the pool for statements that only read. On SQLite its connections are query-only.
+func (db *DB) Reader() Querier { return db.reader }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.reader.PingContext(ctx); err != nil {
+		return err
+	}
+	var one int
+	return db.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Close closes every connection.
+func (db *DB) Close() error {
+	err := db.writer.Close()
+	if db.reader != db.writer {
+		err = errors.Join(err, db.reader.Close())
+	}
+	return err
+}
+
+// Write runs fn in one transaction and commits it when fn returns nil. On PostgreSQL a serialization
+// failure or deadlock retries the whole of fn, so fn must do nothing but database work.
+func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.writeOnce(ctx, fn)
+		if err == nil || attempt == 3 || !retryable(err) {
+			return err
+		}
+	}
+}
+
+func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+}
+
+// IsUniqueViolation reports whether err is a unique or primary-key constraint violation.
+func IsUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23505"
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		return lite.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || lite.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}

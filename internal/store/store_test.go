@@ -1,0 +1,179 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// The conformance suite: every behaviour the domain packages rely on, on both backends.
+
+func TestConformance(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		blob := map[store.Dialect]string{store.SQLite: "BLOB", store.Postgres: "BYTEA"}[db.Dialect()]
+		mustExec(t, db, "CREATE TABLE counters (name TEXT PRIMARY KEY, n BIGINT NOT NULL, data "+blob+")")
+
+		t.Run("migrations are applied and idempotent", func(t *testing.T) {
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatalf("second Migrate: %v", err)
+			}
+			var n int
+			if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM merchants").Scan(&n); err != nil {
+				t.Fatalf("merchants table: %v", err)
+			}
+		})
+
+		t.Run("commit is visible to readers", func(t *testing.T) {
+			mustExec(t, db, "INSERT INTO counters (name, n, data) VALUES ('a', 1, $1)", []byte{0, 1, 2})
+			var n int64
+			var data []byte
+			if err := db.Reader().QueryRowContext(ctx, "SELECT n, data FROM counters WHERE name = $1", "a").Scan(&n, &data); err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 || string(data) != "\x00\x01\x02" {
+				t.Fatalf("read back n=%d data=%x", n, data)
+			}
+		})
+
+		t.Run("an error rolls the whole transaction back", func(t *testing.T) {
+			boom := errors.New("boom")
+			err := db.Write(ctx, func(tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO counters (name, n) VALUES ('partial', 1)"); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Fatalf("Write returned %v, want boom", err)
+			}
+			var n int
+			db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM counters WHERE name = 'partial'").Scan(&n)
+			if n != 0 {
+				t.Fatal("a failed transaction left a row behind")
+			}
+		})
+
+		t.Run("unique violations are recognised", func(t *testing.T) {
+			err := db.Write(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO counters (name, n) VALUES ('a', 2)")
+				return err
+			})
+			if !store.IsUniqueViolation(err) {
+				t.Fatalf("duplicate key: IsUniqueViolation(%v) = false", err)
+			}
+			if store.IsUniqueViolation(errors.New("other")) {
+				t.Fatal("IsUniqueViolation(other error) = true")
+			}
+		})
+
+		t.Run("booleans and NULLs scan alike", func(t *testing.T) {
+			var b bool
+			var s sql.NullString
+			if err := db.Reader().QueryRowContext(ctx, "SELECT 1 = 1, NULL").Scan(&b, &s); err != nil {
+				t.Fatal(err)
+			}
+			if !b || s.Valid {
+				t.Fatalf("got %v, %v", b, s)
+			}
+		})
+
+		t.Run("concurrent conditional updates never lose or overshoot", func(t *testing.T) {
+			// The ledger's pattern: UPDATE ... WHERE n + $1 <= limit. 40 writers race for 25 slots.
+			mustExec(t, db, "INSERT INTO counters (name, n) VALUES ('race', 0)")
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			won := 0
+			for range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := db.Write(ctx, func(tx *sql.Tx) error {
+						res, err := tx.ExecContext(ctx, "UPDATE counters SET n = n + 1 WHERE name = 'race' AND n + 1 <= 25")
+						if err != nil {
+							return err
+						}
+						if k, _ := res.RowsAffected(); k == 1 {
+							mu.Lock()
+							won++
+							mu.Unlock()
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			var n int
+			db.Reader().QueryRowContext(ctx, "SELECT n FROM counters WHERE name = 'race'").Scan(&n)
+			if n != 25 || won != 25 {
+				t.Fatalf("n = %d, winners = %d; want 25 and 25", n, won)
+			}
+		})
+
+		t.Run("ping", func(t *testing.T) {
+			if err := db.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(db.String(), string(db.Dialect())+": ") {
+				t.Fatalf("String() = %q", db.String())
+			}
+		})
+	})
+}
+
+func TestOpenRejectsOtherSchemes(t *testing.T) {
+	t.Parallel()
+	_, err := store.Open(context.Background(), store.Config{DatabaseURL: "mysql://x@localhost/db"})
+	if err == nil || !strings.Contains(err.Error(), "postgres://") {
+		t.Fatalf("Open(mysql://) = %v", err)
+	}
+}
+
+func TestPostgresURLIsRedacted(t *testing.T) {
+	t.Parallel()
+	_, err := store.Open(context.Background(), store.Config{DatabaseURL: "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=1"})
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error reveals the password: %v", err)
+	}
+}
+
+func TestSQLiteFileIsCreatedPrivate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir() + "/data"
+	db := storetest.SQLiteAt(t, dir)
+	if db.Dialect() != store.SQLite {
+		t.Fatalf("dialect %s", db.Dialect())
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Fatalf("data dir mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+func mustExec(t *testing.T, db *store.DB, q string, args ...any) {
+	t.Helper()
+	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(context.Background(), q, args...)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
