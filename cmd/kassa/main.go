@@ -1,0 +1,169 @@
+// Command kassa is the Kassa payment gateway: "kassa serve" runs the server, and the other
+// subcommands are the operator's tools, which work on the same database while the server runs.
+//
+// Every operator command prints one JSON object on stdout. A failure prints a one-line reason on
+// stderr and exits 1; flags that cannot be used exit 2.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `kassa: a self-hosted card payment gateway
+
+Usage:
+  kassa serve [--addr 127.0.0.1:8080] [--data-dir ./kassa-data | --database-url postgres://...] [--public-url URL] [--demo]
+  kassa migrate
+  kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
+  kassa client create --merchant-id M [--validity 12h]
+  kassa client revoke --client-id C
+
+Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL).
+Run "kassa COMMAND -h" for a command's flags.
+`
+
+// command is one subcommand: it registers its flags, and runs with the parsed flags.
+type command struct {
+	name  string
+	setup func(fs *flag.FlagSet) func(ctx context.Context, env *env) error
+}
+
+// env is what a running command may use.
+type env struct {
+	stdout, stderr io.Writer
+	db             dbFlags
+}
+
+// usageError marks a failure of the command line itself: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+func commands() []command {
+	return []command{
+		{"serve", serveCommand},
+		{"migrate", migrateCommand},
+		{"merchant create", merchantCreateCommand},
+		{"client create", clientCreateCommand},
+		{"client revoke", clientRevokeCommand},
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		words := strings.Fields(c.name)
+		if len(args) < len(words) || strings.Join(args[:len(words)], " ") != c.name {
+			continue
+		}
+		fs := flag.NewFlagSet("kassa "+c.name, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		e := &env{stdout: stdout, stderr: stderr}
+		e.db.register(fs)
+		runCmd := c.setup(fs)
+		if err := fs.Parse(args[len(words):]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "kassa %s: unexpected argument %q\n", c.name, fs.Arg(0))
+			return 2
+		}
+		err := runCmd(context.Background(), e)
+		if err == nil {
+			return 0
+		}
+		fmt.Fprintf(stderr, "kassa %s: %s\n", c.name, oneLine(err))
+		if errors.As(err, new(usageError)) {
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintf(stderr, "kassa: unknown command %q\n\n%s", strings.Join(args, " "), usage)
+	return 2
+}
+
+// oneLine is the error's message on one line; a *fault.Error shows only its message.
+func oneLine(err error) string {
+	var f *fault.Error
+	msg := err.Error()
+	if errors.As(err, &f) {
+		msg = f.Message
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// dbFlags are the flags every command shares: where the database is.
+type dbFlags struct {
+	dataDir     string
+	databaseURL string
+}
+
+func (d *dbFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.dataDir, "data-dir", envOr("KASSA_DATA_DIR", "./kassa-data"), "directory of the embedded SQLite database (env KASSA_DATA_DIR)")
+	fs.StringVar(&d.databaseURL, "database-url", os.Getenv("KASSA_DATABASE_URL"), "PostgreSQL URL; overrides --data-dir (env KASSA_DATABASE_URL)")
+}
+
+// open opens and migrates the database.
+func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
+	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// printJSON writes v as one JSON object on its own line.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// required fails with a usage error when a required flag is empty.
+func required(flags ...[2]string) error {
+	for _, f := range flags {
+		if strings.TrimSpace(f[1]) == "" {
+			return usagef("--%s is required", f[0])
+		}
+	}
+	return nil
+}

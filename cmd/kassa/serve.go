@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/server"
+)
+
+func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
+	addr := fs.String("addr", envOr("KASSA_ADDR", "127.0.0.1:8080"), "address to listen on (env KASSA_ADDR)")
+	publicURL := fs.String("public-url", os.Getenv("KASSA_PUBLIC_URL"), "base of every URL the server hands out; default http://ADDR (env KASSA_PUBLIC_URL)")
+	demo := fs.Bool("demo", os.Getenv("KASSA_DEMO") == "1", "on first start with an empty database, create a demo merchant and print its credentials (env KASSA_DEMO=1)")
+	logLevel := fs.String("log-level", envOr("KASSA_LOG_LEVEL", "info"), "debug, info, warn or error (env KASSA_LOG_LEVEL)")
+	poll := fs.Duration("revocation-poll", auth.DefaultRevocationPoll, "how often to load revocations made by other nodes or the CLI (at most 60s)")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
+	return func(ctx context.Context, e *env) error {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+			return usagef("--log-level must be debug, info, warn or error")
+		}
+		if *poll <= 0 || *poll > time.Minute {
+			return usagef("--revocation-poll must be between 1ns and 60s")
+		}
+		if *publicURL != "" {
+			if u, err := url.Parse(*publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usagef("--public-url must be an absolute http or https URL")
+			}
+		}
+		log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level})))
+
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		db, err := e.db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return err
+		}
+		base := strings.TrimRight(*publicURL, "/")
+		if base == "" {
+			base = "http://" + ln.Addr().String()
+		}
+		log.Info("listening", "addr", ln.Addr().String(), "public_url", base, "database", db.String())
+		fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n", base, db.String())
+		if *demo {
+			if err := demoMerchant(ctx, e, srv, base); err != nil {
+				ln.Close()
+				return err
+			}
+		}
+		return srv.Serve(ctx, ln)
+	}
+}
+
+// demoMerchant creates a demo merchant when the database has none, and prints how to get a token.
+func demoMerchant(ctx context.Context, e *env, srv *server.Server, base string) error {
+	db := srv.DB()
+	n, err := merchant.Count(ctx, db.Reader())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Fprintf(e.stdout, "The database already has merchants; the demo merchant's secret was shown on its first start.\n"+
+			"A new pair: kassa client create --merchant-id MERCHANT_ID\n")
+		return nil
+	}
+	m, err := createMerchant(ctx, db, merchant.New{Name: "Demo Shop", Email: "demo@example.com"}, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, `
+A demo merchant was created. Its client secret is shown only this once:
+  merchant_id    %s
+  client_id      %s
+  client_secret  %s
+
+Get an access token:
+  curl -s -u %s:%s -d grant_type=client_credentials %s/oauth/token
+
+`, m.MerchantID, m.ClientID, m.ClientSecret, m.ClientID, m.ClientSecret, base)
+	return nil
+}

@@ -1,0 +1,157 @@
+// Package merchant keeps the merchants of a Kassa installation: the accounts whose money moves
+// through the gateway and whose data every other package scopes by merchant id.
+package merchant
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/password"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Merchant is one merchant account.
+type Merchant struct {
+	ID              string // 10 lowercase hex characters
+	Name            string
+	Email           string
+	DefaultCurrency string // ISO 4217, upper case
+	CanSignIn       bool   // a dashboard password is set
+	CreatedAt       time.Time
+}
+
+// AccountID is the merchant's account id in the payments API: "acct_" + the merchant id.
+func (m Merchant) AccountID() string { return "acct_" + m.ID }
+
+// New describes a merchant to create.
+type New struct {
+	Name     string
+	Email    string
+	Password string // optional; without one the merchant cannot sign in
+	Currency string // default currency; "" means CAD
+}
+
+// Field limits.
+const (
+	maxName  = 200
+	maxEmail = 254 // RFC 5321 §4.5.3.1.3 path limit
+)
+
+// ErrNotFound is returned for an unknown merchant id.
+var ErrNotFound = errors.New("merchant: not found")
+
+// Create validates n and stores the merchant in the caller's transaction. Validation failures are
+// *fault.Error values naming the field.
+func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Merchant, error) {
+	m := Merchant{Name: strings.TrimSpace(n.Name), Email: strings.TrimSpace(n.Email), CreatedAt: now}
+	if m.Name == "" || utf8.RuneCountInString(m.Name) > maxName {
+		return Merchant{}, fault.Invalid("name", "name must be 1 to %d characters", maxName)
+	}
+	if err := ValidateEmail(m.Email); err != nil {
+		return Merchant{}, fault.Invalid("email", "email %s", err)
+	}
+	cur := n.Currency
+	if cur == "" {
+		cur = "CAD"
+	}
+	c, ok := money.Lookup(cur)
+	if !ok {
+		return Merchant{}, fault.Invalid("currency", "currency %q is not an ISO 4217 currency code", n.Currency)
+	}
+	m.DefaultCurrency = c.Code
+	var hash sql.NullString
+	if n.Password != "" {
+		h, err := password.Hash(n.Password)
+		if err != nil {
+			return Merchant{}, fault.Invalid("password", "%s", strings.TrimPrefix(err.Error(), "password: "))
+		}
+		hash = sql.NullString{String: h, Valid: true}
+		m.CanSignIn = true
+	}
+	var taken int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM merchants WHERE email_key = $1`, emailKey(m.Email)).Scan(&taken); err != nil {
+		return Merchant{}, err
+	}
+	if taken > 0 {
+		return Merchant{}, fault.Conflict("email_taken", "a merchant with email %s already exists", m.Email)
+	}
+	// 40 random bits: collisions are rare but possible over many merchants, so try a few ids.
+	for range 5 {
+		m.ID = newID()
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM merchants WHERE id = $1`, m.ID).Scan(&exists); err != nil {
+			return Merchant{}, err
+		}
+		if exists == 0 {
+			break
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, password_hash, default_currency, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		m.ID, m.Name, m.Email, emailKey(m.Email), hash, m.DefaultCurrency, now.UnixMilli())
+	if store.IsUniqueViolation(err) {
+		return Merchant{}, fault.Conflict("email_taken", "a merchant with email %s already exists", m.Email)
+	}
+	if err != nil {
+		return Merchant{}, err
+	}
+	return m, nil
+}
+
+// Get reads a merchant by id.
+func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
+	m := Merchant{ID: id}
+	var hash sql.NullString
+	var created int64
+	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at FROM merchants WHERE id = $1`, id).
+		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Merchant{}, ErrNotFound
+	}
+	if err != nil {
+		return Merchant{}, err
+	}
+	m.CanSignIn = hash.Valid
+	m.CreatedAt = time.UnixMilli(created)
+	return m, nil
+}
+
+// Count returns the number of merchants.
+func Count(ctx context.Context, q store.Querier) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM merchants`).Scan(&n)
+	return n, err
+}
+
+// ValidateEmail accepts a bare address (no display name) of at most 254 characters, and says what is
+// wrong otherwise, as the end of a sentence that begins with the field's name.
+func ValidateEmail(s string) error {
+	if s == "" {
+		return errors.New("is required")
+	}
+	if len(s) > maxEmail {
+		return errors.New("must be at most 254 characters")
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") {
+		return errors.New("must be an e-mail address such as name@example.com")
+	}
+	return nil
+}
+
+func emailKey(email string) string { return strings.ToLower(email) }
+
+func newID() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,130 @@
+// Package server assembles Kassa's services behind one HTTP listener and runs their background work.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	DB     *store.DB
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// RevocationPoll is how often revocations made elsewhere are loaded (default 5 s).
+	RevocationPoll time.Duration
+	// ShutdownTimeout bounds how long in-flight requests may take to finish at shutdown (default 30 s).
+	ShutdownTimeout time.Duration
+}
+
+// Server is a configured Kassa server.
+type Server struct {
+	cfg     Config
+	auth    *auth.Service
+	router  *httpapi.Router
+	handler http.Handler
+}
+
+// New builds the server: it loads what the services keep in memory and registers every route.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter()}
+	s.routes()
+	s.handler = httpapi.Middleware(cfg.Logger, s.router)
+	return s, nil
+}
+
+func (s *Server) routes() {
+	r := s.router
+	r.HandleFunc("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.HandleFunc("GET", "/readyz", s.ready)
+	r.Handle("POST", "/oauth/token", s.auth.TokenHandler())
+}
+
+// ready answers 200 when the database answers within two seconds, and 503 otherwise.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.DB.Ping(ctx); err != nil {
+		httpapi.Logger(ctx).WarnContext(ctx, "readiness check failed", "err", err)
+		httpapi.WriteError(w, r, fault.New(http.StatusServiceUnavailable, "not_ready", "The database is not reachable."))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Handler is the server's HTTP handler, middleware included.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes lists every registered route.
+func (s *Server) Routes() []httpapi.Route { return s.router.Routes() }
+
+// DB is the server's database.
+func (s *Server) DB() *store.DB { return s.cfg.DB }
+
+// Auth is the token service, for callers that revoke or verify in-process.
+func (s *Server) Auth() *auth.Service { return s.auth }
+
+// Serve serves HTTP on ln and runs the background work until ctx is done, then shuts down
+// gracefully: it stops accepting, lets in-flight requests finish (up to ShutdownTimeout), and stops
+// the background work.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { s.auth.Run(bg) })
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		s.cfg.Logger.Info("shutting down", "reason", context.Cause(ctx).Error())
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		err = hs.Shutdown(sctx)
+		cancel()
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+	}
+	stopBG()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
