@@ -41,6 +41,9 @@ const (
 	claimsFormat = 1
 )
 
+// tokenEncoding is strict so that each token has exactly one spelling.
+var tokenEncoding = base64.RawURLEncoding.Strict()
+
 var (
 	errMalformed  = errors.New("auth: malformed token")
 	errUnknownKey = errors.New("auth: token sealed with an unknown key")
@@ -89,7 +92,7 @@ func (s *sealer) seal(c Claims) string {
 	sealed := make([]byte, 1, sealedLen)
 	sealed[0] = s.current
 	sealed = s.keys[s.current].Seal(sealed, nil, p, tokenAAD)
-	return tokenPrefix + base64.RawURLEncoding.EncodeToString(sealed)
+	return tokenPrefix + tokenEncoding.EncodeToString(sealed)
 }
 
 // open checks the token's seal and returns its claims. It does not check expiry or revocation.
@@ -99,7 +102,7 @@ func (s *sealer) open(tok string) (Claims, error) {
 		return c, errMalformed
 	}
 	var buf [sealedLen]byte
-	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(tok[len(tokenPrefix):]))
+	n, err := tokenEncoding.Decode(buf[:], []byte(tok[len(tokenPrefix):]))
 	if err != nil || n != sealedLen {
 		return c, errMalformed
 	}

@@ -1,0 +1,98 @@
+package merchant_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/password"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+func create(db *store.DB, n merchant.New) (merchant.Merchant, error) {
+	var m merchant.Merchant
+	err := db.Write(context.Background(), func(tx *sql.Tx) error {
+		var err error
+		m, err = merchant.Create(context.Background(), tx, n, time.Now())
+		return err
+	})
+	return m, err
+}
+
+func TestCreateAndGet(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		m, err := create(db, merchant.New{Name: " Shop ", Email: "Owner@Example.com", Password: "a long passphrase", Currency: "usd"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`^[0-9a-f]{10}$`).MatchString(m.ID) || m.AccountID() != "acct_"+m.ID {
+			t.Fatalf("ids %q %q", m.ID, m.AccountID())
+		}
+		got, err := merchant.Get(context.Background(), db.Reader(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "Shop" || got.Email != "Owner@Example.com" || got.DefaultCurrency != "USD" || !got.CanSignIn {
+			t.Fatalf("got %+v", got)
+		}
+		var hash string
+		db.Reader().QueryRowContext(context.Background(), "SELECT password_hash FROM merchants WHERE id = $1", m.ID).Scan(&hash)
+		if ok, err := password.Verify(hash, "a long passphrase"); !ok || err != nil || strings.Contains(hash, "passphrase") {
+			t.Fatalf("stored password hash %q does not verify", hash)
+		}
+		if _, err := merchant.Get(context.Background(), db.Reader(), "0000000000"); !errors.Is(err, merchant.ErrNotFound) {
+			t.Fatalf("Get(unknown) = %v", err)
+		}
+		// E-mail addresses are unique regardless of case.
+		_, err = create(db, merchant.New{Name: "Other", Email: "owner@example.COM"})
+		var f *fault.Error
+		if !errors.As(err, &f) || f.Status != 409 {
+			t.Fatalf("duplicate e-mail: %v", err)
+		}
+		if n, _ := merchant.Count(context.Background(), db.Reader()); n != 1 {
+			t.Fatalf("Count = %d", n)
+		}
+	})
+}
+
+func TestCreateValidation(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	for _, tc := range []struct {
+		name  string
+		in    merchant.New
+		field string
+	}{
+		{"no name", merchant.New{Email: "a@example.com"}, "name"},
+		{"blank name", merchant.New{Name: "   ", Email: "a@example.com"}, "name"},
+		{"long name", merchant.New{Name: strings.Repeat("n", 201), Email: "a@example.com"}, "name"},
+		{"no email", merchant.New{Name: "n"}, "email"},
+		{"not an email", merchant.New{Name: "n", Email: "shop"}, "email"},
+		{"display name", merchant.New{Name: "n", Email: "Shop <a@example.com>"}, "email"},
+		{"no domain dot", merchant.New{Name: "n", Email: "a@localhost"}, "email"},
+		{"long email", merchant.New{Name: "n", Email: strings.Repeat("a", 250) + "@example.com"}, "email"},
+		{"bad currency", merchant.New{Name: "n", Email: "a@example.com", Currency: "ZZZ"}, "currency"},
+		{"short password", merchant.New{Name: "n", Email: "a@example.com", Password: "short"}, "password"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := create(db, tc.in)
+			var f *fault.Error
+			if !errors.As(err, &f) || f.Status != 400 || f.Field != tc.field {
+				t.Fatalf("Create = %v; want a 400 naming %s", err, tc.field)
+			}
+		})
+	}
+	if n, _ := merchant.Count(context.Background(), db.Reader()); n != 0 {
+		t.Fatalf("invalid merchants were stored: %d", n)
+	}
+}
