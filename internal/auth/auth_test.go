@@ -40,7 +40,7 @@ type fixture struct {
 
 type clock struct{ t atomic.Int64 }
 
-func (c *clock) now() time.Time           { return time.Unix(0, c.t.Load()) }
+func (c *clock) now() time.Time          { return time.Unix(0, c.t.Load()) }
 func (c *clock) advance(d time.Duration) { c.t.Add(int64(d)) }
 
 func newFixture(t *testing.T, db *store.DB) *fixture {
@@ -400,4 +400,3 @@ func TestScopes(t *testing.T) {
 		t.Fatal("Has")
 	}
 }
-
