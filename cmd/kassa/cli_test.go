@@ -1,0 +1,57 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCLIFailures(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "taken@example.com", "--data-dir", dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", nil, 2, "Usage"},
+		{"unknown command", []string{"merchant", "explode"}, 2, "unknown command"},
+		{"unknown flag", []string{"merchant", "create", "--bogus"}, 2, "bogus"},
+		{"missing name", []string{"merchant", "create", "--email", "a@example.com"}, 2, "--name is required"},
+		{"missing email", []string{"merchant", "create", "--name", "A"}, 2, "--email is required"},
+		{"stray argument", []string{"merchant", "create", "--name", "A", "--email", "a@example.com", "extra"}, 2, "unexpected argument"},
+		{"bad email", []string{"merchant", "create", "--name", "A", "--email", "nope"}, 1, "email must be an e-mail address"},
+		{"taken email", []string{"merchant", "create", "--name", "A", "--email", "TAKEN@example.com"}, 1, "already exists"},
+		{"bad currency", []string{"merchant", "create", "--name", "A", "--email", "b@example.com", "--currency", "XYZ"}, 1, "ISO 4217"},
+		{"short password", []string{"merchant", "create", "--name", "A", "--email", "c@example.com", "--password", "short"}, 1, "at least 10"},
+		{"client without merchant", []string{"client", "create"}, 2, "--merchant-id is required"},
+		{"client for unknown merchant", []string{"client", "create", "--merchant-id", "0000000000"}, 1, "no merchant"},
+		{"validity not a duration", []string{"client", "create", "--merchant-id", m["merchant_id"].(string), "--validity", "soon"}, 2, "validity"},
+		{"validity out of range", []string{"client", "create", "--merchant-id", m["merchant_id"].(string), "--validity", "1s"}, 2, "--validity must be"},
+		{"revoke unknown client", []string{"client", "revoke", "--client-id", "nope"}, 1, "no client"},
+		{"bad database url", []string{"migrate", "--database-url", "mysql://x"}, 1, "postgres://"},
+		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},
+		{"bad public url", []string{"serve", "--public-url", "pay.example.com"}, 2, "--public-url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if len(args) >= 2 {
+				args = append(args, "--data-dir", dir)
+			}
+			stdout, stderr, code := cli(t, args...)
+			if code != tc.code || !strings.Contains(stderr, tc.msg) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr, tc.code, tc.msg)
+			}
+			if stdout != "" {
+				t.Fatalf("a failure printed on stdout: %q", stdout)
+			}
+			if tc.code == 1 && strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Fatalf("failure reason is not one line: %q", stderr)
+			}
+		})
+	}
+	if out := cliJSON(t, "migrate", "--data-dir", dir); out["status"] != "migrated" {
+		t.Fatalf("migrate printed %v", out)
+	}
+}

@@ -1,0 +1,174 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// These tests run the real kassa binary, built once per test run.
+var kassaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kassa-bin-")
+	if err != nil {
+		panic(err)
+	}
+	kassaBin = filepath.Join(dir, "kassa")
+	if out, err := exec.Command("go", "build", "-o", kassaBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build kassa: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := storetest.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// server is a running "kassa serve".
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+	done   chan error
+}
+
+// dbArgs selects a backend for a test: a fresh SQLite data dir or a fresh PostgreSQL database.
+func dbArgs(t *testing.T, backend string) []string {
+	if backend == "postgres" {
+		return []string{"--database-url", storetest.PostgresURL(t)}
+	}
+	return []string{"--data-dir", t.TempDir()}
+}
+
+// startServer runs kassa serve on a free port and waits until it listens.
+func startServer(t *testing.T, env []string, args ...string) *server {
+	t.Helper()
+	s := &server{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	s.cmd = exec.Command(kassaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd.Stderr = s.stderr
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			s.stdout.Write([]byte(sc.Text() + "\n"))
+			if rest, ok := strings.CutPrefix(sc.Text(), "Kassa is listening on "); ok {
+				lines <- strings.Fields(rest)[0]
+			}
+		}
+		close(lines)
+	}()
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.stop(t) })
+	select {
+	case u, ok := <-lines:
+		if !ok {
+			t.Fatalf("kassa serve exited before listening:\n%s", s.stderr)
+		}
+		s.url = u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kassa serve did not listen within 30 s:\n%s", s.stderr)
+	}
+	return s
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop(t *testing.T) error {
+	if s.cmd.ProcessState != nil {
+		return nil
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Errorf("kassa serve did not stop within 30 s of SIGTERM")
+		return <-s.done
+	}
+}
+
+// cli runs an operator command and returns its stdout, stderr and exit status.
+func cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(kassaBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// cliJSON runs an operator command that must succeed and decodes its one JSON object.
+func cliJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	stdout, stderr, code := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("kassa %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	var out map[string]any
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("kassa %s printed %q, not one JSON object: %v", strings.Join(args, " "), stdout, err)
+	}
+	if dec.More() {
+		t.Fatalf("kassa %s printed more than one JSON object: %q", strings.Join(args, " "), stdout)
+	}
+	return out
+}
+
+// getJSON sends a request and decodes the JSON answer.
+func getJSON(t *testing.T, method, url string, body io.Reader, hdr map[string]string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, body)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp, out
+}
