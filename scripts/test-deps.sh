@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs beyond Go, or explains how when it cannot:
+#   - PostgreSQL server binaries (initdb, postgres): the tests start a throwaway cluster from them.
+# Without them the PostgreSQL tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
+set -u
+
+have_postgres() {
+  command -v initdb >/dev/null 2>&1 && return 0
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
+}
+
+apt_install() {
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    return 1
+  fi
+  echo "test-deps: installing $* with apt-get" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 && return 0
+  apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1
+}
+
+if ! have_postgres; then
+  if ! apt_install postgresql; then
+    cat >&2 <<'MSG'
+test-deps: PostgreSQL server binaries (initdb, postgres) are missing, and could not be installed here.
+  On Debian or Ubuntu:  sudo apt-get install postgresql
+  Or point the tests at a server you run:  export KASSA_TEST_DATABASE_URL=postgres://user:pass@host:5432/postgres
+  Without either, the PostgreSQL tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+exit 0
