@@ -4,8 +4,8 @@ GO ?= go
 .PHONY: run test check deps build fuzz
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
-run:
-	$(GO) run ./cmd/kassa serve --demo
+run: build
+	exec bin/kassa serve --demo
 
 ## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL
 test: deps check

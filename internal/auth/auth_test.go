@@ -1,7 +1,9 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -282,6 +284,21 @@ func TestTokenRequestErrors(t *testing.T) {
 					t.Fatal("error response without Cache-Control: no-store")
 				}
 			})
+		}
+	})
+}
+
+func TestClientSecretIsStoredHashed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		var stored []byte
+		if err := db.Reader().QueryRowContext(context.Background(), "SELECT secret_hash FROM oauth_clients WHERE client_id = $1",
+			f.creds.ClientID).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		want := sha256.Sum256([]byte(f.creds.ClientSecret))
+		if !bytes.Equal(stored, want[:]) || bytes.Contains(stored, []byte(f.creds.ClientSecret)) {
+			t.Fatalf("stored %x; want the SHA-256 of the secret", stored)
 		}
 	})
 }
