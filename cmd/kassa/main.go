@@ -29,6 +29,7 @@ Usage:
   kassa serve [--addr 127.0.0.1:8080] [--data-dir ./kassa-data | --database-url postgres://...] [--public-url URL] [--demo]
   kassa migrate
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
+  kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99]
   kassa client create --merchant-id M [--validity 12h]
   kassa client revoke --client-id C
 
@@ -60,6 +61,7 @@ func commands() []command {
 		{"serve", serveCommand},
 		{"migrate", migrateCommand},
 		{"merchant create", merchantCreateCommand},
+		{"merchant update", merchantUpdateCommand},
 		{"client create", clientCreateCommand},
 		{"client revoke", clientRevokeCommand},
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"flag"
+	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
@@ -128,5 +129,54 @@ func clientRevokeCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		return printJSON(e.stdout, map[string]any{"client_id": *clientID, "revoked": true, "revoked_at": now.UnixMilli()})
+	}
+}
+
+// merchantSettings is what "kassa merchant update" prints.
+type merchantSettings struct {
+	MerchantID       string   `json:"merchant_id"`
+	DefaultCurrency  string   `json:"default_currency"`
+	Currencies       []string `json:"currencies"`
+	MaxAmount        string   `json:"max_amount"`
+	SimulatorProfile string   `json:"simulator_profile"`
+}
+
+func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
+	id := fs.String("merchant-id", "", "merchant to change (required)")
+	profile := fs.String("simulator-profile", "", "standard (test cards decide) or payfirma (odd whole amounts approve, even decline)")
+	currencies := fs.String("currencies", "", "accepted currencies, comma-separated ISO 4217 codes; the default currency is always kept")
+	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
+	return func(ctx context.Context, e *env) error {
+		if err := required([2]string{"merchant-id", *id}); err != nil {
+			return err
+		}
+		var u merchant.Update
+		if *profile != "" {
+			u.SimulatorProfile = profile
+		}
+		if *currencies != "" {
+			u.Currencies = strings.Split(*currencies, ",")
+		}
+		if *maxAmount != "" {
+			u.MaxAmount = maxAmount
+		}
+		db, err := e.db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		var m merchant.Merchant
+		err = db.Write(ctx, func(tx *sql.Tx) error {
+			m, err = merchant.ApplyUpdate(ctx, tx, *id, u)
+			return err
+		})
+		if errors.Is(err, merchant.ErrNotFound) {
+			return errors.New("no merchant with id " + *id)
+		}
+		if err != nil {
+			return err
+		}
+		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
+			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 )
 
@@ -26,6 +28,10 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	logLevel := fs.String("log-level", envOr("KASSA_LOG_LEVEL", "info"), "debug, info, warn or error (env KASSA_LOG_LEVEL)")
 	poll := fs.Duration("revocation-poll", auth.DefaultRevocationPoll, "how often to load revocations made by other nodes or the CLI (at most 60s)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
+	simLatency := fs.Duration("simulator-latency", 0, "latency the built-in simulator adds to every processor call")
+	holdDays := fs.Int("simulator-hold-days", 7, "days an authorization hold lasts in the simulator; a later capture is declined")
+	procTimeout := fs.Duration("processor-timeout", payment.DefaultProcessorTimeout, "bound on one processor call")
+	recovery := fs.Duration("recovery-interval", payment.DefaultRecoveryInterval, "how often to look for attempts abandoned by a crashed node")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -33,6 +39,9 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		if *poll <= 0 || *poll > time.Minute {
 			return usagef("--revocation-poll must be between 1ns and 60s")
+		}
+		if *simLatency < 0 || *holdDays < 1 || *procTimeout <= 0 || *recovery <= 0 {
+			return usagef("--simulator-latency must be >= 0, --simulator-hold-days >= 1, --processor-timeout and --recovery-interval > 0")
 		}
 		if *publicURL != "" {
 			if u, err := url.Parse(*publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -48,7 +57,9 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		defer db.Close()
-		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown})
+		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown,
+			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
+			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,45 @@ type Merchant struct {
 	DefaultCurrency string // ISO 4217, upper case
 	CanSignIn       bool   // a dashboard password is set
 	CreatedAt       time.Time
+	Settings
+}
+
+// Settings are what a merchant's payments are checked against.
+type Settings struct {
+	// Currencies the merchant accepts (default CAD and USD, and always its default currency).
+	Currencies []string
+	// MaxAmountCents is the largest amount of one transaction, in hundredths of a major currency
+	// unit (default 99999999: 999999.99).
+	MaxAmountCents int64
+	// SimulatorProfile is the built-in simulator's decision rule for this merchant: "standard"
+	// (test cards decide) or "payfirma" (the original sandbox's odd/even amount rule).
+	SimulatorProfile string
+}
+
+// Accepts reports whether the merchant accepts currency code (upper case).
+func (s Settings) Accepts(code string) bool {
+	for _, c := range s.Currencies {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// WithinMax reports whether minor units of c are at most the merchant's maximum amount.
+func (s Settings) WithinMax(minor int64, c money.Currency) bool {
+	// minor / 10^digits <= max / 100  <=>  minor * 100 <= max * 10^digits; both sides stay below
+	// 2^63 for amounts up to money.MaxMinor and maxima up to MaxOfMaxAmount.
+	scaled := s.MaxAmountCents
+	for range c.Digits {
+		scaled *= 10
+	}
+	return minor*100 <= scaled
+}
+
+// MaxAmount is the maximum as a decimal string, e.g. "999999.99".
+func (s Settings) MaxAmount() string {
+	return money.Format(s.MaxAmountCents, money.Currency{Digits: 2})
 }
 
 // AccountID is the merchant's account id in the payments API: "acct_" + the merchant id.
@@ -39,6 +79,15 @@ type New struct {
 	Password string // optional; without one the merchant cannot sign in
 	Currency string // default currency; "" means CAD
 }
+
+// Simulator profiles.
+const (
+	ProfileStandard = "standard"
+	ProfilePayfirma = "payfirma"
+)
+
+// MaxOfMaxAmount bounds the maximum amount a merchant may be given: 10^10 major units.
+const MaxOfMaxAmount = 1_000_000_000_000
 
 // Field limits.
 const (
@@ -95,9 +144,15 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 			break
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, password_hash, default_currency, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		m.ID, m.Name, m.Email, emailKey(m.Email), hash, m.DefaultCurrency, now.UnixMilli())
+	m.Settings = Settings{Currencies: []string{"CAD", "USD"}, MaxAmountCents: 99999999, SimulatorProfile: ProfileStandard}
+	if !m.Accepts(m.DefaultCurrency) {
+		m.Currencies = append([]string{m.DefaultCurrency}, m.Currencies...)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, password_hash, default_currency, created_at,
+		currencies, max_amount_cents, simulator_profile)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		m.ID, m.Name, m.Email, emailKey(m.Email), hash, m.DefaultCurrency, now.UnixMilli(),
+		strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile)
 	if store.IsUniqueViolation(err) {
 		return Merchant{}, fault.Conflict("email_taken", "a merchant with email %s already exists", m.Email)
 	}
@@ -112,8 +167,10 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	m := Merchant{ID: id}
 	var hash sql.NullString
 	var created int64
-	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at FROM merchants WHERE id = $1`, id).
-		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created)
+	var currencies string
+	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at,
+		currencies, max_amount_cents, simulator_profile FROM merchants WHERE id = $1`, id).
+		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Merchant{}, ErrNotFound
 	}
@@ -122,7 +179,53 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	}
 	m.CanSignIn = hash.Valid
 	m.CreatedAt = time.UnixMilli(created)
+	m.Currencies = strings.Fields(currencies)
 	return m, nil
+}
+
+// Update changes the settings that are set (non-nil) and returns the merchant. A currency list
+// always keeps the default currency.
+type Update struct {
+	Currencies       []string
+	MaxAmount        *string // decimal, e.g. "5000.00"
+	SimulatorProfile *string
+}
+
+// ApplyUpdate validates u and stores it in the caller's transaction.
+func ApplyUpdate(ctx context.Context, tx store.Querier, id string, u Update) (Merchant, error) {
+	m, err := Get(ctx, tx, id)
+	if err != nil {
+		return Merchant{}, err
+	}
+	if u.Currencies != nil {
+		list := []string{m.DefaultCurrency}
+		for _, code := range u.Currencies {
+			c, ok := money.Lookup(strings.TrimSpace(code))
+			if !ok {
+				return Merchant{}, fault.Invalid("currencies", "currency %q is not an ISO 4217 currency code", code)
+			}
+			if !slices.Contains(list, c.Code) {
+				list = append(list, c.Code)
+			}
+		}
+		m.Currencies = list
+	}
+	if u.MaxAmount != nil {
+		v, err := money.Parse(*u.MaxAmount, money.Currency{Code: "max", Digits: 2})
+		if err != nil || v <= 0 || v > MaxOfMaxAmount {
+			return Merchant{}, fault.Invalid("max_amount", "max_amount must be a positive decimal with at most two decimals, up to 10000000000.00")
+		}
+		m.MaxAmountCents = v
+	}
+	if u.SimulatorProfile != nil {
+		if p := *u.SimulatorProfile; p != ProfileStandard && p != ProfilePayfirma {
+			return Merchant{}, fault.Invalid("simulator_profile", "simulator_profile must be %s or %s", ProfileStandard, ProfilePayfirma)
+		}
+		m.SimulatorProfile = *u.SimulatorProfile
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4 WHERE id = $1`,
+		id, strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile)
+	return m, err
 }
 
 // Count returns the number of merchants.

@@ -4,6 +4,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,11 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/idempotency"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -26,12 +32,24 @@ type Config struct {
 	RevocationPoll time.Duration
 	// ShutdownTimeout bounds how long in-flight requests may take to finish at shutdown (default 30 s).
 	ShutdownTimeout time.Duration
+	// Processor moves the money; default the built-in simulator configured by Simulator.
+	Processor processor.Processor
+	// Simulator configures the built-in simulator when Processor is nil.
+	Simulator simulator.Config
+	// ProcessorTimeout bounds one processor call (default 30 s).
+	ProcessorTimeout time.Duration
+	// RecoveryInterval is how often abandoned attempts are looked for (default 30 s).
+	RecoveryInterval time.Duration
+	// MerchantCacheTTL is how long merchant settings are served from memory (default 5 s).
+	MerchantCacheTTL time.Duration
 }
 
 // Server is a configured Kassa server.
 type Server struct {
 	cfg     Config
 	auth    *auth.Service
+	ledger  *payment.Ledger
+	idem    *idempotency.Store
 	router  *httpapi.Router
 	handler http.Handler
 }
@@ -47,23 +65,39 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
+	if cfg.Processor == nil {
+		sim := cfg.Simulator
+		if sim.Now == nil {
+			sim.Now = cfg.Now
+		}
+		cfg.Processor = simulator.New(sim)
+	}
 	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll})
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter()}
-	s.routes()
-	s.handler = httpapi.Middleware(cfg.Logger, s.router)
-	return s, nil
-}
+	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processor: cfg.Processor, Logger: cfg.Logger, Now: cfg.Now,
+		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval})
+	s.idem = idempotency.New(idempotency.Config{DB: cfg.DB, Now: cfg.Now})
+	merchants := merchant.NewCache(cfg.DB.Reader(), cfg.MerchantCacheTTL, cfg.Now)
 
-func (s *Server) routes() {
 	r := s.router
 	r.HandleFunc("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.HandleFunc("GET", "/readyz", s.ready)
-	r.Handle("POST", "/oauth/token", s.auth.TokenHandler())
+	r.Handle("POST", "/oauth/token", a.TokenHandler())
+	payment.NewService(s.ledger, merchants).Routes(r, s.gateway)
+	s.handler = httpapi.Middleware(cfg.Logger, r)
+	return s, nil
+}
+
+// gateway wraps a handler of the transaction, customer and plan services: a bearer token with the
+// ecom scope, then idempotency of POSTs per merchant.
+func (s *Server) gateway(h http.Handler) http.Handler {
+	merchantOf := func(r *http.Request) string { return auth.ClaimsFrom(r.Context()).MerchantID }
+	return s.auth.Require(auth.ScopeEcom, s.idem.Middleware(merchantOf, h))
 }
 
 // ready answers 200 when the database answers within two seconds, and 503 otherwise.
@@ -90,15 +124,33 @@ func (s *Server) DB() *store.DB { return s.cfg.DB }
 // Auth is the token service, for callers that revoke or verify in-process.
 func (s *Server) Auth() *auth.Service { return s.auth }
 
+// Ledger is the payments core.
+func (s *Server) Ledger() *payment.Ledger { return s.ledger }
+
 // Serve serves HTTP on ln and runs the background work until ctx is done, then shuts down
 // gracefully: it stops accepting, lets in-flight requests finish (up to ShutdownTimeout), and stops
 // the background work.
+//
+// Before it accepts a request it resolves the attempts a previous process left pending: all of them
+// on SQLite, whose one server this process now is, and on PostgreSQL those whose lease has run out.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	release, err := s.cfg.DB.ClaimServer()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer release()
+	if n, err := s.ledger.Recover(ctx, s.cfg.DB.SingleServer()); err != nil {
+		ln.Close()
+		return fmt.Errorf("recover pending attempts: %w", err)
+	} else if n > 0 {
+		s.cfg.Logger.Info("resolved attempts left pending by a previous process", "count", n)
+	}
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      90 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
@@ -106,10 +158,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(bg) })
+	wg.Go(func() { s.ledger.Run(bg) })
+	wg.Go(func() { s.purgeIdempotencyKeys(bg) })
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
@@ -127,4 +180,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// purgeIdempotencyKeys deletes expired idempotency records hourly.
+func (s *Server) purgeIdempotencyKeys(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.idem.Purge(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("purge idempotency keys", "err", err)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -98,15 +99,38 @@ func (i memInfo) ModTime() time.Time { return time.Time{} }
 func (i memInfo) IsDir() bool        { return false }
 func (i memInfo) Sys() any           { return nil }
 
-// lockFile holds an exclusive flock on path until the returned function is called.
-func lockFile(path string) (func(), error) {
+// lockFile holds an exclusive flock on path until the returned function is called; it waits for
+// the lock.
+func lockFile(path string) (func(), error) { return flock(path, syscall.LOCK_EX) }
+
+func flock(path string, how int) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("store: lock file: %w", err)
+		return nil, err
 	}
 	return func() { f.Close() }, nil
 }
+
+// ErrServerRunning is returned by ClaimServer when another server uses the SQLite data directory.
+var ErrServerRunning = errors.New("store: another kassa serve is using this data directory")
+
+// ClaimServer makes this process the one server of an SQLite database, until release is called. The
+// embedded database has one server by design, so that at start-up every pending attempt is known to be
+// abandoned. On PostgreSQL any number of servers share the database and ClaimServer does nothing.
+func (db *DB) ClaimServer() (release func(), err error) {
+	if db.dialect == Postgres {
+		return func() {}, nil
+	}
+	release, err = flock(filepath.Join(db.lockDir, "kassa.serve.lock"), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, ErrServerRunning
+	}
+	return release, err
+}
+
+// SingleServer reports whether the database can have only one server (SQLite).
+func (db *DB) SingleServer() bool { return db.dialect == SQLite }

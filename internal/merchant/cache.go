@@ -1,0 +1,58 @@
+package merchant
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Cache serves merchants from memory for the hot path, reading each from the database at most once
+// per TTL. A change made by the operator CLI (another process) is seen within the TTL.
+type Cache struct {
+	q   store.Querier
+	ttl time.Duration
+	now func() time.Time
+
+	mu sync.RWMutex
+	m  map[string]cached
+}
+
+type cached struct {
+	m       Merchant
+	fetched time.Time
+}
+
+// DefaultCacheTTL is how long a cached merchant is served before it is read again.
+const DefaultCacheTTL = 5 * time.Second
+
+// NewCache returns a cache reading through q.
+func NewCache(q store.Querier, ttl time.Duration, now func() time.Time) *Cache {
+	if ttl <= 0 {
+		ttl = DefaultCacheTTL
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Cache{q: q, ttl: ttl, now: now, m: map[string]cached{}}
+}
+
+// Get returns the merchant with id, from memory when it was read less than a TTL ago.
+func (c *Cache) Get(ctx context.Context, id string) (Merchant, error) {
+	now := c.now()
+	c.mu.RLock()
+	e, ok := c.m[id]
+	c.mu.RUnlock()
+	if ok && now.Sub(e.fetched) < c.ttl {
+		return e.m, nil
+	}
+	m, err := Get(ctx, c.q, id)
+	if err != nil {
+		return Merchant{}, err
+	}
+	c.mu.Lock()
+	c.m[id] = cached{m: m, fetched: now}
+	c.mu.Unlock()
+	return m, nil
+}

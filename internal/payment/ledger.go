@@ -1,0 +1,489 @@
+package payment
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/kassapay/kassa/internal/card"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultProcessorTimeout = 30 * time.Second
+	DefaultRecoveryInterval = 30 * time.Second
+	// keyRetention is how long an idempotency key stays bound to the transaction it created.
+	keyRetention = 24 * time.Hour
+)
+
+// Config configures a Ledger.
+type Config struct {
+	DB               *store.DB
+	Processor        processor.Processor
+	Logger           *slog.Logger
+	Now              func() time.Time
+	ProcessorTimeout time.Duration // bound on one processor call (default 30 s)
+	RecoveryInterval time.Duration // how often Run looks for abandoned attempts (default 30 s)
+}
+
+// Ledger records card operations and carries them out through the processor.
+type Ledger struct {
+	db       *store.DB
+	proc     processor.Processor
+	log      *slog.Logger
+	now      func() time.Time
+	timeout  time.Duration
+	interval time.Duration
+}
+
+// New returns a Ledger.
+func New(cfg Config) *Ledger {
+	l := &Ledger{db: cfg.DB, proc: cfg.Processor, log: cfg.Logger, now: cfg.Now, timeout: cfg.ProcessorTimeout, interval: cfg.RecoveryInterval}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.timeout <= 0 {
+		l.timeout = DefaultProcessorTimeout
+	}
+	if l.interval <= 0 {
+		l.interval = DefaultRecoveryInterval
+	}
+	return l
+}
+
+// Actor is who asks for an operation, recorded on the transaction and in the audit log.
+type Actor struct {
+	MerchantID string
+	ClientID   string
+	RequestID  string
+	Profile    string // the merchant's simulator profile, passed to the processor
+}
+
+// Charge asks for a sale or an authorization.
+type Charge struct {
+	Actor
+	Kind           string // KindSale or KindAuthorization
+	Amount         int64  // minor units; 0 only for an authorization (a card verification)
+	Currency       money.Currency
+	Card           card.Number
+	Expiry         card.Expiry
+	CVV            string
+	Customer       Customer
+	TestMode       bool
+	Source         string
+	IdempotencyKey string
+}
+
+// FollowUp asks for a capture, refund or void of the transaction ParentID.
+type FollowUp struct {
+	Actor
+	ParentID       int64
+	Amount         int64 // minor units of the parent's currency; ignored by Void
+	TestMode       bool
+	IdempotencyKey string
+}
+
+// ErrProcessorUnavailable is wrapped in the fault returned when the processor did not answer.
+var ErrProcessorUnavailable = errors.New("payment: processor unavailable")
+
+// Charge records a sale or authorization attempt, asks the processor, and records the outcome. A
+// decline is a transaction with status DECLINED, not an error.
+func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
+	now := l.now()
+	t := Transaction{MerchantID: c.MerchantID, Kind: c.Kind, Status: StatusPending, Amount: c.Amount, Currency: c.Currency,
+		CardType: string(card.BrandOf(c.Card)), CardPrefix: c.Card.First6(), CardSuffix: c.Card.Last4(),
+		TestMode: c.TestMode, Source: c.Source, Customer: c.Customer, ClientID: c.ClientID, RequestID: c.RequestID,
+		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
+	var prior *Transaction
+	err := l.db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
+			return err
+		}
+		return l.insert(ctx, tx, &t, now)
+	})
+	if err != nil || prior != nil {
+		return deref(prior), err
+	}
+	res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+		return l.proc.Authorize(ctx, processor.Payment{Reference: t.TransactionID, Merchant: processor.Merchant{ID: c.MerchantID, SimulatorProfile: c.Profile},
+			Amount: c.Amount, Currency: c.Currency, Capture: c.Kind == KindSale, Card: c.Card, Expiry: c.Expiry, CVV: c.CVV})
+	})
+	if err != nil {
+		return Transaction{}, l.unavailable(ctx, t, err)
+	}
+	return l.finish(ctx, t, res, operation(t.Kind))
+}
+
+// Capture collects f.Amount (at most the authorized amount) of an authorization. One capture per
+// authorization; what it does not capture is released.
+func (l *Ledger) Capture(ctx context.Context, f FollowUp) (Transaction, error) {
+	return l.followUp(ctx, f, KindCapture, l.proc.Capture)
+}
+
+// Refund returns f.Amount of a sale or capture. Refunds may repeat while their sum stays within the
+// amount of the sale or capture.
+func (l *Ledger) Refund(ctx context.Context, f FollowUp) (Transaction, error) {
+	return l.followUp(ctx, f, KindRefund, l.proc.Refund)
+}
+
+// Void releases an authorization that was not captured.
+func (l *Ledger) Void(ctx context.Context, f FollowUp) (Transaction, error) {
+	return l.followUp(ctx, f, KindVoid, l.proc.Void)
+}
+
+func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string, call func(context.Context, processor.FollowUp) (processor.Result, error)) (Transaction, error) {
+	now := l.now()
+	var t, parent Transaction
+	var prior *Transaction
+	err := l.db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if parent, err = l.get(ctx, tx, f.MerchantID, f.ParentID); err != nil {
+			return err
+		}
+		amount := f.Amount
+		if kind == KindVoid {
+			amount = parent.Amount
+		}
+		t = Transaction{MerchantID: f.MerchantID, Kind: kind, Status: StatusPending, ParentID: parent.ID, Amount: amount,
+			Currency: parent.Currency, CardType: parent.CardType, CardPrefix: parent.CardPrefix, CardSuffix: parent.CardSuffix,
+			TestMode: f.TestMode || parent.TestMode, Source: parent.Source, Customer: parent.Customer, ClientID: f.ClientID,
+			RequestID: f.RequestID, IdempotencyKey: f.IdempotencyKey, CreatedAt: now, UpdatedAt: now,
+			ParentTransactionID: parent.TransactionID}
+		if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
+			return err
+		}
+		if err := l.reserve(ctx, tx, &parent, kind, amount, now); err != nil {
+			return err
+		}
+		return l.insert(ctx, tx, &t, now)
+	})
+	var rejected *fault.Error
+	if errors.As(err, &rejected) && rejected.Status == http.StatusConflict && parent.ID != 0 {
+		l.auditRejection(ctx, f.Actor, kind, parent, f.Amount, rejected.Message)
+	}
+	if err != nil || prior != nil {
+		return deref(prior), err
+	}
+	res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+		return call(ctx, processor.FollowUp{Reference: t.TransactionID, Merchant: processor.Merchant{ID: f.MerchantID, SimulatorProfile: f.Profile},
+			Original: parent.ProcessorRef, Amount: t.Amount, Currency: t.Currency, AuthorizedAt: parent.CreatedAt})
+	})
+	if err != nil {
+		return Transaction{}, l.unavailable(ctx, t, err)
+	}
+	return l.finish(ctx, t, res, operation(kind))
+}
+
+// reserve claims what a follow-up needs from its parent before the processor is called, with one
+// conditional UPDATE, so that concurrent requests cannot together exceed it: the refunded sum stays
+// within the amount, and an authorization is captured or voided once.
+func (l *Ledger) reserve(ctx context.Context, tx *sql.Tx, parent *Transaction, kind string, amount int64, now time.Time) error {
+	if err := conflict(*parent, kind, amount); err != nil {
+		return err
+	}
+	var res sql.Result
+	var err error
+	switch kind {
+	case KindRefund:
+		res, err = tx.ExecContext(ctx, `UPDATE transactions SET reserved = reserved + $2, updated_at = $3
+			WHERE id = $1 AND status = 'APPROVED' AND kind IN ('SALE', 'CAPTURE') AND reserved + $2 <= amount`,
+			parent.ID, amount, now.UnixMilli())
+	case KindCapture:
+		res, err = tx.ExecContext(ctx, `UPDATE transactions SET closed_by = 'CAPTURE', reserved = $2, updated_at = $3
+			WHERE id = $1 AND status = 'APPROVED' AND kind = 'AUTHORIZATION' AND closed_by IS NULL AND $2 <= amount`,
+			parent.ID, amount, now.UnixMilli())
+	case KindVoid:
+		res, err = tx.ExecContext(ctx, `UPDATE transactions SET closed_by = 'VOID', updated_at = $2
+			WHERE id = $1 AND status = 'APPROVED' AND kind = 'AUTHORIZATION' AND closed_by IS NULL AND amount > 0`,
+			parent.ID, now.UnixMilli())
+	}
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	// Another request changed the parent after it was read: say what it is now.
+	fresh, err := l.get(ctx, tx, parent.MerchantID, parent.ID)
+	if err != nil {
+		return err
+	}
+	if err := conflict(fresh, kind, amount); err != nil {
+		return err
+	}
+	return fault.Conflict("concurrent_update", "The transaction changed while this request ran; retry it.")
+}
+
+// conflict says why parent's state forbids the follow-up, or returns nil.
+func conflict(p Transaction, kind string, amount int64) error {
+	amt := func(v int64) string { return money.Format(v, p.Currency) }
+	switch kind {
+	case KindRefund:
+		switch {
+		case p.Kind == KindAuthorization:
+			return fault.Conflict("refund_not_allowed", "An authorization cannot be refunded because no funds moved; void it instead (POST /transaction-service/void/%d).", p.ID)
+		case p.Kind != KindSale && p.Kind != KindCapture:
+			return fault.Conflict("refund_not_allowed", "Only a sale or a capture can be refunded; this is a %s.", p.Kind)
+		case p.Status != StatusApproved:
+			return fault.Conflict("refund_not_allowed", "A declined transaction cannot be refunded.")
+		case p.Reserved+amount > p.Amount:
+			return &fault.Error{Status: http.StatusConflict, Code: "amount_exceeds_refundable", Field: "amount",
+				Message: "The refund of " + amt(amount) + " exceeds the " + amt(p.Amount-p.Reserved) + " that remains refundable."}
+		}
+	case KindCapture, KindVoid:
+		verb := "captured"
+		if kind == KindVoid {
+			verb = "voided"
+		}
+		switch {
+		case p.Kind != KindAuthorization && kind == KindVoid:
+			return fault.Conflict("void_not_allowed", "Only an authorization can be voided; refund a %s instead.", p.Kind)
+		case p.Kind != KindAuthorization:
+			return fault.Conflict("capture_not_allowed", "Only an authorization can be captured; this is a %s.", p.Kind)
+		case p.Status != StatusApproved:
+			return fault.Conflict(kind2code(kind), "A declined authorization cannot be %s.", verb)
+		case p.Amount == 0:
+			return fault.Conflict(kind2code(kind), "A card verification (an authorization of 0) holds nothing to be %s.", verb)
+		case p.ClosedBy == KindCapture && kind == KindVoid:
+			return fault.Conflict("already_captured", "This authorization has been captured; refund the capture instead.")
+		case p.ClosedBy == KindCapture:
+			return fault.Conflict("already_captured", "This authorization has already been captured; it can be captured once.")
+		case p.ClosedBy == KindVoid:
+			return fault.Conflict("already_voided", "This authorization has been voided.")
+		case kind == KindCapture && amount > p.Amount:
+			return &fault.Error{Status: http.StatusConflict, Code: "amount_exceeds_authorized", Field: "amount",
+				Message: "The capture of " + amt(amount) + " exceeds the authorized " + amt(p.Amount) + "."}
+		}
+	}
+	return nil
+}
+
+func kind2code(kind string) string {
+	if kind == KindVoid {
+		return "void_not_allowed"
+	}
+	return "capture_not_allowed"
+}
+
+// prior finds the transaction that an earlier request with the same idempotency key created. A key
+// binds to its transaction for 24 hours; after that it may be used afresh. The same key on a
+// different operation is a 422, and on one still running a 409.
+func (l *Ledger) prior(ctx context.Context, tx *sql.Tx, t *Transaction, now time.Time) (*Transaction, error) {
+	if t.IdempotencyKey == "" {
+		return nil, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE transactions SET idempotency_key = NULL
+		WHERE merchant_id = $1 AND idempotency_key = $2 AND created_at <= $3`,
+		t.MerchantID, t.IdempotencyKey, now.Add(-keyRetention).UnixMilli()); err != nil {
+		return nil, err
+	}
+	p, err := scanTransaction(tx.QueryRowContext(ctx, `SELECT `+columns+from+`WHERE t.merchant_id = $1 AND t.idempotency_key = $2`,
+		t.MerchantID, t.IdempotencyKey))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case p.Kind != t.Kind || p.ParentID != t.ParentID || p.Amount != t.Amount || p.Currency.Code != t.Currency.Code:
+		return nil, fault.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
+			"This Idempotency-Key was used for a different operation (%s %s); use a new key.", p.Kind, p.TransactionID)
+	case p.Status == StatusPending:
+		return nil, fault.Conflict("idempotency_key_in_use", "The operation with this Idempotency-Key is still being processed; retry shortly.")
+	}
+	return &p, nil
+}
+
+// lease is how long an attempt stays its node's own: twice the processor timeout, so that recovery
+// elsewhere starts only when the original call has certainly given up.
+func (l *Ledger) lease(now time.Time) int64 { return now.Add(2 * l.timeout).UnixMilli() }
+
+// insert records the attempt: a PENDING row, leased to this node.
+func (l *Ledger) insert(ctx context.Context, tx *sql.Tx, t *Transaction, now time.Time) error {
+	t.TransactionID = newTransactionID()
+	c := t.Customer
+	var parent sql.NullInt64
+	if t.ParentID != 0 {
+		parent = sql.NullInt64{Int64: t.ParentID, Valid: true}
+	}
+	return tx.QueryRowContext(ctx, `INSERT INTO transactions (transaction_id, merchant_id, kind, parent_id, status, amount,
+		currency, scale, card_type, card_prefix, card_suffix, test_mode, source, email, first_name, last_name, company,
+		telephone, address1, address2, city, province, country, postal_code, custom_id, invoice_id, order_id, description,
+		client_id, request_id, idempotency_key, lease_until, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32)
+		RETURNING id`,
+		t.TransactionID, t.MerchantID, t.Kind, parent, t.Amount, t.Currency.Code, t.Currency.Digits, t.CardType,
+		t.CardPrefix, t.CardSuffix, t.TestMode, t.Source, nullable(c.Email), nullable(c.FirstName), nullable(c.LastName),
+		nullable(c.Company), nullable(c.Telephone), nullable(c.Address1), nullable(c.Address2), nullable(c.City),
+		nullable(c.Province), nullable(c.Country), nullable(c.PostalCode), nullable(c.CustomID), nullable(c.InvoiceID),
+		nullable(c.OrderID), nullable(c.Description), nullable(t.ClientID), nullable(t.RequestID), nullable(t.IdempotencyKey),
+		l.lease(now), now.UnixMilli()).Scan(&t.ID)
+}
+
+// call runs one processor call, bounded by the processor timeout. It is not canceled when the client
+// goes away: once the processor has been asked, its answer must be recorded.
+func (l *Ledger) call(ctx context.Context, f func(context.Context) (processor.Result, error)) (processor.Result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// unavailable answers a processor call that failed: the attempt stays pending for recovery.
+func (l *Ledger) unavailable(ctx context.Context, t Transaction, err error) error {
+	l.log.WarnContext(ctx, "processor call failed; attempt left pending for recovery", "transaction_id", t.TransactionID, "err", err)
+	return &fault.Error{Status: http.StatusBadGateway, Code: "processor_unavailable",
+		Message: "The processor did not answer. Transaction " + t.TransactionID + " is pending and will be resolved; " +
+			"retry with the same Idempotency-Key to learn its outcome."}
+}
+
+// finish records the processor's answer: the outcome, the release of a declined follow-up's
+// reservation, and the audit record, in one transaction. Only the first finish of an attempt counts:
+// when recovery got there first, the recorded transaction is returned as it stands.
+func (l *Ledger) finish(ctx context.Context, t Transaction, res processor.Result, op string) (Transaction, error) {
+	return l.finishAs(ctx, t, res, op, "")
+}
+
+// finishAs is finish with the audit record's outcome given (outcomeFailed for an interrupted attempt),
+// or "" for the transaction's status.
+func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Result, op, outcome string) (Transaction, error) {
+	ctx = context.WithoutCancel(ctx)
+	now := l.now()
+	t.Status, t.Message, t.DeclineCode, t.ProcessorRef, t.UpdatedAt = StatusApproved, res.Message, "", res.Reference, now
+	if !res.Approved {
+		t.Status, t.DeclineCode = StatusDeclined, res.Code
+		if t.DeclineCode == "" {
+			t.DeclineCode = processor.CodeDeclined
+		}
+	}
+	if t.Message == "" {
+		t.Message = map[bool]string{true: "Approved", false: "Declined"}[res.Approved]
+	}
+	won := false
+	err := l.db.Write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE transactions SET status = $2, message = $3, decline_code = $4, processor_ref = $5,
+			lease_until = NULL, updated_at = $6 WHERE id = $1 AND status = 'PENDING'`,
+			t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			won = false
+			return nil
+		}
+		won = true
+		if t.Status == StatusDeclined {
+			if err := release(ctx, tx, t, now); err != nil {
+				return err
+			}
+		}
+		if outcome == "" {
+			outcome = t.Status
+		}
+		return audit(ctx, tx, auditRecord{merchantID: t.MerchantID, clientID: t.ClientID, operation: op,
+			transactionID: t.TransactionID, amount: t.Amount, currency: t.Currency.Code, outcome: outcome,
+			detail: t.Message, requestID: t.RequestID, at: now})
+	})
+	if err != nil {
+		return Transaction{}, err
+	}
+	if !won {
+		return l.get(ctx, l.db.Reader(), t.MerchantID, t.ID)
+	}
+	return t, nil
+}
+
+// release gives a declined follow-up's reservation back to its parent.
+func release(ctx context.Context, tx *sql.Tx, t Transaction, now time.Time) error {
+	var err error
+	switch t.Kind {
+	case KindRefund:
+		_, err = tx.ExecContext(ctx, `UPDATE transactions SET reserved = reserved - $2, updated_at = $3 WHERE id = $1`, t.ParentID, t.Amount, now.UnixMilli())
+	case KindCapture:
+		_, err = tx.ExecContext(ctx, `UPDATE transactions SET reserved = 0, closed_by = NULL, updated_at = $2 WHERE id = $1`, t.ParentID, now.UnixMilli())
+	case KindVoid:
+		_, err = tx.ExecContext(ctx, `UPDATE transactions SET closed_by = NULL, updated_at = $2 WHERE id = $1`, t.ParentID, now.UnixMilli())
+	}
+	return err
+}
+
+// Get returns the merchant's transaction by numeric id or 20-character transaction_id. Another
+// merchant's transaction, and one whose outcome is not yet recorded, is not found.
+func (l *Ledger) Get(ctx context.Context, merchantID, ref string) (Transaction, error) {
+	var t Transaction
+	var err error
+	if len(ref) == transactionIDLen {
+		t, err = scanTransaction(l.db.Reader().QueryRowContext(ctx, `SELECT `+columns+from+
+			`WHERE t.merchant_id = $1 AND t.transaction_id = $2 AND t.status <> 'PENDING'`, merchantID, ref))
+	} else if id, ok := parseID(ref); ok {
+		t, err = scanTransaction(l.db.Reader().QueryRowContext(ctx, `SELECT `+columns+from+
+			`WHERE t.merchant_id = $1 AND t.id = $2 AND t.status <> 'PENDING'`, merchantID, id))
+	} else {
+		err = sql.ErrNoRows
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return Transaction{}, fault.NotFound("No transaction %s.", ref)
+	}
+	return t, err
+}
+
+// get reads a transaction of the merchant by numeric id, pending or not.
+func (l *Ledger) get(ctx context.Context, q store.Querier, merchantID string, id int64) (Transaction, error) {
+	t, err := scanTransaction(q.QueryRowContext(ctx, `SELECT `+columns+from+`WHERE t.merchant_id = $1 AND t.id = $2`, merchantID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Transaction{}, fault.NotFound("No transaction %d.", id)
+	}
+	return t, err
+}
+
+func parseID(s string) (int64, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, true
+}
+
+const transactionIDLen = 20
+
+// newTransactionID returns 20 random characters of [A-Z2-7]: 100 bits.
+func newTransactionID() string { return rand.Text()[:transactionIDLen] }
+
+func operation(kind string) string {
+	switch kind {
+	case KindSale:
+		return "sale"
+	case KindAuthorization:
+		return "authorize"
+	case KindCapture:
+		return "capture"
+	case KindRefund:
+		return "refund"
+	default:
+		return "void"
+	}
+}
+
+func deref(t *Transaction) Transaction {
+	if t == nil {
+		return Transaction{}
+	}
+	return *t
+}

@@ -1,0 +1,129 @@
+package payment
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// List bounds (wire-contract.md: limit defaults to 100; at most 10000).
+const (
+	DefaultLimit = 100
+	MaxLimit     = 10000
+)
+
+// Filter selects transactions of a merchant. Zero fields select everything.
+type Filter struct {
+	Limit         int
+	Before, After int64     // cursor positions (transaction ids): newer than Before, older than After
+	From, To      time.Time // transaction_time bounds, From inclusive, To exclusive
+	Result        string    // APPROVED or DECLINED
+	// MinAmount and MaxAmount are in ten-thousandths of a major unit, so that one bound applies
+	// across currencies of 0 to 4 decimals.
+	MinAmount, MaxAmount *int64
+	Email                string // case-insensitive exact match
+	FirstName, LastName  string // case-insensitive exact match
+}
+
+// Page is one page of a list, newest first, with the cursors of its first and last entity.
+type Page struct {
+	Transactions []Transaction
+	Before       string // cursor of the newest entity: pass as "before" for the page before
+	After        string // cursor of the oldest entity: pass as "after" for the page after
+}
+
+// scaled is a transaction's amount in ten-thousandths of a major unit.
+const scaled = `(CASE t.scale WHEN 0 THEN t.amount * 10000 WHEN 1 THEN t.amount * 1000 WHEN 2 THEN t.amount * 100 WHEN 3 THEN t.amount * 10 ELSE t.amount END)`
+
+// List returns a page of the merchant's transactions, newest first. Pending attempts are not listed.
+func (l *Ledger) List(ctx context.Context, merchantID string, f Filter) (Page, error) {
+	if f.Limit <= 0 {
+		f.Limit = DefaultLimit
+	}
+	where := []string{"t.merchant_id = $1", "t.status <> 'PENDING'"}
+	args := []any{merchantID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.After > 0 {
+		add("t.id < ?", f.After)
+	}
+	if f.Before > 0 {
+		add("t.id > ?", f.Before)
+	}
+	if !f.From.IsZero() {
+		add("t.created_at >= ?", f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		add("t.created_at < ?", f.To.UnixMilli())
+	}
+	if f.Result != "" {
+		add("t.status = ?", f.Result)
+	}
+	if f.MinAmount != nil {
+		add(scaled+" >= ?", *f.MinAmount)
+	}
+	if f.MaxAmount != nil {
+		add(scaled+" <= ?", *f.MaxAmount)
+	}
+	if f.Email != "" {
+		add("LOWER(t.email) = ?", strings.ToLower(f.Email))
+	}
+	if f.FirstName != "" {
+		add("LOWER(t.first_name) = ?", strings.ToLower(f.FirstName))
+	}
+	if f.LastName != "" {
+		add("LOWER(t.last_name) = ?", strings.ToLower(f.LastName))
+	}
+	// Paging backwards (before) reads upwards from the cursor and turns the page round.
+	order := "DESC"
+	if f.Before > 0 && f.After == 0 {
+		order = "ASC"
+	}
+	args = append(args, f.Limit)
+	q := `SELECT ` + columns + from + `WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY t.id ` + order + ` LIMIT $` + strconv.Itoa(len(args))
+	rows, err := l.db.Reader().QueryContext(ctx, q, args...)
+	if err != nil {
+		return Page{}, err
+	}
+	defer rows.Close()
+	var p Page
+	for rows.Next() {
+		t, err := scanTransaction(rows)
+		if err != nil {
+			return Page{}, err
+		}
+		p.Transactions = append(p.Transactions, t)
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, err
+	}
+	if order == "ASC" {
+		for i, j := 0, len(p.Transactions)-1; i < j; i, j = i+1, j-1 {
+			p.Transactions[i], p.Transactions[j] = p.Transactions[j], p.Transactions[i]
+		}
+	}
+	if n := len(p.Transactions); n > 0 {
+		p.Before, p.After = EncodeCursor(p.Transactions[0].ID), EncodeCursor(p.Transactions[n-1].ID)
+	}
+	return p, nil
+}
+
+// EncodeCursor makes the opaque cursor of a position.
+func EncodeCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("t" + strconv.FormatInt(id, 10)))
+}
+
+// DecodeCursor reads a cursor made by EncodeCursor.
+func DecodeCursor(s string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 2 || b[0] != 't' {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(b[1:]), 10, 64)
+	return id, err == nil && id > 0
+}

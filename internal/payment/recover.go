@@ -1,0 +1,116 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/kassapay/kassa/internal/processor"
+)
+
+// Recover resolves attempts that were recorded but whose outcome never was: the process that made
+// them died between asking the processor and recording its answer. Each is asked of the processor;
+// one the processor never received is declined as interrupted, and a follow-up's reservation is
+// released. None is sent to the processor again, so nothing is charged twice.
+//
+// With all, every pending attempt is taken (a single server at start-up: none can still be running);
+// otherwise only those whose lease has run out, which no live node can still finish.
+func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
+	now := l.now()
+	cutoff := now.UnixMilli()
+	if all {
+		cutoff = math.MaxInt64
+	}
+	rows, err := l.db.Reader().QueryContext(ctx, `SELECT `+columns+`, t.lease_until`+from+
+		`WHERE t.status = 'PENDING' AND t.lease_until <= $1 ORDER BY t.id LIMIT 500`, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	type pending struct {
+		t     Transaction
+		lease int64
+	}
+	var todo []pending
+	for rows.Next() {
+		var p pending
+		var err error
+		p.t, err = scanTransaction(scanWithLease{rows, &p.lease})
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		todo = append(todo, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	done := 0
+	for _, p := range todo {
+		claimed, err := l.claim(ctx, p.t.ID, p.lease, now)
+		if err != nil {
+			return done, err
+		}
+		if !claimed {
+			continue // another node took it, or its own node finished it
+		}
+		res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) { return l.proc.Lookup(ctx, p.t.TransactionID) })
+		outcome := ""
+		switch {
+		case errors.Is(err, processor.ErrNotFound):
+			res = processor.Result{Code: processor.CodeProcessingError, Message: "Interrupted before the processor received it; nothing was charged"}
+			outcome = outcomeFailed
+		case err != nil:
+			l.log.WarnContext(ctx, "recovery lookup failed; will retry", "transaction_id", p.t.TransactionID, "err", err)
+			continue
+		}
+		t, err := l.finishAs(ctx, p.t, res, "recover", outcome)
+		if err != nil {
+			return done, err
+		}
+		l.log.InfoContext(ctx, "recovered an interrupted attempt", "transaction_id", t.TransactionID, "kind", t.Kind, "status", t.Status)
+		done++
+	}
+	return done, nil
+}
+
+// claim extends the lease of a pending attempt, so that one recoverer at a time works on it.
+func (l *Ledger) claim(ctx context.Context, id, lease int64, now time.Time) (bool, error) {
+	var n int64
+	err := l.db.Write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE transactions SET lease_until = $3 WHERE id = $1 AND status = 'PENDING' AND lease_until = $2`,
+			id, lease, l.lease(now))
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	return n == 1, err
+}
+
+// scanWithLease reads the columns of a Transaction followed by lease_until.
+type scanWithLease struct {
+	rows  *sql.Rows
+	lease *int64
+}
+
+func (s scanWithLease) Scan(dest ...any) error { return s.rows.Scan(append(dest, s.lease)...) }
+
+// Run looks for abandoned attempts every recovery interval until ctx is done.
+func (l *Ledger) Run(ctx context.Context) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := l.Recover(ctx, false); err != nil && ctx.Err() == nil {
+				l.log.WarnContext(ctx, "recovery sweep", "err", err)
+			}
+		}
+	}
+}
