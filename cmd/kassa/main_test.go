@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
@@ -93,7 +94,11 @@ func startServer(t *testing.T, env []string, args ...string) *server {
 		close(lines)
 	}()
 	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() {
+		s.stop(t)
+		cardtest.Check(t, "the server's log", s.stderr.String())
+		cardtest.Check(t, "the server's output", s.stdout.String())
+	})
 	select {
 	case u, ok := <-lines:
 		if !ok {
@@ -172,3 +177,5 @@ func getJSON(t *testing.T, method, url string, body io.Reader, hdr map[string]st
 	json.NewDecoder(resp.Body).Decode(&out)
 	return resp, out
 }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -71,27 +72,29 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if base == "" {
 			base = "http://" + ln.Addr().String()
 		}
-		log.Info("listening", "addr", ln.Addr().String(), "public_url", base, "database", db.String())
-		fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n", base, db.String())
+		var banner strings.Builder
 		if *demo {
-			if err := demoMerchant(ctx, e, srv, base); err != nil {
+			if err := demoMerchant(ctx, &banner, srv, base); err != nil {
 				ln.Close()
 				return err
 			}
 		}
-		return srv.Serve(ctx, ln)
+		return srv.Serve(ctx, ln, func() {
+			log.Info("listening", "addr", ln.Addr().String(), "public_url", base, "database", db.String())
+			fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n%s", base, db.String(), banner.String())
+		})
 	}
 }
 
 // demoMerchant creates a demo merchant when the database has none, and prints how to get a token.
-func demoMerchant(ctx context.Context, e *env, srv *server.Server, base string) error {
+func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base string) error {
 	db := srv.DB()
 	n, err := merchant.Count(ctx, db.Reader())
 	if err != nil {
 		return err
 	}
 	if n > 0 {
-		fmt.Fprintf(e.stdout, "The database already has merchants; the demo merchant's secret was shown on its first start.\n"+
+		fmt.Fprintf(out, "The database already has merchants; the demo merchant's secret was shown on its first start.\n"+
 			"A new pair: kassa client create --merchant-id MERCHANT_ID\n")
 		return nil
 	}
@@ -99,7 +102,7 @@ func demoMerchant(ctx context.Context, e *env, srv *server.Server, base string) 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, `
+	fmt.Fprintf(out, `
 A demo merchant was created. Its client secret is shown only this once:
   merchant_id    %s
   client_id      %s

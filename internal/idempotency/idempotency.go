@@ -202,6 +202,15 @@ func (s *Store) release(ctx context.Context, merchant, key string) error {
 	})
 }
 
+// ReleaseAll frees the keys of every request still marked running. Only a single server may call it,
+// at start-up, when no request of a previous process can be running.
+func (s *Store) ReleaseAll(ctx context.Context) error {
+	return s.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET locked_until = 0 WHERE status IS NULL`)
+		return err
+	})
+}
+
 // Purge deletes records older than the retention.
 func (s *Store) Purge(ctx context.Context) error {
 	return s.db.Write(ctx, func(tx *sql.Tx) error {

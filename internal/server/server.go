@@ -79,7 +79,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter()}
 	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processor: cfg.Processor, Logger: cfg.Logger, Now: cfg.Now,
 		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval})
-	s.idem = idempotency.New(idempotency.Config{DB: cfg.DB, Now: cfg.Now})
+	if cfg.ProcessorTimeout <= 0 {
+		cfg.ProcessorTimeout = payment.DefaultProcessorTimeout
+	}
+	// A first request with a key is presumed dead, and its key free, once its attempt's lease is over.
+	s.idem = idempotency.New(idempotency.Config{DB: cfg.DB, Now: cfg.Now, Lock: 2 * cfg.ProcessorTimeout})
 	merchants := merchant.NewCache(cfg.DB.Reader(), cfg.MerchantCacheTTL, cfg.Now)
 
 	r := s.router
@@ -133,18 +137,28 @@ func (s *Server) Ledger() *payment.Ledger { return s.ledger }
 //
 // Before it accepts a request it resolves the attempts a previous process left pending: all of them
 // on SQLite, whose one server this process now is, and on PostgreSQL those whose lease has run out.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Then it calls ready (when not nil) and starts accepting.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error {
 	release, err := s.cfg.DB.ClaimServer()
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer release()
-	if n, err := s.ledger.Recover(ctx, s.cfg.DB.SingleServer()); err != nil {
+	single := s.cfg.DB.SingleServer()
+	n, err := s.ledger.Recover(ctx, single)
+	if err == nil && single {
+		err = s.idem.ReleaseAll(ctx) // no request of a previous process is running any more
+	}
+	if err != nil {
 		ln.Close()
 		return fmt.Errorf("recover pending attempts: %w", err)
-	} else if n > 0 {
+	}
+	if n > 0 {
 		s.cfg.Logger.Info("resolved attempts left pending by a previous process", "count", n)
+	}
+	if ready != nil {
+		ready()
 	}
 	hs := &http.Server{
 		Handler:           s.handler,

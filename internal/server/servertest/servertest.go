@@ -71,7 +71,13 @@ func Start(t testing.TB, db *store.DB, cfg server.Config) *Server {
 	hs := httptest.NewUnstartedServer(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, hs.Listener) }()
+	ready := make(chan struct{})
+	go func() { done <- srv.Serve(ctx, hs.Listener, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Serve: %v", err)
+	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
