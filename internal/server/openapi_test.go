@@ -2,9 +2,13 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -22,6 +26,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		OpenAPI    string                               `yaml:"openapi"`
 		Paths      map[string]map[string]map[string]any `yaml:"paths"`
 		Components map[string]map[string]any            `yaml:"components"`
+		Extra      map[string]any                       `yaml:",inline"`
 	}
 	if err := yaml.Unmarshal(api.OpenAPI, &doc); err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
@@ -36,12 +41,22 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 				continue
 			}
 			documented[strings.ToUpper(method)+" "+path] = true
-			if _, ok := op["responses"].(map[string]any); !ok {
+			if rs, ok := op["responses"].(map[string]any); !ok || len(rs) == 0 {
 				t.Errorf("%s %s documents no responses", method, path)
+			}
+			if ps, ok := op["parameters"]; ok {
+				if _, ok := ps.([]any); !ok {
+					t.Errorf("%s %s: parameters must be a list", method, path)
+				}
+			}
+			for name := range pathParams(path) {
+				if !declares(op["parameters"], name, doc.Components["parameters"]) {
+					t.Errorf("%s %s does not declare its path parameter %s", method, path, name)
+				}
 			}
 		}
 	}
-	srv, err := server.New(context.Background(), server.Config{DB: storetest.SQLite(t)})
+	srv, err := server.New(context.Background(), server.Config{DB: storetest.SQLite(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +89,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
+				// A null value is almost always a comma inside an unquoted flow-mapping value that
+				// YAML read as a key of its own.
+				if x == nil {
+					t.Errorf("key %q has no value (an unquoted comma?)", k)
+				}
 				if k == "$ref" {
 					ref, _ := x.(string)
 					parts := strings.Split(strings.TrimPrefix(ref, "#/components/"), "/")
@@ -92,4 +112,56 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var all map[string]any
 	yaml.Unmarshal(api.OpenAPI, &all)
 	walk(all)
+}
+
+// pathParams returns the {name} segments of an OpenAPI path.
+func pathParams(path string) map[string]bool {
+	out := map[string]bool{}
+	for _, seg := range strings.Split(path, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out[strings.Trim(seg, "{}")] = true
+		}
+	}
+	return out
+}
+
+// declares reports whether a parameter list declares the path parameter name, directly or through a
+// $ref to components/parameters.
+func declares(params any, name string, components map[string]any) bool {
+	list, _ := params.([]any)
+	for _, p := range list {
+		m, _ := p.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			m, _ = components[strings.TrimPrefix(ref, "#/components/parameters/")].(map[string]any)
+		}
+		if m["in"] == "path" && m["name"] == name && m["required"] == true {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOpenAPIIsValid checks api/openapi.yaml with a real OpenAPI 3.1 validator (Redocly's CLI, pinned,
+// run through npx).
+func TestOpenAPIIsValid(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("npx"); err != nil {
+		storetest.Unavailable(t, "npx (Node.js) is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", "-y", "@redocly/cli@2.77.0", "lint", "--format", "stylish", "../../api/openapi.yaml")
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "ENOTFOUND") || strings.Contains(string(out), "EAI_AGAIN") {
+			storetest.Unavailable(t, "npx could not fetch @redocly/cli: %s", lastLine(out))
+		}
+		t.Fatalf("api/openapi.yaml is not valid OpenAPI:\n%s", out)
+	}
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -14,7 +15,7 @@ import (
 func TestReadiness(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	srv, err := server.New(context.Background(), server.Config{DB: db})
+	srv, err := server.New(context.Background(), server.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
