@@ -9,7 +9,7 @@ run: build
 
 ## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL
 test: deps check
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## check: formatting, vet and a tidy go.mod
 check:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go, or explains how when it cannot:
-#   - PostgreSQL server binaries (initdb, postgres): the tests start a throwaway cluster from them.
-# Without them the PostgreSQL tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
+#   - PostgreSQL server binaries (initdb, postgres): the tests start a throwaway cluster from them;
+#   - Node.js with npx: the OpenAPI description is checked with Redocly's CLI.
+# Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
 
 have_postgres() {
@@ -25,6 +26,15 @@ test-deps: PostgreSQL server binaries (initdb, postgres) are missing, and could 
   On Debian or Ubuntu:  sudo apt-get install postgresql
   Or point the tests at a server you run:  export KASSA_TEST_DATABASE_URL=postgres://user:pass@host:5432/postgres
   Without either, the PostgreSQL tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+if ! command -v npx >/dev/null 2>&1; then
+  if ! apt_install nodejs npm; then
+    cat >&2 <<'MSG'
+test-deps: Node.js (npx) is missing, and could not be installed here.
+  On Debian or Ubuntu:  sudo apt-get install nodejs npm
+  Without it the OpenAPI validation test is skipped (and fails under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

@@ -156,4 +156,3 @@ func callRaw(base, tok, path, body, key string) (map[string]any, error) {
 	}
 	return out, nil
 }
-
