@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,12 @@ func TestCLIFailures(t *testing.T) {
 		{"validity not a duration", []string{"client", "create", "--merchant-id", m["merchant_id"].(string), "--validity", "soon"}, 2, "validity"},
 		{"validity out of range", []string{"client", "create", "--merchant-id", m["merchant_id"].(string), "--validity", "1s"}, 2, "--validity must be"},
 		{"revoke unknown client", []string{"client", "revoke", "--client-id", "nope"}, 1, "no client"},
+		{"update without merchant", []string{"merchant", "update", "--simulator-profile", "payfirma"}, 2, "--merchant-id is required"},
+		{"update unknown merchant", []string{"merchant", "update", "--merchant-id", "0000000000"}, 1, "no merchant"},
+		{"update to an unknown profile", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--simulator-profile", "lucky"}, 1, "simulator_profile must be"},
+		{"update to a bad currency", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--currencies", "CAD,XXX"}, 1, "ISO 4217"},
+		{"update to a bad maximum", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--max-amount", "-5"}, 1, "max_amount"},
+		{"bad simulator latency", []string{"serve", "--simulator-latency", "-1s"}, 2, "--simulator-latency"},
 		{"bad database url", []string{"migrate", "--database-url", "mysql://x"}, 1, "postgres://"},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},
 		{"bad public url", []string{"serve", "--public-url", "pay.example.com"}, 2, "--public-url"},
@@ -50,6 +57,12 @@ func TestCLIFailures(t *testing.T) {
 				t.Fatalf("failure reason is not one line: %q", stderr)
 			}
 		})
+	}
+	u := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--simulator-profile", "payfirma",
+		"--currencies", "usd,EUR", "--max-amount", "5000.00", "--data-dir", dir)
+	if u["simulator_profile"] != "payfirma" || u["max_amount"] != "5000.00" || u["default_currency"] != "CAD" ||
+		fmt.Sprint(u["currencies"]) != "[CAD USD EUR]" {
+		t.Fatalf("merchant update printed %v", u)
 	}
 	if out := cliJSON(t, "migrate", "--data-dir", dir); out["status"] != "migrated" {
 		t.Fatalf("migrate printed %v", out)

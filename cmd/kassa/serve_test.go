@@ -65,9 +65,28 @@ func TestServeAndOperateOnBothBackends(t *testing.T) {
 				t.Fatalf("expires_in %v, want 1800", tok2.Extra("expires_in"))
 			}
 
+			list := func(tok string) int {
+				resp, _ := getJSON(t, "GET", srv.url+"/transaction-service/transaction", nil, map[string]string{"Authorization": "Bearer " + tok})
+				return resp.StatusCode
+			}
+			if code := list(tok2.AccessToken); code != 200 {
+				t.Fatalf("the pair's token before revocation: %d", code)
+			}
 			r := cliJSON(t, append([]string{"client", "revoke", "--client-id", c["client_id"].(string)}, db...)...)
 			if r["revoked"] != true {
 				t.Fatalf("client revoke printed %v", r)
+			}
+			// The server learns of the CLI's revocation by polling (default every 5 s); the bound is 60 s.
+			revokedAt := time.Now()
+			for list(tok2.AccessToken) != 401 {
+				if time.Since(revokedAt) > 60*time.Second {
+					t.Fatal("a revoked client's token still works 60 s later")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			t.Logf("revoked token refused %v after the CLI revoked its client", time.Since(revokedAt).Round(100*time.Millisecond))
+			if code := list(tok.AccessToken); code != 200 {
+				t.Fatalf("another client's token stopped working: %d", code)
 			}
 			if _, err := cfg2.Token(context.Background()); err == nil || !strings.Contains(err.Error(), "invalid_client") {
 				t.Fatalf("revoked pair got a token: %v", err)

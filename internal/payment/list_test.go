@@ -167,3 +167,19 @@ func TestMerchantIsolation(t *testing.T) {
 		ok(t, post(t, f.m, "refund/"+sale.Num("id"), map[string]any{"amount": "40.00"}), "REFUND", "40.00")
 	})
 }
+
+func TestListDefaultLimitIs100(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.SQLite(t), simulator.Config{})
+	for range 101 {
+		post(t, f.m, "sale", card(cardtest.Visa, "amount", "1.00"))
+	}
+	page := f.m.Do(t, "GET", "/transaction-service/transaction", nil)
+	if got := ids(t, page); len(got) != 100 || got[0] != "101" || got[99] != "2" {
+		t.Fatalf("default page has %d entities, from %v to %v", len(got), got[0], got[len(got)-1])
+	}
+	rest := f.m.Do(t, "GET", "/transaction-service/transaction?after="+url.QueryEscape(cursor(page, "after")), nil)
+	if got := ids(t, rest); len(got) != 1 || got[0] != "1" {
+		t.Fatalf("second page %v", got)
+	}
+}
