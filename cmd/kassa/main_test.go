@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,25 +37,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // server is a running "kassa serve".
 type server struct {
 	cmd    *exec.Cmd
 	url    string
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *cardtest.Buffer
+	stderr *cardtest.Buffer
 	done   chan error
 }
 
@@ -71,7 +57,7 @@ func dbArgs(t *testing.T, backend string) []string {
 // startServer runs kassa serve on a free port and waits until it listens.
 func startServer(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
-	s := &server{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	s := &server{stdout: &cardtest.Buffer{}, stderr: &cardtest.Buffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(kassaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stderr = s.stderr

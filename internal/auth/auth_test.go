@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
@@ -36,20 +36,14 @@ type fixture struct {
 	db    *store.DB
 	svc   *auth.Service
 	srv   *httptest.Server
-	clock *clock
+	clock *clock.Manual
 	creds auth.Credentials
 }
 
-type clock struct{ t atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Unix(0, c.t.Load()) }
-func (c *clock) advance(d time.Duration) { c.t.Add(int64(d)) }
-
 func newFixture(t *testing.T, db *store.DB) *fixture {
 	t.Helper()
-	f := &fixture{db: db, clock: &clock{}}
-	f.clock.t.Store(time.Now().UnixNano())
-	svc, err := auth.NewService(context.Background(), auth.Config{DB: db, Now: f.clock.now, RevocationPoll: 20 * time.Millisecond,
+	f := &fixture{db: db, clock: clock.NewManual(time.Now())}
+	svc, err := auth.NewService(context.Background(), auth.Config{DB: db, Now: f.clock.Now, RevocationPoll: 20 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +346,7 @@ func TestBearerMiddleware(t *testing.T) {
 			t.Errorf("token without ecom: %d %v %q", code, body, h.Get("WWW-Authenticate"))
 		}
 
-		f.clock.advance(12*time.Hour + time.Second)
+		f.clock.Advance(12*time.Hour + time.Second)
 		code, _, body = f.get(t, "Bearer "+good)
 		if code != 401 || body["error"] != "invalid_token" || !strings.Contains(body["message"].(string), "expired") {
 			t.Errorf("expired token: %d %v", code, body)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -66,18 +67,9 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 
 // Run reloads revocations every poll interval until ctx is done.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.revoked.load(ctx, s.db.Reader(), s.now()); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "reload revocations", "err", err)
-			}
-		}
-	}
+	clock.Every(ctx, s.poll, s.log, "reload revocations", func(ctx context.Context) error {
+		return s.revoked.load(ctx, s.db.Reader(), s.now())
+	})
 }
 
 // loadKeys reads the token keys, creating key 1 when there is none. Concurrent first starts of several

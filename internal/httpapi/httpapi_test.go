@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,34 +8,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 )
-
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 type payload struct {
 	Name  string `json:"name"`
 	Count int    `json:"count"`
 }
 
-func newServer(t *testing.T) (*httptest.Server, *syncBuffer) {
+func newServer(t *testing.T) (*httptest.Server, *cardtest.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &cardtest.Buffer{}
 	log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(logs, nil)))
 	r := httpapi.NewRouter()
 	r.HandleFunc("POST", "/things", func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/store"
@@ -20,14 +21,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // server answers with the body it was sent and a counter; status 503 when the body says "fail".
-func server(t *testing.T, db *store.DB, c *clock) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
-	s := idempotency.New(idempotency.Config{DB: db, Now: c.now, Lock: time.Minute})
+func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
+	s := idempotency.New(idempotency.Config{DB: db, Now: c.Now, Lock: time.Minute})
 	var runs atomic.Int64
 	unstick := make(chan struct{})
 	h := s.Middleware(func(r *http.Request) string { return r.Header.Get("Merchant") },
@@ -66,8 +62,7 @@ func send(t *testing.T, url, merchant, key, body string) (int, string, string) {
 
 func TestReplayExpiryAndFailures(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		c := &clock{}
-		c.ns.Store(time.Now().UnixNano())
+		c := clock.NewManual(time.Now())
 		srv, _, runs := server(t, db, c)
 		if code, body, _ := send(t, srv.URL, "m1", "k", "a"); code != 200 || body != `{"run":1}` {
 			t.Fatalf("first: %d %s", code, body)
@@ -82,7 +77,7 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 			t.Fatalf("another merchant's key: %d %s", code, body)
 		}
 		// After 24 hours a key is free again.
-		c.advance(24*time.Hour + time.Second)
+		c.Advance(24*time.Hour + time.Second)
 		if code, body, replayed := send(t, srv.URL, "m1", "k", "b"); code != 200 || body != `{"run":3}` || replayed != "" {
 			t.Fatalf("after retention: %d %s %q", code, body, replayed)
 		}
@@ -98,14 +93,13 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 // retry takes over. On a single server ReleaseAll frees such keys at start-up.
 func TestStuckRequestsKey(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		c := &clock{}
-		c.ns.Store(time.Now().UnixNano())
+		c := clock.NewManual(time.Now())
 		srv, s, runs := server(t, db, c)
 		for _, tc := range []struct {
 			key   string
 			unjam func()
 		}{
-			{"stuck-1", func() { c.advance(time.Minute + time.Second) }},
+			{"stuck-1", func() { c.Advance(time.Minute + time.Second) }},
 			{"stuck-2", func() {
 				if err := s.ReleaseAll(context.Background()); err != nil {
 					t.Fatal(err)
@@ -137,8 +131,7 @@ func TestStuckRequestsKey(t *testing.T) {
 
 func TestKeyValidation(t *testing.T) {
 	t.Parallel()
-	c := &clock{}
-	c.ns.Store(time.Now().UnixNano())
+	c := clock.NewManual(time.Now())
 	srv, _, runs := server(t, storetest.SQLite(t), c)
 	for _, k := range []string{strings.Repeat("x", 256), "with space", "tab\tkey", "ünïcode"} {
 		if code, body, _ := send(t, srv.URL, "m", k, "a"); code != 400 || !strings.Contains(body, `"field":"Idempotency-Key"`) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/simulator"
@@ -52,13 +53,13 @@ type fixture struct {
 	srv   *servertest.Server
 	m     *servertest.Merchant
 	proc  *counting
-	clock *servertest.Clock
+	clock *clock.Manual
 }
 
 func newFixture(t *testing.T, db *store.DB, sim simulator.Config) *fixture {
 	t.Helper()
 	// Noon UTC today: date filters in the tests never straddle midnight.
-	f := &fixture{clock: servertest.NewClock(time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour))}
+	f := &fixture{clock: clock.NewManual(time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour))}
 	sim.Now = f.clock.Now
 	f.proc = &counting{Processor: simulator.New(sim)}
 	f.srv = servertest.Start(t, db, server.Config{Processor: f.proc, Now: f.clock.Now})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/processor"
 )
 
@@ -101,16 +102,8 @@ func (s scanWithLease) Scan(dest ...any) error { return s.rows.Scan(append(dest,
 
 // Run looks for abandoned attempts every recovery interval until ctx is done.
 func (l *Ledger) Run(ctx context.Context) {
-	t := time.NewTicker(l.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := l.Recover(ctx, false); err != nil && ctx.Err() == nil {
-				l.log.WarnContext(ctx, "recovery sweep", "err", err)
-			}
-		}
-	}
+	clock.Every(ctx, l.interval, l.log, "recovery sweep", func(ctx context.Context) error {
+		_, err := l.Recover(ctx, false)
+		return err
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
@@ -173,7 +174,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(bg) })
 	wg.Go(func() { s.ledger.Run(bg) })
-	wg.Go(func() { s.purgeIdempotencyKeys(bg) })
+	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -194,20 +195,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		return nil
 	}
 	return err
-}
-
-// purgeIdempotencyKeys deletes expired idempotency records hourly.
-func (s *Server) purgeIdempotencyKeys(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.idem.Purge(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn("purge idempotency keys", "err", err)
-			}
-		}
-	}
 }

@@ -30,22 +30,6 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Clock is a settable clock for Config.Now.
-type Clock struct{ ns atomic.Int64 }
-
-// NewClock starts a clock at t.
-func NewClock(t time.Time) *Clock {
-	c := &Clock{}
-	c.ns.Store(t.UnixNano())
-	return c
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // Server is a running in-process Kassa.
 type Server struct {
 	*server.Server
