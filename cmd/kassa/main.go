@@ -123,16 +123,18 @@ func oneLine(err error) string {
 type dbFlags struct {
 	dataDir     string
 	databaseURL string
+	maxConns    int
 }
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.dataDir, "data-dir", envOr("KASSA_DATA_DIR", "./kassa-data"), "directory of the embedded SQLite database (env KASSA_DATA_DIR)")
 	fs.StringVar(&d.databaseURL, "database-url", os.Getenv("KASSA_DATABASE_URL"), "PostgreSQL URL; overrides --data-dir (env KASSA_DATABASE_URL)")
+	fs.IntVar(&d.maxConns, "db-max-conns", 0, "PostgreSQL connections for writes (default 16), or SQLite read connections (default 4)")
 }
 
 // open opens and migrates the database.
 func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
-	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL})
+	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns})
 	if err != nil {
 		return nil, err
 	}

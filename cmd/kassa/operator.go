@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"strings"
@@ -60,7 +59,7 @@ func merchantCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 // createMerchant creates a merchant and its first client-credential pair in one transaction.
 func createMerchant(ctx context.Context, db *store.DB, n merchant.New, now time.Time) (newMerchant, error) {
 	var out newMerchant
-	err := db.Write(ctx, func(tx *sql.Tx) error {
+	err := db.Write(ctx, func(tx *store.Tx) error {
 		m, err := merchant.Create(ctx, tx, n, now)
 		if err != nil {
 			return err
@@ -92,7 +91,7 @@ func clientCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		defer db.Close()
 		var c auth.Credentials
-		err = db.Write(ctx, func(tx *sql.Tx) error {
+		err = db.Write(ctx, func(tx *store.Tx) error {
 			if _, err := merchant.Get(ctx, tx, *merchantID); err != nil {
 				return err
 			}
@@ -166,7 +165,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		defer db.Close()
 		var m merchant.Merchant
-		err = db.Write(ctx, func(tx *sql.Tx) error {
+		err = db.Write(ctx, func(tx *store.Tx) error {
 			m, err = merchant.ApplyUpdate(ctx, tx, *id, u)
 			return err
 		})

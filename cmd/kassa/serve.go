@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	holdDays := fs.Int("simulator-hold-days", 7, "days an authorization hold lasts in the simulator; a later capture is declined")
 	procTimeout := fs.Duration("processor-timeout", payment.DefaultProcessorTimeout, "bound on one processor call")
 	recovery := fs.Duration("recovery-interval", payment.DefaultRecoveryInterval, "how often to look for attempts abandoned by a crashed node")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -50,6 +52,17 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			}
 		}
 		log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level})))
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -67,7 +66,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 func (f *fixture) newMerchant(t *testing.T, email string, validity time.Duration) auth.Credentials {
 	t.Helper()
 	var c auth.Credentials
-	err := f.db.Write(context.Background(), func(tx *sql.Tx) error {
+	err := f.db.Write(context.Background(), func(tx *store.Tx) error {
 		m, err := merchant.Create(context.Background(), tx, merchant.New{Name: "Shop", Email: email}, time.Now())
 		if err != nil {
 			return err

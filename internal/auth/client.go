@@ -64,7 +64,7 @@ func CreateClient(ctx context.Context, tx store.Querier, merchantID string, vali
 // RevokeClient revokes a client: it can no longer get tokens, and every node stops accepting the
 // tokens it already has within one revocation poll.
 func RevokeClient(ctx context.Context, db *store.DB, clientID string, now time.Time) error {
-	return db.Write(ctx, func(tx *sql.Tx) error {
+	return db.Write(ctx, func(tx *store.Tx) error {
 		var validity int64
 		err := tx.QueryRowContext(ctx, `UPDATE oauth_clients SET revoked_at = COALESCE(revoked_at, $2)
 			WHERE client_id = $1 RETURNING token_validity_seconds`, clientID, now.UnixMilli()).Scan(&validity)

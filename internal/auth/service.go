@@ -6,7 +6,6 @@ package auth
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,7 +74,7 @@ func (s *Service) Run(ctx context.Context) {
 // loadKeys reads the token keys, creating key 1 when there is none. Concurrent first starts of several
 // nodes agree on one key: the insert does nothing when another node got there first.
 func loadKeys(ctx context.Context, db *store.DB, now time.Time) (map[byte][]byte, byte, error) {
-	err := db.Write(ctx, func(tx *sql.Tx) error {
+	err := db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO token_keys (id, secret, created_at) VALUES (1, $1, $2)
 			ON CONFLICT (id) DO NOTHING`, randomKey(), now.UnixMilli())
 		return err

@@ -153,7 +153,7 @@ type stored struct {
 func (s *Store) claim(ctx context.Context, merchant, key string, hash []byte) (*stored, error) {
 	now := s.now()
 	var replay *stored
-	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		replay = nil
 		var prevHash, body []byte
 		var status sql.NullInt64
@@ -188,7 +188,7 @@ func (s *Store) claim(ctx context.Context, merchant, key string, hash []byte) (*
 }
 
 func (s *Store) complete(ctx context.Context, merchant, key string, status int, body []byte) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, body = $4 WHERE merchant_id = $1 AND idem_key = $2`,
 			merchant, key, status, body)
 		return err
@@ -196,7 +196,7 @@ func (s *Store) complete(ctx context.Context, merchant, key string, status int, 
 }
 
 func (s *Store) release(ctx context.Context, merchant, key string) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2`, merchant, key)
 		return err
 	})
@@ -205,7 +205,7 @@ func (s *Store) release(ctx context.Context, merchant, key string) error {
 // ReleaseAll frees the keys of every request still marked running. Only a single server may call it,
 // at start-up, when no request of a previous process can be running.
 func (s *Store) ReleaseAll(ctx context.Context) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET locked_until = 0 WHERE status IS NULL`)
 		return err
 	})
@@ -213,7 +213,7 @@ func (s *Store) ReleaseAll(ctx context.Context) error {
 
 // Purge deletes records older than the retention.
 func (s *Store) Purge(ctx context.Context) error {
-	return s.db.Write(ctx, func(tx *sql.Tx) error {
+	return s.db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= $1`, s.now().UnixMilli())
 		return err
 	})

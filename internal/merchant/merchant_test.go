@@ -2,7 +2,6 @@ package merchant_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"regexp"
@@ -21,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 func create(db *store.DB, n merchant.New) (merchant.Merchant, error) {
 	var m merchant.Merchant
-	err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	err := db.Write(context.Background(), func(tx *store.Tx) error {
 		var err error
 		m, err = merchant.Create(context.Background(), tx, n, time.Now())
 		return err

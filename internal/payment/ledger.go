@@ -106,13 +106,18 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 		TestMode: c.TestMode, Source: c.Source, Customer: c.Customer, ClientID: c.ClientID, RequestID: c.RequestID,
 		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
 	var prior *Transaction
-	err := l.db.Write(ctx, func(tx *sql.Tx) error {
-		var err error
-		if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
-			return err
-		}
-		return l.insert(ctx, tx, &t, now)
-	})
+	var err error
+	if t.IdempotencyKey == "" {
+		err = l.insert(ctx, nil, &t, now) // one statement, a transaction by itself
+	} else {
+		err = l.db.Write(ctx, func(tx *store.Tx) error {
+			var err error
+			if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
+				return err
+			}
+			return l.insert(ctx, tx, &t, now)
+		})
+	}
 	if err != nil || prior != nil {
 		return deref(prior), err
 	}
@@ -147,7 +152,7 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string, call fun
 	now := l.now()
 	var t, parent Transaction
 	var prior *Transaction
-	err := l.db.Write(ctx, func(tx *sql.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		if parent, err = l.get(ctx, tx, f.MerchantID, f.ParentID); err != nil {
 			return err
@@ -189,7 +194,7 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string, call fun
 // reserve claims what a follow-up needs from its parent before the processor is called, with one
 // conditional UPDATE, so that concurrent requests cannot together exceed it: the refunded sum stays
 // within the amount, and an authorization is captured or voided once.
-func (l *Ledger) reserve(ctx context.Context, tx *sql.Tx, parent *Transaction, kind string, amount int64, now time.Time) error {
+func (l *Ledger) reserve(ctx context.Context, tx *store.Tx, parent *Transaction, kind string, amount int64, now time.Time) error {
 	if err := conflict(*parent, kind, amount); err != nil {
 		return err
 	}
@@ -280,7 +285,7 @@ func kind2code(kind string) string {
 // prior finds the transaction that an earlier request with the same idempotency key created. A key
 // binds to its transaction for 24 hours; after that it may be used afresh. The same key on a
 // different operation is a 422, and on one still running a 409.
-func (l *Ledger) prior(ctx context.Context, tx *sql.Tx, t *Transaction, now time.Time) (*Transaction, error) {
+func (l *Ledger) prior(ctx context.Context, tx *store.Tx, t *Transaction, now time.Time) (*Transaction, error) {
 	if t.IdempotencyKey == "" {
 		return nil, nil
 	}
@@ -309,28 +314,34 @@ func (l *Ledger) prior(ctx context.Context, tx *sql.Tx, t *Transaction, now time
 // elsewhere starts only when the original call has certainly given up.
 func (l *Ledger) lease(now time.Time) int64 { return now.Add(2 * l.timeout).UnixMilli() }
 
-// insert records the attempt: a PENDING row, leased to this node.
-func (l *Ledger) insert(ctx context.Context, tx *sql.Tx, t *Transaction, now time.Time) error {
+// insert records the attempt: a PENDING row, leased to this node. Without tx it is a statement of
+// its own.
+func (l *Ledger) insert(ctx context.Context, tx *store.Tx, t *Transaction, now time.Time) error {
 	t.TransactionID = newTransactionID()
 	c := t.Customer
 	var parent sql.NullInt64
 	if t.ParentID != 0 {
 		parent = sql.NullInt64{Int64: t.ParentID, Valid: true}
 	}
-	return tx.QueryRowContext(ctx, `INSERT INTO transactions (transaction_id, merchant_id, kind, parent_id, status, amount,
+	args := []any{t.TransactionID, t.MerchantID, t.Kind, parent, t.Amount, t.Currency.Code, t.Currency.Digits, t.CardType,
+		t.CardPrefix, t.CardSuffix, t.TestMode, t.Source, nullable(c.Email), nullable(c.FirstName), nullable(c.LastName),
+		nullable(c.Company), nullable(c.Telephone), nullable(c.Address1), nullable(c.Address2), nullable(c.City),
+		nullable(c.Province), nullable(c.Country), nullable(c.PostalCode), nullable(c.CustomID), nullable(c.InvoiceID),
+		nullable(c.OrderID), nullable(c.Description), nullable(t.ClientID), nullable(t.RequestID), nullable(t.IdempotencyKey),
+		l.lease(now), now.UnixMilli()}
+	if tx == nil {
+		return l.db.QueryRow(ctx, []any{&t.ID}, insertSQL, args...)
+	}
+	return tx.QueryRowContext(ctx, insertSQL, args...).Scan(&t.ID)
+}
+
+const insertSQL = `INSERT INTO transactions (transaction_id, merchant_id, kind, parent_id, status, amount,
 		currency, scale, card_type, card_prefix, card_suffix, test_mode, source, email, first_name, last_name, company,
 		telephone, address1, address2, city, province, country, postal_code, custom_id, invoice_id, order_id, description,
 		client_id, request_id, idempotency_key, lease_until, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
 		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32)
-		RETURNING id`,
-		t.TransactionID, t.MerchantID, t.Kind, parent, t.Amount, t.Currency.Code, t.Currency.Digits, t.CardType,
-		t.CardPrefix, t.CardSuffix, t.TestMode, t.Source, nullable(c.Email), nullable(c.FirstName), nullable(c.LastName),
-		nullable(c.Company), nullable(c.Telephone), nullable(c.Address1), nullable(c.Address2), nullable(c.City),
-		nullable(c.Province), nullable(c.Country), nullable(c.PostalCode), nullable(c.CustomID), nullable(c.InvoiceID),
-		nullable(c.OrderID), nullable(c.Description), nullable(t.ClientID), nullable(t.RequestID), nullable(t.IdempotencyKey),
-		l.lease(now), now.UnixMilli()).Scan(&t.ID)
-}
+		RETURNING id`
 
 // call runs one processor call, bounded by the processor timeout. It is not canceled when the client
 // goes away: once the processor has been asked, its answer must be recorded.
@@ -370,31 +381,41 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 	if t.Message == "" {
 		t.Message = map[bool]string{true: "Approved", false: "Declined"}[res.Approved]
 	}
+	if outcome == "" {
+		outcome = t.Status
+	}
+	a := auditRecord{merchantID: t.MerchantID, clientID: t.ClientID, operation: op, transactionID: t.TransactionID,
+		amount: t.Amount, currency: t.Currency.Code, outcome: outcome, detail: t.Message, requestID: t.RequestID, at: now}
+	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
 	won := false
-	err := l.db.Write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE transactions SET status = $2, message = $3, decline_code = $4, processor_ref = $5,
-			lease_until = NULL, updated_at = $6 WHERE id = $1 AND status = 'PENDING'`,
-			t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli())
-		if err != nil {
-			return err
+	var err error
+	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
+		// The outcome and its audit record in one statement, a transaction of its own: one round trip.
+		var r sql.Result
+		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL+` RETURNING id) `+auditSelectSQL+` FROM done`, append(outcomeArgs, a.args()...)...)
+		if err == nil {
+			n, _ := r.RowsAffected()
+			won = n == 1
 		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			won = false
-			return nil
-		}
-		won = true
-		if t.Status == StatusDeclined {
-			if err := release(ctx, tx, t, now); err != nil {
+	} else {
+		err = l.db.Write(ctx, func(tx *store.Tx) error {
+			r, err := tx.ExecContext(ctx, outcomeSQL, outcomeArgs...)
+			if err != nil {
 				return err
 			}
-		}
-		if outcome == "" {
-			outcome = t.Status
-		}
-		return audit(ctx, tx, auditRecord{merchantID: t.MerchantID, clientID: t.ClientID, operation: op,
-			transactionID: t.TransactionID, amount: t.Amount, currency: t.Currency.Code, outcome: outcome,
-			detail: t.Message, requestID: t.RequestID, at: now})
-	})
+			if n, _ := r.RowsAffected(); n == 0 {
+				won = false
+				return nil
+			}
+			won = true
+			if t.Status == StatusDeclined {
+				if err := release(ctx, tx, t, now); err != nil {
+					return err
+				}
+			}
+			return audit(ctx, tx, a)
+		})
+	}
 	if err != nil {
 		return Transaction{}, err
 	}
@@ -404,8 +425,12 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 	return t, nil
 }
 
+// outcomeSQL records the processor's answer on a pending attempt; only the first answer counts.
+const outcomeSQL = `UPDATE transactions SET status = $2, message = $3, decline_code = $4, processor_ref = $5,
+	lease_until = NULL, updated_at = $6 WHERE id = $1 AND status = 'PENDING'`
+
 // release gives a declined follow-up's reservation back to its parent.
-func release(ctx context.Context, tx *sql.Tx, t Transaction, now time.Time) error {
+func release(ctx context.Context, tx *store.Tx, t Transaction, now time.Time) error {
 	var err error
 	switch t.Kind {
 	case KindRefund:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // Recover resolves attempts that were recorded but whose outcome never was: the process that made
@@ -80,7 +81,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 // claim extends the lease of a pending attempt, so that one recoverer at a time works on it.
 func (l *Ledger) claim(ctx context.Context, id, lease int64, now time.Time) (bool, error) {
 	var n int64
-	err := l.db.Write(ctx, func(tx *sql.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE transactions SET lease_until = $3 WHERE id = $1 AND status = 'PENDING' AND lease_until = $2`,
 			id, lease, l.lease(now))
 		if err != nil {

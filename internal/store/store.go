@@ -39,7 +39,8 @@ type Config struct {
 	DataDir string
 	// DatabaseURL, when set, selects PostgreSQL: postgres://user:pass@host:port/db?sslmode=...
 	DatabaseURL string
-	// MaxConns bounds the PostgreSQL pool, and the SQLite read pool (default 16 and 4).
+	// MaxConns bounds the PostgreSQL connections that write (default 16; a few more are kept for
+	// reads), and the SQLite read pool (default 4).
 	MaxConns int
 }
 
@@ -53,10 +54,14 @@ type Querier interface {
 // DB is an open database. Writes go through Write; reads may use Reader.
 type DB struct {
 	dialect Dialect
-	writer  *sql.DB // SQLite: one connection, so that writers queue here instead of on the file lock
+	writer  *sql.DB // SQLite: one connection, owned by the batcher; PostgreSQL: the pool
 	reader  *sql.DB // SQLite: a pool of query_only connections; PostgreSQL: the same pool as writer
+	stmts   *stmtCache
+	batch   *batcher      // SQLite only
+	gate    chan struct{} // PostgreSQL only: FIFO admission of writes to the pool
+	pgBatch *pgBatcher    // PostgreSQL only
 	where   string
-	lockDir string // SQLite: directory of the migration lock file
+	lockDir string // SQLite: directory of the lock files
 }
 
 // Open opens the database of cfg. It does not migrate; call Migrate.
@@ -80,14 +85,18 @@ func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
 	if n <= 0 {
 		n = 16
 	}
-	pool.SetMaxOpenConns(n)
-	pool.SetMaxIdleConns(n)
+	// database/sql hands a freed connection to a random waiter, which under load leaves some requests
+	// waiting far longer than others. Writes therefore queue first at a channel, which admits them in
+	// order, n at a time; the pool has a few connections more for reads.
+	pool.SetMaxOpenConns(n + readReserve + 1) // and one for the batcher
+	pool.SetMaxIdleConns(n + readReserve + 1)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
-	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u)}
+	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u), gate: make(chan struct{}, n)}
 	if err := db.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", db.where, err)
 	}
+	db.pgBatch = newPGBatcher(db)
 	return db, nil
 }
 
@@ -142,7 +151,22 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	reader.SetMaxOpenConns(n)
 	reader.SetMaxIdleConns(n)
 	reader.SetConnMaxIdleTime(0)
-	return &DB{dialect: SQLite, writer: writer, reader: reader, where: path, lockDir: dir}, nil
+	db := &DB{dialect: SQLite, writer: writer, reader: reader, stmts: newStmtCache(), where: path, lockDir: dir}
+	db.batch = newBatcher(db)
+	return db, nil
+}
+
+// readReserve is how many PostgreSQL connections writes leave to reads.
+const readReserve = 4
+
+// admit waits for a write's turn on PostgreSQL, in arrival order; the returned function ends it.
+func (db *DB) admit(ctx context.Context) (func(), error) {
+	select {
+	case db.gate <- struct{}{}:
+		return func() { <-db.gate }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Dialect reports which SQL dialect the database speaks.
@@ -152,7 +176,11 @@ func (db *DB) Dialect() Dialect { return db.dialect }
 func (db *DB) String() string { return string(db.dialect) + ": " + db.where }
 
 // Reader is the pool for statements that only read. On SQLite its connections are query-only.
-func (db *DB) Reader() Querier { return db.reader }
+func (db *DB) Reader() Querier { return &reader{pool: db.reader, stmts: db.stmts} }
+
+// Raw is the write pool itself, with the driver and durability settings Kassa uses but without its
+// group commit or statement cache: for measuring what the database does without Kassa.
+func (db *DB) Raw() *sql.DB { return db.writer }
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error {
@@ -163,8 +191,15 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
 
-// Close closes every connection.
+// Close finishes the queued writes and closes every connection.
 func (db *DB) Close() error {
+	if db.batch != nil {
+		db.batch.close()
+	}
+	if db.pgBatch != nil {
+		db.pgBatch.close()
+	}
+	db.stmts.close()
 	err := db.writer.Close()
 	if db.reader != db.writer {
 		err = errors.Join(err, db.reader.Close())
@@ -172,9 +207,19 @@ func (db *DB) Close() error {
 	return err
 }
 
-// Write runs fn in one transaction and commits it when fn returns nil. On PostgreSQL a serialization
-// failure or deadlock retries the whole of fn, so fn must do nothing but database work.
-func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// Write runs fn in a transaction and returns once its work is durably committed, or rolled back when
+// fn returns an error. fn must do nothing but database work through tx, and must not call Write:
+// on SQLite it may share the transaction with other callers (group commit, see tx.go), and on
+// PostgreSQL a serialization failure or deadlock runs it again.
+func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.batch != nil {
+		return db.batch.write(ctx, fn)
+	}
+	done, err := db.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	for attempt := 1; ; attempt++ {
 		err := db.writeOnce(ctx, fn)
 		if err == nil || attempt == 3 || !retryable(err) {
@@ -183,12 +228,42 @@ func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// Exec runs one statement that is a transaction by itself, returning once it is durably committed.
+// Both backends group-commit such statements (see tx.go and pgbatch.go).
+func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if db.pgBatch != nil {
+		r := &stmtReq{ctx: ctx, query: query, args: args}
+		if err := db.pgBatch.do(r); err != nil {
+			return nil, err
+		}
+		return rowsAffected(r.rows), nil
+	}
+	var res sql.Result
+	err := db.Write(ctx, func(tx *Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
+}
+
+// QueryRow is Exec for a statement that returns one row (an INSERT … RETURNING): it scans the row
+// into dest.
+func (db *DB) QueryRow(ctx context.Context, dest []any, query string, args ...any) error {
+	if db.pgBatch != nil {
+		return db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest})
+	}
+	return db.Write(ctx, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
+	})
+}
+
+func (db *DB) writeOnce(ctx context.Context, fn func(tx *Tx) error) error {
 	tx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(&Tx{tx: tx, db: db}); err != nil {
 		tx.Rollback()
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ func TestConformance(t *testing.T) {
 
 		t.Run("an error rolls the whole transaction back", func(t *testing.T) {
 			boom := errors.New("boom")
-			err := db.Write(ctx, func(tx *sql.Tx) error {
+			err := db.Write(ctx, func(tx *store.Tx) error {
 				if _, err := tx.ExecContext(ctx, "INSERT INTO counters (name, n) VALUES ('partial', 1)"); err != nil {
 					return err
 				}
@@ -64,7 +65,7 @@ func TestConformance(t *testing.T) {
 		})
 
 		t.Run("unique violations are recognised", func(t *testing.T) {
-			err := db.Write(ctx, func(tx *sql.Tx) error {
+			err := db.Write(ctx, func(tx *store.Tx) error {
 				_, err := tx.ExecContext(ctx, "INSERT INTO counters (name, n) VALUES ('a', 2)")
 				return err
 			})
@@ -97,7 +98,7 @@ func TestConformance(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					err := db.Write(ctx, func(tx *sql.Tx) error {
+					err := db.Write(ctx, func(tx *store.Tx) error {
 						res, err := tx.ExecContext(ctx, "UPDATE counters SET n = n + 1 WHERE name = 'race' AND n + 1 <= 25")
 						if err != nil {
 							return err
@@ -170,10 +171,88 @@ func TestSQLiteFileIsCreatedPrivate(t *testing.T) {
 
 func mustExec(t *testing.T, db *store.DB, q string, args ...any) {
 	t.Helper()
-	if err := db.Write(context.Background(), func(tx *sql.Tx) error {
+	if err := db.Write(context.Background(), func(tx *store.Tx) error {
 		_, err := tx.ExecContext(context.Background(), q, args...)
 		return err
 	}); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
+
+// Group commit: writes from many goroutines share commits, but each succeeds or fails on its own.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustExec(t, db, "CREATE TABLE items (name TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+		mustExec(t, db, "INSERT INTO items (name, n) VALUES ('taken-0', 0), ('taken-1', 0), ('taken-2', 0)")
+		var wg sync.WaitGroup
+		errs := make([]error, 60)
+		for i := range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				name := fmt.Sprintf("item-%d", i)
+				switch i % 6 {
+				case 0: // a single statement that violates the key
+					_, errs[i] = db.Exec(ctx, "INSERT INTO items (name, n) VALUES ($1, 1)", fmt.Sprintf("taken-%d", i%3))
+				case 1: // a single statement returning a row
+					var n int64
+					errs[i] = db.QueryRow(ctx, []any{&n}, "INSERT INTO items (name, n) VALUES ($1, $2) RETURNING n", name, int64(i))
+					if errs[i] == nil && n != int64(i) {
+						errs[i] = fmt.Errorf("RETURNING gave %d", n)
+					}
+				case 2: // a callback that writes, then fails: none of its writes may stay
+					errs[i] = db.Write(ctx, func(tx *store.Tx) error {
+						if _, err := tx.ExecContext(ctx, "INSERT INTO items (name, n) VALUES ($1, 2)", name); err != nil {
+							return err
+						}
+						return errBoom
+					})
+				case 3: // a callback that panics
+					errs[i] = db.Write(ctx, func(tx *store.Tx) error {
+						tx.ExecContext(ctx, "INSERT INTO items (name, n) VALUES ($1, 3)", name)
+						if db.Dialect() == store.SQLite {
+							panic("callback bug")
+						}
+						return errBoom
+					})
+				case 4: // a canceled request
+					cctx, cancel := context.WithCancel(ctx)
+					cancel()
+					_, errs[i] = db.Exec(cctx, "INSERT INTO items (name, n) VALUES ($1, 4)", name)
+				default: // a plain good write
+					errs[i] = db.Write(ctx, func(tx *store.Tx) error {
+						_, err := tx.ExecContext(ctx, "INSERT INTO items (name, n) VALUES ($1, 5)", name)
+						return err
+					})
+				}
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			var ok bool
+			switch i % 6 {
+			case 0:
+				ok = store.IsUniqueViolation(err)
+			case 2, 3:
+				ok = err != nil
+			case 4:
+				ok = errors.Is(err, context.Canceled)
+			default:
+				ok = err == nil
+			}
+			if !ok {
+				t.Errorf("write %d (kind %d): %v", i, i%6, err)
+			}
+		}
+		var n int
+		if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM items WHERE name LIKE 'item-%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 20 { // kinds 1 and 5: 10 each
+			t.Fatalf("%d rows written, want 20", n)
+		}
+	})
+}
+
+var errBoom = errors.New("boom")

@@ -7,7 +7,6 @@ package servertest
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -88,7 +87,7 @@ func (s *Server) NewMerchant(t testing.TB) *Merchant {
 	ctx := context.Background()
 	email := "merchant" + strconv.FormatInt(seq.Add(1), 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@example.com"
 	m := &Merchant{server: s}
-	err := s.DB.Write(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Write(ctx, func(tx *store.Tx) error {
 		mm, err := merchant.Create(ctx, tx, merchant.New{Name: "Test Shop", Email: email}, time.Now())
 		if err != nil {
 			return err
@@ -118,7 +117,7 @@ func (m *Merchant) NewToken(t testing.TB) {
 // Update changes the merchant's settings.
 func (m *Merchant) Update(t testing.TB, u merchant.Update) {
 	t.Helper()
-	err := m.server.DB.Write(context.Background(), func(tx *sql.Tx) error {
+	err := m.server.DB.Write(context.Background(), func(tx *store.Tx) error {
 		_, err := merchant.ApplyUpdate(context.Background(), tx, m.ID, u)
 		return err
 	})

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/pgcluster"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -113,8 +114,8 @@ type pgServer struct {
 	admin    *sql.DB // connected to the maintenance database
 	base     *url.URL
 	template string
-	mu       sync.Mutex // CREATE DATABASE ... TEMPLATE fails while another copy of the template runs
-	cluster  *cluster   // nil when the server came from KASSA_TEST_DATABASE_URL
+	mu       sync.Mutex         // CREATE DATABASE ... TEMPLATE fails while another copy of the template runs
+	cluster  *pgcluster.Cluster // nil when the server came from KASSA_TEST_DATABASE_URL
 }
 
 var srvOnce struct {
@@ -132,12 +133,12 @@ func startServer() (*pgServer, error) {
 	s := &pgServer{}
 	raw := os.Getenv("KASSA_TEST_DATABASE_URL")
 	if raw == "" {
-		c, err := startCluster()
+		c, err := pgcluster.Start(pgcluster.Options{})
 		if err != nil {
 			return nil, err
 		}
 		s.cluster = c
-		raw = c.url
+		raw = c.URL
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -196,6 +197,6 @@ func (s *pgServer) close() {
 		s.admin.Close()
 	}
 	if s.cluster != nil {
-		s.cluster.stop()
+		s.cluster.Stop()
 	}
 }

@@ -1,4 +1,7 @@
-package storetest
+// Package pgcluster starts a throwaway PostgreSQL cluster from the system's initdb and postgres
+// binaries (Debian package "postgresql"), in a temporary directory, listening only on a Unix socket
+// there. Tests use one with durability off; the load benchmark uses one with durable commits.
+package pgcluster
 
 import (
 	"context"
@@ -13,14 +16,25 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to wait for the server
 )
 
-// cluster is a throwaway PostgreSQL cluster in a temporary directory, listening only on a Unix socket
-// in that directory.
-type cluster struct {
+// Cluster is a running throwaway cluster.
+type Cluster struct {
 	dir string
 	cmd *exec.Cmd
-	url string
+	// URL connects to its "postgres" database as the superuser "kassa".
+	URL string
+}
+
+// Options configure a cluster.
+type Options struct {
+	// Durable keeps fsync, full_page_writes and synchronous_commit on, as in production. Off, the
+	// cluster is faster and loses nothing that tests need: they kill Kassa, never PostgreSQL.
+	Durable bool
+	// Settings are extra "name=value" server settings.
+	Settings []string
 }
 
 // binDir finds the directory of initdb and postgres: on PATH, or Debian's /usr/lib/postgresql/N/bin.
@@ -43,7 +57,8 @@ func version(dir string) int {
 	return n
 }
 
-func startCluster() (*cluster, error) {
+// Start initializes and starts a cluster. Run as root, it runs PostgreSQL as the postgres user.
+func Start(o Options) (*Cluster, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -52,7 +67,7 @@ func startCluster() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{dir: dir}
+	c := &Cluster{dir: dir}
 	// PostgreSQL refuses to run as root: run it as the postgres user, which must own the directory.
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
@@ -76,11 +91,15 @@ func startCluster() (*cluster, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	// Durability settings are off: these tests kill Kassa processes, never PostgreSQL.
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=64MB")
-	// Pdeathsig stops the cluster should the test binary die without running Main's cleanup.
+	args := []string{"-D", data, "-k", dir, "-c", "listen_addresses=", "-c", "max_connections=300", "-c", "shared_buffers=128MB"}
+	if !o.Durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	for _, s := range o.Settings {
+		args = append(args, "-c", s)
+	}
+	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
+	// Pdeathsig stops the cluster should its parent die without calling Stop.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err == nil {
@@ -90,17 +109,17 @@ func startCluster() (*cluster, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	c.url = "postgres://kassa@/postgres?host=" + dir + "&sslmode=disable"
+	c.URL = "postgres://kassa@/postgres?host=" + dir + "&sslmode=disable"
 	if err := c.waitReady(30 * time.Second); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-		c.stop()
+		c.Stop()
 		return nil, fmt.Errorf("postgres did not start: %v: %s", err, log)
 	}
 	return c, nil
 }
 
-func (c *cluster) waitReady(limit time.Duration) error {
-	db, err := sql.Open("pgx", c.url)
+func (c *Cluster) waitReady(limit time.Duration) error {
+	db, err := sql.Open("pgx", c.URL)
 	if err != nil {
 		return err
 	}
@@ -117,8 +136,8 @@ func (c *cluster) waitReady(limit time.Duration) error {
 	}
 }
 
-// stop shuts the cluster down (fast shutdown) and removes its directory.
-func (c *cluster) stop() {
+// Stop shuts the cluster down (fast shutdown) and removes its directory.
+func (c *Cluster) Stop() {
 	if c.cmd != nil && c.cmd.Process != nil {
 		c.cmd.Process.Signal(syscall.SIGINT)
 		done := make(chan struct{})

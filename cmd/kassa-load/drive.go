@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// scenario is one client's loop body: it performs one or more operations, reporting each. ops names
+// them in the order they are reported.
+type scenario struct {
+	ops []string
+	run func(ctx context.Context, c *client, report func(op string, d time.Duration, err error))
+}
+
+var scenarios = map[string]scenario{
+	"sale": {[]string{"sale"}, func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
+		_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
+		report("sale", d, err)
+	}},
+	"token": {[]string{"token"}, func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
+		start := time.Now()
+		_, err := c.do(ctx, "POST", "/oauth/token?grant_type=client_credentials", nil, true)
+		report("token", time.Since(start), err)
+	}},
+	"mixed": {[]string{"authorize", "capture", "refund", "list"}, func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
+		auth, d, err := c.transaction(ctx, "/transaction-service/authorize", saleBody, "APPROVED")
+		report("authorize", d, err)
+		if err != nil {
+			return
+		}
+		capture, d, err := c.transaction(ctx, "/transaction-service/capture/"+auth, []byte(`{"amount":"10.00"}`), "APPROVED")
+		report("capture", d, err)
+		if err != nil {
+			return
+		}
+		_, d, err = c.transaction(ctx, "/transaction-service/refund/"+capture, []byte(`{"amount":"4.00"}`), "APPROVED")
+		report("refund", d, err)
+		start := time.Now()
+		_, err = c.do(ctx, "GET", "/transaction-service/transaction?limit=100", nil, false)
+		report("list", time.Since(start), err)
+	}},
+}
+
+var saleBody = []byte(`{"amount":"10.00","currency":"CAD","card_number":"4242424242424242","card_expiry_month":"12","card_expiry_year":"30","cvv2":"123","email":"load@example.com"}`)
+
+// client is one simulated shop server with its own token.
+type client struct {
+	base, token, id, secret string
+	http                    *http.Client
+}
+
+func (c *client) do(ctx context.Context, method, path string, body []byte, basic bool) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if basic {
+		req.SetBasicAuth(c.id, c.secret)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return b, err
+}
+
+// transaction posts body to path and checks the transaction's result; it returns the transaction id.
+func (c *client) transaction(ctx context.Context, path string, body []byte, want string) (string, time.Duration, error) {
+	start := time.Now()
+	b, err := c.do(ctx, "POST", path, body, false)
+	d := time.Since(start)
+	if err != nil {
+		return "", d, err
+	}
+	var t struct {
+		ID     json.Number `json:"id"`
+		Result string      `json:"transaction_result"`
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return "", d, err
+	}
+	if t.Result != want {
+		return "", d, fmt.Errorf("%s: %s, want %s", path, t.Result, want)
+	}
+	return t.ID.String(), d, nil
+}
+
+// stats are one operation's measurements.
+type stats struct {
+	latencies []time.Duration
+	errors    int
+}
+
+// percentiles are p50, p95, p99 and max in milliseconds.
+func (s *stats) percentiles() [4]float64 {
+	if len(s.latencies) == 0 {
+		return [4]float64{}
+	}
+	slices.Sort(s.latencies)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(s.latencies))+0.5) - 1
+		i = max(0, min(i, len(s.latencies)-1))
+		return float64(s.latencies[i].Microseconds()) / 1000
+	}
+	return [4]float64{at(0.50), at(0.95), at(0.99), float64(s.latencies[len(s.latencies)-1].Microseconds()) / 1000}
+}
+
+// result is a scenario's measurements.
+type result struct {
+	backend, scenario string
+	elapsed           time.Duration
+	cpu               float64
+	order             []string
+	ops               map[string]*stats
+	sampleErrors      []string
+}
+
+func (r *result) rate(op string) float64 {
+	s := r.ops[op]
+	if s == nil || r.elapsed <= 0 {
+		return 0
+	}
+	return float64(len(s.latencies)) / r.elapsed.Seconds()
+}
+
+// cpuPer1000 is the server's CPU seconds per 1000 successful operations of op; in a mixed scenario
+// the CPU is shared by all its operations, so it is given per 1000 rounds of the first.
+func (r *result) cpuPer1000(op string) float64 {
+	if op != r.order[0] || len(r.ops[op].latencies) == 0 {
+		return 0
+	}
+	return r.cpu / float64(len(r.ops[op].latencies)) * 1000
+}
+
+// drive runs sc from c.clients clients: warm-up first, then the measured period.
+func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config) (*result, error) {
+	transport := &http.Transport{MaxIdleConns: c.clients * 2, MaxIdleConnsPerHost: c.clients * 2, IdleConnTimeout: time.Minute}
+	defer transport.CloseIdleConnections()
+	hc := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	tok, err := (&client{base: k.url, id: m.ClientID, secret: m.ClientSecret, http: hc}).do(ctx, "POST", "/oauth/token?grant_type=client_credentials", nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var t struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(tok, &t); err != nil || t.AccessToken == "" {
+		return nil, errors.New("no access token")
+	}
+
+	res := &result{ops: map[string]*stats{}, order: sc.ops}
+	for _, op := range sc.ops {
+		res.ops[op] = &stats{}
+	}
+	var mu sync.Mutex
+	measuring := false
+	report := func(op string, d time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !measuring {
+			return
+		}
+		s := res.ops[op]
+		if err != nil {
+			s.errors++
+			if len(res.sampleErrors) < 5 && ctx.Err() == nil {
+				res.sampleErrors = append(res.sampleErrors, err.Error())
+			}
+			return
+		}
+		s.latencies = append(s.latencies, d)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range c.clients {
+		cl := &client{base: k.url, token: t.AccessToken, id: m.ClientID, secret: m.ClientSecret, http: hc}
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				sc.run(runCtx, cl, report)
+			}
+		})
+	}
+	time.Sleep(c.warmup)
+	cpu0, err := k.cpuSeconds()
+	if err != nil {
+		stop()
+		wg.Wait()
+		return nil, err
+	}
+	mu.Lock()
+	measuring = true
+	start := time.Now()
+	mu.Unlock()
+	time.Sleep(c.duration)
+	mu.Lock()
+	measuring = false
+	res.elapsed = time.Since(start)
+	mu.Unlock()
+	cpu1, err := k.cpuSeconds()
+	stop()
+	wg.Wait()
+	res.cpu = cpu1 - cpu0
+	return res, err
+}

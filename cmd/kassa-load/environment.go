@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kassapay/kassa/internal/pgcluster"
+)
+
+// environment is where a backend's databases live: temporary SQLite directories, or a durable
+// throwaway PostgreSQL cluster.
+type environment struct {
+	backend string
+	dir     string
+	cluster *pgcluster.Cluster
+}
+
+func newEnvironment(backend string) (*environment, error) {
+	dir, err := os.MkdirTemp("", "kassa-load-")
+	if err != nil {
+		return nil, err
+	}
+	e := &environment{backend: backend, dir: dir}
+	switch backend {
+	case "sqlite":
+	case "postgres":
+		// Durable commits (fsync and synchronous_commit on, the defaults), as in production.
+		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: []string{"max_wal_size=1GB"}})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		db, err := sql.Open("pgx", e.cluster.URL)
+		if err == nil {
+			for _, name := range []string{"kassa_api", "kassa_ceiling"} {
+				if _, err = db.Exec("CREATE DATABASE " + name); err != nil {
+					break
+				}
+			}
+			db.Close()
+		}
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+	default:
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("unknown backend %q (sqlite or postgres)", backend)
+	}
+	return e, nil
+}
+
+// dbArgs are kassa's flags for the database called name.
+func (e *environment) dbArgs(name string) []string {
+	if e.cluster != nil {
+		return []string{"--database-url", strings.Replace(e.cluster.URL, "/postgres?", "/kassa_"+name+"?", 1)}
+	}
+	return []string{"--data-dir", filepath.Join(e.dir, name)}
+}
+
+func (e *environment) close() {
+	if e.cluster != nil {
+		e.cluster.Stop()
+	}
+	os.RemoveAll(e.dir)
+}
+
+// kassa is a running "kassa serve".
+type kassa struct {
+	bin    string
+	dbArgs []string
+	cmd    *exec.Cmd
+	url    string
+	done   chan error
+}
+
+func startKassa(ctx context.Context, bin string, dbArgs, extra []string) (*kassa, error) {
+	k := &kassa{bin: bin, dbArgs: dbArgs, done: make(chan error, 1)}
+	args := append(append([]string{"serve", "--addr", "127.0.0.1:0"}, dbArgs...), extra...)
+	k.cmd = exec.Command(bin, args...)
+	out, err := k.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	logs, err := os.CreateTemp("", "kassa-load-serve-*.log")
+	if err != nil {
+		return nil, err
+	}
+	k.cmd.Stderr = logs
+	if err := k.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w (build it with: make build)", bin, err)
+	}
+	go func() { k.done <- k.cmd.Wait(); logs.Close() }()
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "Kassa is listening on "); ok {
+				listening <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	select {
+	case k.url = <-listening:
+		return k, nil
+	case err := <-k.done:
+		return nil, fmt.Errorf("kassa serve exited: %v (log: %s)", err, logs.Name())
+	case <-time.After(60 * time.Second):
+		k.stop()
+		return nil, errors.New("kassa serve did not listen within 60 s")
+	case <-ctx.Done():
+		k.stop()
+		return nil, ctx.Err()
+	}
+}
+
+func (k *kassa) stop() {
+	if k.cmd.ProcessState != nil || k.cmd.Process == nil {
+		return
+	}
+	k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(30 * time.Second):
+		k.cmd.Process.Kill()
+		<-k.done
+	}
+}
+
+// cpuSeconds is the server process's user and system CPU time so far.
+func (k *kassa) cpuSeconds() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", k.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may contain spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// merchant is the merchant the scenarios act for.
+type merchant struct {
+	ID, ClientID, ClientSecret string
+}
+
+func (k *kassa) newMerchant(ctx context.Context) (merchant, error) {
+	args := append([]string{"merchant", "create", "--name", "Load Test", "--email", "load@example.com"}, k.dbArgs...)
+	out, err := exec.CommandContext(ctx, k.bin, args...).Output()
+	if err != nil {
+		return merchant{}, fmt.Errorf("kassa merchant create: %w", err)
+	}
+	var m struct {
+		MerchantID   string `json:"merchant_id"`
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		return merchant{}, err
+	}
+	return merchant{ID: m.MerchantID, ClientID: m.ClientID, ClientSecret: m.ClientSecret}, nil
+}

@@ -1,0 +1,192 @@
+// Command kassa-load measures Kassa under load. For each storage backend it starts "kassa serve" (on
+// a fresh SQLite data directory, or on a throwaway PostgreSQL cluster with durable commits), creates
+// a merchant, and drives scenarios over HTTP from concurrent clients:
+//
+//	sale    approved sales
+//	token   client-credentials token requests
+//	mixed   authorize, capture, refund and a list of 100, in turn
+//
+// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations.
+// It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
+// inserted by a plain program through the same driver, with the same durability and concurrency and
+// no HTTP — and the ratio of API sales to that ceiling.
+//
+// Usage:
+//
+//	kassa-load [--kassa bin/kassa] [--backends sqlite,postgres] [--clients 64] [--duration 10s]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	kassa     string
+	backends  []string
+	scenarios []string
+	clients   int
+	duration  time.Duration
+	warmup    time.Duration
+	ceiling   bool
+	jsonOut   bool
+	serveArgs []string
+}
+
+func main() {
+	var c config
+	var backends, scenarios, serveArgs string
+	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
+	flag.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
+	flag.StringVar(&scenarios, "scenarios", "sale,token,mixed", "scenarios to run, comma-separated: sale, token, mixed")
+	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
+	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each scenario runs before it is measured")
+	flag.BoolVar(&c.ceiling, "ceiling", true, "also measure the durable-write ceiling of each backend")
+	flag.BoolVar(&c.jsonOut, "json", false, "print results as JSON lines instead of a table")
+	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for kassa serve, space-separated")
+	flag.Parse()
+	c.backends, c.scenarios, c.serveArgs = split(backends), split(scenarios), strings.Fields(serveArgs)
+	if c.clients < 1 || c.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "kassa-load: --clients must be >= 1 and --duration > 0")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kassa-load:", err)
+		os.Exit(1)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, c config, out io.Writer) error {
+	rep := &reporter{w: out, json: c.jsonOut}
+	rep.machine(c)
+	for _, backend := range c.backends {
+		if err := runBackend(ctx, c, backend, rep); err != nil {
+			return fmt.Errorf("%s: %w", backend, err)
+		}
+	}
+	return nil
+}
+
+func runBackend(ctx context.Context, c config, backend string, rep *reporter) error {
+	env, err := newEnvironment(backend)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	srv, err := startKassa(ctx, c.kassa, env.dbArgs("api"), c.serveArgs)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	m, err := srv.newMerchant(ctx)
+	if err != nil {
+		return err
+	}
+	var saleRate float64
+	for _, name := range c.scenarios {
+		sc, ok := scenarios[name]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q", name)
+		}
+		res, err := drive(ctx, srv, m, sc, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		res.backend, res.scenario = backend, name
+		rep.result(res)
+		if name == "sale" {
+			saleRate = res.rate("sale")
+		}
+	}
+	srv.stop()
+	if c.ceiling {
+		rate, err := ceiling(ctx, env, c)
+		if err != nil {
+			return fmt.Errorf("ceiling: %w", err)
+		}
+		rep.ceiling(backend, rate, saleRate)
+	}
+	return nil
+}
+
+// reporter prints results as a table or JSON lines.
+type reporter struct {
+	w    io.Writer
+	json bool
+}
+
+func (r *reporter) machine(c config) {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if r.json {
+		r.emit(map[string]any{"machine": cpu, "cpus": runtime.NumCPU(), "go": runtime.Version(), "clients": c.clients, "duration_s": c.duration.Seconds()})
+		return
+	}
+	fmt.Fprintf(r.w, "machine: %s, %d CPUs, %s; %d clients, %v per scenario after %v warm-up; load generator and server on this machine\n\n",
+		cpu, runtime.NumCPU(), runtime.Version(), c.clients, c.duration, c.warmup)
+	fmt.Fprintf(r.w, "%-9s %-7s %-10s %10s %9s %9s %9s %9s %7s %14s\n", "backend", "scenario", "operation", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops")
+}
+
+func (r *reporter) result(res *result) {
+	for _, op := range res.order {
+		s := res.ops[op]
+		p := s.percentiles()
+		if r.json {
+			r.emit(map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
+				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.cpuPer1000(op)})
+			continue
+		}
+		fmt.Fprintf(r.w, "%-9s %-7s %-10s %10.0f %9.2f %9.2f %9.2f %9.2f %7d %14.3f\n", res.backend, res.scenario, op,
+			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.cpuPer1000(op))
+	}
+	for _, e := range res.sampleErrors {
+		fmt.Fprintf(os.Stderr, "  %s %s: %s\n", res.backend, res.scenario, e)
+	}
+}
+
+func (r *reporter) ceiling(backend string, ceiling, sales float64) {
+	ratio := 0.0
+	if ceiling > 0 {
+		ratio = sales / ceiling
+	}
+	if r.json {
+		r.emit(map[string]any{"backend": backend, "ceiling_sales_per_s": ceiling, "api_sales_per_s": sales, "ratio": ratio})
+		return
+	}
+	fmt.Fprintf(r.w, "%-9s ceiling: %.0f sales/s written by a plain program (same rows, driver, durability, concurrency); API/ceiling = %.2f\n",
+		backend, ceiling, ratio)
+}
+
+func (r *reporter) emit(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintln(r.w, string(b))
+}
