@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test check deps build fuzz
+.PHONY: run test check deps build fuzz bench microbench
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
 run: build
@@ -25,6 +25,17 @@ deps:
 ## build: the kassa binary in ./bin
 build:
 	$(GO) build -o bin/kassa ./cmd/kassa
+
+## bench: the hot path's Go benchmarks, then the load benchmark on SQLite and PostgreSQL (see README, Performance)
+BENCH_FLAGS ?=
+bench: build microbench
+	$(GO) build -o bin/kassa-load ./cmd/kassa-load
+	@scripts/test-deps.sh
+	bin/kassa-load $(BENCH_FLAGS)
+
+## microbench: go test -bench for the request decoder, money parsing, card validation and the token check
+microbench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/payment ./internal/money ./internal/card ./internal/auth
 
 ## fuzz: run every fuzz test for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s

@@ -21,6 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -102,7 +103,12 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 // demoMerchant creates a demo merchant when the database has none, and prints how to get a token.
 func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base string) error {
 	db := srv.DB()
-	n, err := merchant.Count(ctx, db.Reader())
+	var n int
+	err := db.Read(ctx, func(q store.Querier) error {
+		var err error
+		n, err = merchant.Count(ctx, q)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // tokenResponse is the token endpoint's success body (gateway-api.md "Token response";
@@ -88,7 +89,12 @@ func (s *Service) authenticateClient(ctx context.Context, r *http.Request, p url
 	if oerr != nil {
 		return client{}, oerr
 	}
-	c, err := lookupClient(ctx, s.db.Reader(), ca.id)
+	var c client
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		c, err = lookupClient(ctx, q, ca.id)
+		return err
+	})
 	switch {
 	case errors.Is(err, ErrUnknownClient):
 		secretMatches(dummySecretHash, ca.secret)

@@ -58,7 +58,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if s.sealer, err = newSealer(keys, current); err != nil {
 		return nil, err
 	}
-	if err := s.revoked.load(ctx, cfg.DB.Reader(), s.now()); err != nil {
+	if err := s.loadRevocations(ctx); err != nil {
 		return nil, fmt.Errorf("auth: load revocations: %w", err)
 	}
 	return s, nil
@@ -67,8 +67,12 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 // Run reloads revocations every poll interval until ctx is done.
 func (s *Service) Run(ctx context.Context) {
 	clock.Every(ctx, s.poll, s.log, "reload revocations", func(ctx context.Context) error {
-		return s.revoked.load(ctx, s.db.Reader(), s.now())
+		return s.loadRevocations(ctx)
 	})
+}
+
+func (s *Service) loadRevocations(ctx context.Context) error {
+	return s.db.Read(ctx, func(q store.Querier) error { return s.revoked.load(ctx, q, s.now()) })
 }
 
 // loadKeys reads the token keys, creating key 1 when there is none. Concurrent first starts of several
@@ -82,25 +86,28 @@ func loadKeys(ctx context.Context, db *store.DB, now time.Time) (map[byte][]byte
 	if err != nil {
 		return nil, 0, fmt.Errorf("auth: create token key: %w", err)
 	}
-	rows, err := db.Reader().QueryContext(ctx, `SELECT id, secret FROM token_keys ORDER BY id`)
-	if err != nil {
-		return nil, 0, fmt.Errorf("auth: load token keys: %w", err)
-	}
-	defer rows.Close()
 	keys := map[byte][]byte{}
 	var current byte
-	for rows.Next() {
-		var id int64
-		var secret []byte
-		if err := rows.Scan(&id, &secret); err != nil {
-			return nil, 0, err
+	err = db.Read(ctx, func(q store.Querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT id, secret FROM token_keys ORDER BY id`)
+		if err != nil {
+			return fmt.Errorf("auth: load token keys: %w", err)
 		}
-		if id < 1 || id > 255 || len(secret) != 32 {
-			return nil, 0, fmt.Errorf("auth: token key %d is malformed", id)
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var secret []byte
+			if err := rows.Scan(&id, &secret); err != nil {
+				return err
+			}
+			if id < 1 || id > 255 || len(secret) != 32 {
+				return fmt.Errorf("auth: token key %d is malformed", id)
+			}
+			keys[byte(id)], current = secret, byte(id)
 		}
-		keys[byte(id)], current = secret, byte(id)
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	if len(keys) == 0 {
@@ -156,7 +163,12 @@ func (s *Service) RevokeClient(ctx context.Context, clientID string) error {
 	if err := RevokeClient(ctx, s.db, clientID, s.now()); err != nil {
 		return err
 	}
-	c, err := lookupClient(ctx, s.db.Reader(), clientID)
+	var c client
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		c, err = lookupClient(ctx, q, clientID)
+		return err
+	})
 	if err != nil {
 		return err
 	}

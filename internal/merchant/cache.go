@@ -11,7 +11,7 @@ import (
 // Cache serves merchants from memory for the hot path, reading each from the database at most once
 // per TTL. A change made by the operator CLI (another process) is seen within the TTL.
 type Cache struct {
-	q   store.Querier
+	db  *store.DB
 	ttl time.Duration
 	now func() time.Time
 
@@ -27,15 +27,15 @@ type cached struct {
 // DefaultCacheTTL is how long a cached merchant is served before it is read again.
 const DefaultCacheTTL = 5 * time.Second
 
-// NewCache returns a cache reading through q.
-func NewCache(q store.Querier, ttl time.Duration, now func() time.Time) *Cache {
+// NewCache returns a cache reading from db.
+func NewCache(db *store.DB, ttl time.Duration, now func() time.Time) *Cache {
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{q: q, ttl: ttl, now: now, m: map[string]cached{}}
+	return &Cache{db: db, ttl: ttl, now: now, m: map[string]cached{}}
 }
 
 // Get returns the merchant with id, from memory when it was read less than a TTL ago.
@@ -47,7 +47,12 @@ func (c *Cache) Get(ctx context.Context, id string) (Merchant, error) {
 	if ok && now.Sub(e.fetched) < c.ttl {
 		return e.m, nil
 	}
-	m, err := Get(ctx, c.q, id)
+	var m Merchant
+	err := c.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		m, err = Get(ctx, q, id)
+		return err
+	})
 	if err != nil {
 		return Merchant{}, err
 	}

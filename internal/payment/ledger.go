@@ -420,7 +420,13 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 		return Transaction{}, err
 	}
 	if !won {
-		return l.get(ctx, l.db.Reader(), t.MerchantID, t.ID)
+		var got Transaction
+		err := l.db.Read(ctx, func(q store.Querier) error {
+			var err error
+			got, err = l.get(ctx, q, t.MerchantID, t.ID)
+			return err
+		})
+		return got, err
 	}
 	return t, nil
 }
@@ -447,16 +453,19 @@ func release(ctx context.Context, tx *store.Tx, t Transaction, now time.Time) er
 // merchant's transaction, and one whose outcome is not yet recorded, is not found.
 func (l *Ledger) Get(ctx context.Context, merchantID, ref string) (Transaction, error) {
 	var t Transaction
-	var err error
-	if len(ref) == transactionIDLen {
-		t, err = scanTransaction(l.db.Reader().QueryRowContext(ctx, `SELECT `+columns+from+
-			`WHERE t.merchant_id = $1 AND t.transaction_id = $2 AND t.status <> 'PENDING'`, merchantID, ref))
-	} else if id, ok := parseID(ref); ok {
-		t, err = scanTransaction(l.db.Reader().QueryRowContext(ctx, `SELECT `+columns+from+
-			`WHERE t.merchant_id = $1 AND t.id = $2 AND t.status <> 'PENDING'`, merchantID, id))
-	} else {
-		err = sql.ErrNoRows
-	}
+	err := l.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		if len(ref) == transactionIDLen {
+			t, err = scanTransaction(q.QueryRowContext(ctx, `SELECT `+columns+from+
+				`WHERE t.merchant_id = $1 AND t.transaction_id = $2 AND t.status <> 'PENDING'`, merchantID, ref))
+		} else if id, ok := parseID(ref); ok {
+			t, err = scanTransaction(q.QueryRowContext(ctx, `SELECT `+columns+from+
+				`WHERE t.merchant_id = $1 AND t.id = $2 AND t.status <> 'PENDING'`, merchantID, id))
+		} else {
+			err = sql.ErrNoRows
+		}
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Transaction{}, fault.NotFound("No transaction %s.", ref)
 	}

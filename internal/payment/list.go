@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // List bounds (wire-contract.md: limit defaults to 100; at most 10000).
@@ -86,20 +88,23 @@ func (l *Ledger) List(ctx context.Context, merchantID string, f Filter) (Page, e
 	args = append(args, f.Limit)
 	q := `SELECT ` + columns + from + `WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY t.id ` + order + ` LIMIT $` + strconv.Itoa(len(args))
-	rows, err := l.db.Reader().QueryContext(ctx, q, args...)
-	if err != nil {
-		return Page{}, err
-	}
-	defer rows.Close()
 	var p Page
-	for rows.Next() {
-		t, err := scanTransaction(rows)
+	err := l.db.Read(ctx, func(sq store.Querier) error {
+		rows, err := sq.QueryContext(ctx, q, args...)
 		if err != nil {
-			return Page{}, err
+			return err
 		}
-		p.Transactions = append(p.Transactions, t)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanTransaction(rows)
+			if err != nil {
+				return err
+			}
+			p.Transactions = append(p.Transactions, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return Page{}, err
 	}
 	if order == "ASC" {

@@ -25,28 +25,29 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 	if all {
 		cutoff = math.MaxInt64
 	}
-	rows, err := l.db.Reader().QueryContext(ctx, `SELECT `+columns+`, t.lease_until`+from+
-		`WHERE t.status = 'PENDING' AND t.lease_until <= $1 ORDER BY t.id LIMIT 500`, cutoff)
-	if err != nil {
-		return 0, err
-	}
 	type pending struct {
 		t     Transaction
 		lease int64
 	}
 	var todo []pending
-	for rows.Next() {
-		var p pending
-		var err error
-		p.t, err = scanTransaction(scanWithLease{rows, &p.lease})
+	err := l.db.Read(ctx, func(q store.Querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT `+columns+`, t.lease_until`+from+
+			`WHERE t.status = 'PENDING' AND t.lease_until <= $1 ORDER BY t.id LIMIT 500`, cutoff)
 		if err != nil {
-			rows.Close()
-			return 0, err
+			return err
 		}
-		todo = append(todo, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var p pending
+			var err error
+			if p.t, err = scanTransaction(scanWithLease{rows, &p.lease}); err != nil {
+				return err
+			}
+			todo = append(todo, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return 0, err
 	}
 	done := 0

@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	// A first request with a key is presumed dead, and its key free, once its attempt's lease is over.
 	s.idem = idempotency.New(idempotency.Config{DB: cfg.DB, Now: cfg.Now, Lock: 2 * cfg.ProcessorTimeout})
-	merchants := merchant.NewCache(cfg.DB.Reader(), cfg.MerchantCacheTTL, cfg.Now)
+	merchants := merchant.NewCache(cfg.DB, cfg.MerchantCacheTTL, cfg.Now)
 
 	r := s.router
 	r.HandleFunc("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {

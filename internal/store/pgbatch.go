@@ -178,7 +178,7 @@ func isStatementError(err error) bool {
 
 // runAlone runs one queued statement on its own, as a transaction of its own.
 func (db *DB) runAlone(r *stmtReq) error {
-	done, err := db.admit(r.ctx)
+	done, err := admit(r.ctx, db.gate)
 	if err != nil {
 		return err
 	}

@@ -53,15 +53,16 @@ type Querier interface {
 
 // DB is an open database. Writes go through Write; reads may use Reader.
 type DB struct {
-	dialect Dialect
-	writer  *sql.DB // SQLite: one connection, owned by the batcher; PostgreSQL: the pool
-	reader  *sql.DB // SQLite: a pool of query_only connections; PostgreSQL: the same pool as writer
-	stmts   *stmtCache
-	batch   *batcher      // SQLite only
-	gate    chan struct{} // PostgreSQL only: FIFO admission of writes to the pool
-	pgBatch *pgBatcher    // PostgreSQL only
-	where   string
-	lockDir string // SQLite: directory of the lock files
+	dialect  Dialect
+	writer   *sql.DB // SQLite: one connection, owned by the batcher; PostgreSQL: the pool
+	reader   *sql.DB // SQLite: a pool of query_only connections; PostgreSQL: the same pool as writer
+	stmts    *stmtCache
+	batch    *batcher      // SQLite only
+	gate     chan struct{} // PostgreSQL only: FIFO admission of writes to the pool
+	readGate chan struct{} // FIFO admission of reads to the read pool
+	pgBatch  *pgBatcher    // PostgreSQL only
+	where    string
+	lockDir  string // SQLite: directory of the lock files
 }
 
 // Open opens the database of cfg. It does not migrate; call Migrate.
@@ -86,12 +87,13 @@ func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
 		n = 16
 	}
 	// database/sql hands a freed connection to a random waiter, which under load leaves some requests
-	// waiting far longer than others. Writes therefore queue first at a channel, which admits them in
-	// order, n at a time; the pool has a few connections more for reads.
-	pool.SetMaxOpenConns(n + readReserve + 1) // and one for the batcher
-	pool.SetMaxIdleConns(n + readReserve + 1)
+	// waiting seconds longer than others. Writes and reads therefore queue first at channels, which
+	// admit them in order, n writes and n reads at a time, so that the pool (2n, and one connection
+	// for the batcher) never makes anyone wait.
+	pool.SetMaxOpenConns(2*n + 1)
+	pool.SetMaxIdleConns(2*n + 1)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
-	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u), gate: make(chan struct{}, n)}
+	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u), gate: make(chan struct{}, n), readGate: make(chan struct{}, n)}
 	if err := db.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", db.where, err)
@@ -151,19 +153,17 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	reader.SetMaxOpenConns(n)
 	reader.SetMaxIdleConns(n)
 	reader.SetConnMaxIdleTime(0)
-	db := &DB{dialect: SQLite, writer: writer, reader: reader, stmts: newStmtCache(), where: path, lockDir: dir}
+	db := &DB{dialect: SQLite, writer: writer, reader: reader, stmts: newStmtCache(), where: path, lockDir: dir,
+		readGate: make(chan struct{}, n)}
 	db.batch = newBatcher(db)
 	return db, nil
 }
 
-// readReserve is how many PostgreSQL connections writes leave to reads.
-const readReserve = 4
-
-// admit waits for a write's turn on PostgreSQL, in arrival order; the returned function ends it.
-func (db *DB) admit(ctx context.Context) (func(), error) {
+// admit waits for a turn at gate, in arrival order; the returned function ends it.
+func admit(ctx context.Context, gate chan struct{}) (func(), error) {
 	select {
-	case db.gate <- struct{}{}:
-		return func() { <-db.gate }, nil
+	case gate <- struct{}{}:
+		return func() { <-gate }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -175,7 +175,20 @@ func (db *DB) Dialect() Dialect { return db.dialect }
 // String describes the database for humans: the SQLite path, or the PostgreSQL URL without password.
 func (db *DB) String() string { return string(db.dialect) + ": " + db.where }
 
-// Reader is the pool for statements that only read. On SQLite its connections are query-only.
+// Read runs fn with the read pool (on SQLite, query-only connections). Reads are admitted in arrival
+// order, as many at a time as the pool has connections; fn must be done with its rows when it returns,
+// and must not run two queries at once.
+func (db *DB) Read(ctx context.Context, fn func(q Querier) error) error {
+	done, err := admit(ctx, db.readGate)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(db.Reader())
+}
+
+// Reader is the read pool without admission: for tests and tools that read outside the server's
+// load. Code on a request's path reads through Read.
 func (db *DB) Reader() Querier { return &reader{pool: db.reader, stmts: db.stmts} }
 
 // Raw is the write pool itself, with the driver and durability settings Kassa uses but without its
@@ -215,7 +228,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.batch != nil {
 		return db.batch.write(ctx, fn)
 	}
-	done, err := db.admit(ctx)
+	done, err := admit(ctx, db.gate)
 	if err != nil {
 		return err
 	}
