@@ -10,6 +10,7 @@ run: build
 ## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 ## check: formatting, vet and a tidy go.mod
 check:

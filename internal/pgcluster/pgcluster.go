@@ -57,6 +57,20 @@ func version(dir string) int {
 	return n
 }
 
+// Available reports why a cluster cannot be started here, or nil: the binaries are missing, or this
+// process runs as root and there is no postgres user to run them as.
+func Available() error {
+	if _, err := binDir(); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			return errors.New("running as root and there is no postgres user to run PostgreSQL as")
+		}
+	}
+	return nil
+}
+
 // Start initializes and starts a cluster. Run as root, it runs PostgreSQL as the postgres user.
 func Start(o Options) (*Cluster, error) {
 	bin, err := binDir()

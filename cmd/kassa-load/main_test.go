@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/pgcluster"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// TestLoadGenerator runs every scenario and the ceiling briefly on both backends, as "make bench"
+// does at length, and checks that each reports throughput, latencies and CPU without errors. The
+// figures themselves are the benchmark's business, not this test's.
+func TestLoadGenerator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers and a PostgreSQL cluster")
+	}
+	if err := pgcluster.Available(); err != nil {
+		storetest.Unavailable(t, "PostgreSQL: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "kassa")
+	if out, err := exec.Command("go", "build", "-o", bin, "../kassa").CombinedOutput(); err != nil {
+		t.Fatalf("build kassa: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	c := config{kassa: bin, backends: []string{"sqlite", "postgres"}, scenarios: []string{"sale", "token", "mixed"},
+		clients: 4, duration: 700 * time.Millisecond, warmup: 200 * time.Millisecond, ceiling: true, jsonOut: true}
+	if err := run(context.Background(), c, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		switch {
+		case r["machine"] != nil:
+			seen["machine"] = true
+		case r["ceiling_sales_per_s"] != nil:
+			if r["ceiling_sales_per_s"].(float64) <= 0 || r["api_sales_per_s"].(float64) <= 0 || r["ratio"].(float64) <= 0 {
+				t.Errorf("ceiling line %v", r)
+			}
+			seen["ceiling "+r["backend"].(string)] = true
+		default:
+			op := r["backend"].(string) + " " + r["operation"].(string)
+			if r["ops_per_s"].(float64) <= 0 || r["errors"].(float64) != 0 || r["p50_ms"].(float64) <= 0 ||
+				r["p99_ms"].(float64) < r["p50_ms"].(float64) || r["max_ms"].(float64) < r["p99_ms"].(float64) {
+				t.Errorf("%s: %v", op, r)
+			}
+			if first := r["operation"] == "sale" || r["operation"] == "token" || r["operation"] == "authorize"; first && r["cpu_s_per_1000"].(float64) <= 0 {
+				t.Errorf("%s reports no server CPU: %v", op, r)
+			}
+			seen[op] = true
+		}
+	}
+	for _, want := range []string{"machine", "ceiling sqlite", "ceiling postgres", "sqlite sale", "postgres sale",
+		"sqlite token", "postgres token", "sqlite authorize", "sqlite capture", "sqlite refund", "sqlite list",
+		"postgres authorize", "postgres capture", "postgres refund", "postgres list"} {
+		if !seen[want] {
+			t.Errorf("no result for %q in:\n%s", want, out.String())
+		}
+	}
+}
