@@ -37,7 +37,7 @@ func newEnvironment(backend string) (*environment, error) {
 	case "sqlite":
 	case "postgres":
 		// Durable commits (fsync and synchronous_commit on, the defaults), as in production.
-		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: []string{"max_wal_size=1GB"}})
+		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: append([]string{"max_wal_size=1GB"}, strings.Fields(os.Getenv("KASSA_LOAD_PG_SETTINGS"))...)})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -68,6 +68,22 @@ func (e *environment) dbArgs(name string) []string {
 		return []string{"--database-url", strings.Replace(e.cluster.URL, "/postgres?", "/kassa_"+name+"?", 1)}
 	}
 	return []string{"--data-dir", filepath.Join(e.dir, name)}
+}
+
+// analyze updates PostgreSQL's planner statistics of the database called name, between scenarios: the
+// next one starts from tables as autovacuum keeps them in a running database. Otherwise a table that
+// the previous scenario grew from nothing in seconds would be planned as if it were still empty.
+func (e *environment) analyze(ctx context.Context, name string) error {
+	if e.cluster == nil {
+		return nil
+	}
+	db, err := sql.Open("pgx", e.dbArgs(name)[1])
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, "ANALYZE")
+	return err
 }
 
 func (e *environment) close() {

@@ -119,6 +119,9 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		if name == "sale" {
 			saleRate = res.rate("sale")
 		}
+		if err := env.analyze(ctx, "api"); err != nil {
+			return err
+		}
 	}
 	srv.stop()
 	if c.ceiling {

@@ -69,10 +69,10 @@ type Transaction struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 
-	ParentTransactionID string // read with the row, for the response
+	ParentTransactionID string // the parent's transaction_id, for the response
 }
 
-// columns is every column a Transaction is read from, in scan order; parent_txid comes from a join.
+// columns is every column a Transaction is read from, in scan order.
 const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALESCE(t.parent_id, 0), t.amount, t.currency,
 	t.scale, t.reserved, COALESCE(t.closed_by, ''), t.message, COALESCE(t.decline_code, ''), COALESCE(t.processor_ref, ''),
 	t.card_type, t.card_prefix, t.card_suffix, t.test_mode, t.source,
@@ -81,10 +81,10 @@ const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALES
 	COALESCE(t.province, ''), COALESCE(t.country, ''), COALESCE(t.postal_code, ''), COALESCE(t.custom_id, ''),
 	COALESCE(t.invoice_id, ''), COALESCE(t.order_id, ''), COALESCE(t.description, ''),
 	COALESCE(t.client_id, ''), COALESCE(t.request_id, ''), COALESCE(t.idempotency_key, ''),
-	t.created_at, t.updated_at, COALESCE(p.transaction_id, '')`
+	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, '')`
 
 // from is the FROM clause that goes with columns.
-const from = ` FROM transactions t LEFT JOIN transactions p ON p.id = t.parent_id `
+const from = ` FROM transactions t `
 
 type scanner interface{ Scan(dest ...any) error }
 

@@ -32,6 +32,14 @@ func TestConformance(t *testing.T) {
 			if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM merchants").Scan(&n); err != nil {
 				t.Fatalf("merchants table: %v", err)
 			}
+			// A migration named *.postgres.sql applies to PostgreSQL alone.
+			var pgOnly int
+			if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM goose_db_version WHERE version_id = 5").Scan(&pgOnly); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[store.Dialect]int{store.SQLite: 0, store.Postgres: 1}[db.Dialect()]; pgOnly != want {
+				t.Fatalf("the PostgreSQL-only migration is applied %d times on %s", pgOnly, db.Dialect())
+			}
 		})
 
 		t.Run("commit is visible to readers", func(t *testing.T) {
