@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -101,17 +102,17 @@ func (s *sealer) open(tok string) (Claims, error) {
 	if len(tok) != tokenLen || tok[:len(tokenPrefix)] != tokenPrefix {
 		return c, errMalformed
 	}
-	var buf [sealedLen]byte
-	n, err := tokenEncoding.Decode(buf[:], []byte(tok[len(tokenPrefix):]))
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	n, err := tokenEncoding.Decode(sc.sealed[:], sc.text(tok[len(tokenPrefix):]))
 	if err != nil || n != sealedLen {
 		return c, errMalformed
 	}
-	aead, ok := s.keys[buf[0]]
+	aead, ok := s.keys[sc.sealed[0]]
 	if !ok {
 		return c, errUnknownKey
 	}
-	var out [claimsLen]byte
-	p, err := aead.Open(out[:0], nil, buf[1:n], tokenAAD)
+	p, err := aead.Open(sc.claims[:0], nil, sc.sealed[1:n], tokenAAD)
 	if err != nil || len(p) != claimsLen || p[0] != claimsFormat {
 		return c, errMalformed
 	}
@@ -125,6 +126,19 @@ func (s *sealer) open(tok string) (Claims, error) {
 	c.ExpiresAt = time.Unix(int64(binary.BigEndian.Uint64(p[63:71])), 0)
 	return c, nil
 }
+
+// scratch holds the buffers of one open. They pass through the cipher.AEAD interface, so they would
+// escape to the heap on every bearer check; a pool reuses them instead.
+type scratch struct {
+	textBuf [tokenLen - len(tokenPrefix)]byte
+	sealed  [sealedLen]byte
+	claims  [claimsLen]byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// text copies the token's base64 text into the scratch buffer, as the decoder wants bytes.
+func (sc *scratch) text(s string) []byte { return sc.textBuf[:copy(sc.textBuf[:], s)] }
 
 // newTokenID returns 128 random bits.
 func newTokenID() (id [16]byte) {

@@ -107,7 +107,7 @@ func (s *Service) followUp(kind string) http.Handler {
 			httpapi.WriteError(w, r, err)
 			return
 		}
-		if f.TestMode, err = flag("test_mode", body.TestMode); err != nil {
+		if f.TestMode, err = body.TestMode.flag("test_mode"); err != nil {
 			httpapi.WriteError(w, r, err)
 			return
 		}
@@ -131,7 +131,7 @@ func (s *Service) followUp(kind string) http.Handler {
 // followUpAmount reads the amount of a capture (default: the whole authorization) or a refund
 // (required), in the parent's currency. A void takes no amount.
 func followUpAmount(kind string, b followUpBody, parent Transaction) (int64, error) {
-	if cur, err := text("currency", b.Currency); err != nil {
+	if cur, err := b.Currency.str("currency"); err != nil {
 		return 0, err
 	} else if cur != "" && !strings.EqualFold(cur, parent.Currency.Code) {
 		return 0, fault.Invalid("currency", "currency must be that of transaction %d (%s)", parent.ID, parent.Currency.Code)
@@ -139,7 +139,7 @@ func followUpAmount(kind string, b followUpBody, parent Transaction) (int64, err
 	if kind == KindVoid {
 		return 0, nil
 	}
-	v, set, err := amount("amount", b.Amount, parent.Currency)
+	v, set, err := b.Amount.amount("amount", parent.Currency)
 	switch {
 	case err != nil:
 		return 0, err

@@ -13,60 +13,88 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 )
 
-// Request fields arrive as json.RawMessage and are read by name, so that every error names its field
+// Request fields are decoded into fields of kind and text and read by name, so that every error names its field
 // and so that the shapes real clients send are accepted: "Be tolerant in what you accept"
 // (wire-contract.md, General rules) — amounts as numbers or numeric strings, card fields as strings or
 // integers, two- or four-digit years, flags as booleans or "true"/"false", unknown fields ignored.
 
-// text reads a JSON string or number as its text. Absent and null are "".
-func text(field string, raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	switch raw[0] {
+// field is one value of a request body, read once while the body is decoded: its JSON kind and, for
+// a string or a number, its text. Absent and null are the zero field.
+type field struct {
+	kind byte   // 0 absent or null, 's' string, 'n' number, 'b' boolean, 'o' object or array
+	text string // the string's value, the number's literal, or "true"/"false"
+}
+
+// UnmarshalJSON keeps the value's kind and text.
+func (f *field) UnmarshalJSON(b []byte) error {
+	switch b[0] {
+	case 'n':
+		*f = field{}
+	case 't':
+		*f = field{'b', "true"}
+	case 'f':
+		*f = field{'b', "false"}
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fault.Invalid(field, "%s is not a valid JSON string", field)
+		// Without escapes and with valid UTF-8 the text is the bytes between the quotes; otherwise
+		// encoding/json unescapes it and replaces invalid UTF-8, which PostgreSQL would refuse.
+		if bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+			*f = field{'s', string(b[1 : len(b)-1])}
+			return nil
 		}
-		return s, nil
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return string(raw), nil
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = field{'s', s}
+	case '{', '[':
+		*f = field{kind: 'o'}
 	default:
-		return "", fault.Invalid(field, "%s must be a string or a number", field)
+		*f = field{'n', string(b)}
 	}
+	return nil
+}
+
+// set reports whether the field was sent with a value.
+func (f field) set() bool { return f.kind != 0 }
+
+// str reads a field sent as a string or a number, as its text.
+func (f field) str(name string) (string, error) {
+	if f.kind == 'b' || f.kind == 'o' {
+		return "", fault.Invalid(name, "%s must be a string or a number", name)
+	}
+	return f.text, nil
 }
 
 // digits reads a field that must hold only digits, sent as a string or as a non-negative integer.
-func digits(field string, raw json.RawMessage) (string, error) {
-	s, err := text(field, raw)
-	if err != nil || s == "" {
-		return s, err
+func (f field) digits(name string) (string, error) {
+	s, err := f.str(name)
+	if err != nil {
+		return "", err
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return "", fault.Invalid(field, "%s must contain only digits", field)
+			return "", fault.Invalid(name, "%s must contain only digits", name)
 		}
 	}
 	return s, nil
 }
 
-// flag reads a boolean sent as true/false or "true"/"false". Absent and null are false.
-func flag(field string, raw json.RawMessage) (bool, error) {
-	s := strings.Trim(string(bytes.TrimSpace(raw)), `"`)
-	switch strings.ToLower(s) {
-	case "", "null", "false":
+// flag reads a boolean sent as true/false or "true"/"false". Absent is false.
+func (f field) flag(name string) (bool, error) {
+	switch {
+	case f.kind == 0:
 		return false, nil
-	case "true":
+	case (f.kind == 'b' || f.kind == 's') && strings.EqualFold(f.text, "true"):
 		return true, nil
+	case (f.kind == 'b' || f.kind == 's') && strings.EqualFold(f.text, "false"):
+		return false, nil
 	}
-	return false, fault.Invalid(field, "%s must be true or false", field)
+	return false, fault.Invalid(name, "%s must be true or false", name)
 }
 
 // amount reads a decimal amount in c, exactly: a JSON number or a numeric string.
-func amount(field string, raw json.RawMessage, c money.Currency) (int64, bool, error) {
-	s, err := text(field, raw)
+func (f field) amount(name string, c money.Currency) (int64, bool, error) {
+	s, err := f.str(name)
 	if err != nil {
 		return 0, false, err
 	}
@@ -75,15 +103,15 @@ func amount(field string, raw json.RawMessage, c money.Currency) (int64, bool, e
 	}
 	v, err := money.Parse(s, c)
 	if err != nil {
-		return 0, true, fault.Invalid(field, "%s %s", field, err)
+		return 0, true, fault.Invalid(name, "%s %s", name, err)
 	}
 	return v, true, nil
 }
 
 // currencyOf reads the currency field: an ISO 4217 code the merchant accepts, or the merchant's
 // default when absent.
-func currencyOf(raw json.RawMessage, m merchant.Merchant) (money.Currency, error) {
-	s, err := text("currency", raw)
+func currencyOf(f field, m merchant.Merchant) (money.Currency, error) {
+	s, err := f.str("currency")
 	if err != nil {
 		return money.Currency{}, err
 	}
@@ -102,38 +130,38 @@ func currencyOf(raw json.RawMessage, m merchant.Merchant) (money.Currency, error
 
 // customerFields is the optional customer detail of a request body.
 type customerFields struct {
-	Email       json.RawMessage `json:"email"`
-	FirstName   json.RawMessage `json:"first_name"`
-	LastName    json.RawMessage `json:"last_name"`
-	Company     json.RawMessage `json:"company"`
-	Telephone   json.RawMessage `json:"telephone"`
-	Address1    json.RawMessage `json:"address1"`
-	Address2    json.RawMessage `json:"address2"`
-	City        json.RawMessage `json:"city"`
-	Province    json.RawMessage `json:"province"`
-	Country     json.RawMessage `json:"country"`
-	PostalCode  json.RawMessage `json:"postal_code"`
-	CustomID    json.RawMessage `json:"custom_id"`
-	InvoiceID   json.RawMessage `json:"invoice_id"`
-	OrderID     json.RawMessage `json:"order_id"`
-	Description json.RawMessage `json:"description"`
+	Email       field `json:"email"`
+	FirstName   field `json:"first_name"`
+	LastName    field `json:"last_name"`
+	Company     field `json:"company"`
+	Telephone   field `json:"telephone"`
+	Address1    field `json:"address1"`
+	Address2    field `json:"address2"`
+	City        field `json:"city"`
+	Province    field `json:"province"`
+	Country     field `json:"country"`
+	PostalCode  field `json:"postal_code"`
+	CustomID    field `json:"custom_id"`
+	InvoiceID   field `json:"invoice_id"`
+	OrderID     field `json:"order_id"`
+	Description field `json:"description"`
 }
 
 // customer reads and bounds the customer detail. The e-mail address, when sent, must be one.
 func (f customerFields) customer() (Customer, error) {
 	var c Customer
 	var err error
-	read := func(dst *string, field string, raw json.RawMessage, max int) {
+	read := func(dst *string, name string, f field, max int) {
 		if err != nil {
 			return
 		}
 		var s string
-		if s, err = text(field, raw); err != nil {
+		if s, err = f.str(name); err != nil {
 			return
 		}
 		s = strings.TrimSpace(s)
 		if utf8.RuneCountInString(s) > max {
-			err = fault.Invalid(field, "%s must be at most %d characters", field, max)
+			err = fault.Invalid(name, "%s must be at most %d characters", name, max)
 			return
 		}
 		*dst = s
@@ -166,14 +194,14 @@ func (f customerFields) customer() (Customer, error) {
 
 // chargeBody is the body of sale and authorize (gateway-api.md, "Transaction request fields").
 type chargeBody struct {
-	Amount          json.RawMessage `json:"amount"`
-	Currency        json.RawMessage `json:"currency"`
-	CardNumber      json.RawMessage `json:"card_number"`
-	CardExpiryMonth json.RawMessage `json:"card_expiry_month"`
-	CardExpiryYear  json.RawMessage `json:"card_expiry_year"`
-	CVV2            json.RawMessage `json:"cvv2"`
-	Token           json.RawMessage `json:"token"`
-	TestMode        json.RawMessage `json:"test_mode"`
+	Amount          field `json:"amount"`
+	Currency        field `json:"currency"`
+	CardNumber      field `json:"card_number"`
+	CardExpiryMonth field `json:"card_expiry_month"`
+	CardExpiryYear  field `json:"card_expiry_year"`
+	CVV2            field `json:"cvv2"`
+	Token           field `json:"token"`
+	TestMode        field `json:"test_mode"`
 	customerFields
 }
 
@@ -182,13 +210,13 @@ type chargeBody struct {
 func (b chargeBody) charge(kind string, m merchant.Merchant) (Charge, error) {
 	c := Charge{Kind: kind}
 	var err error
-	if present(b.Token) {
+	if b.Token.set() {
 		return c, fault.Invalid("token", "token is not supported yet: send card_number, card_expiry_month, card_expiry_year and cvv2")
 	}
 	if c.Currency, err = currencyOf(b.Currency, m); err != nil {
 		return c, err
 	}
-	amt, set, err := amount("amount", b.Amount, c.Currency)
+	amt, set, err := b.Amount.amount("amount", c.Currency)
 	switch {
 	case err != nil:
 		return c, err
@@ -203,7 +231,7 @@ func (b chargeBody) charge(kind string, m merchant.Merchant) (Charge, error) {
 	if c.Card, c.Expiry, c.CVV, err = cardFields(b.CardNumber, b.CardExpiryMonth, b.CardExpiryYear, b.CVV2); err != nil {
 		return c, err
 	}
-	if c.TestMode, err = flag("test_mode", b.TestMode); err != nil {
+	if c.TestMode, err = b.TestMode.flag("test_mode"); err != nil {
 		return c, err
 	}
 	c.Customer, err = b.customer()
@@ -211,9 +239,9 @@ func (b chargeBody) charge(kind string, m merchant.Merchant) (Charge, error) {
 }
 
 // cardFields validates the four card fields.
-func cardFields(number, month, year, cvv json.RawMessage) (card.Number, card.Expiry, string, error) {
+func cardFields(number, month, year, cvv field) (card.Number, card.Expiry, string, error) {
 	var none card.Number
-	pan, err := digits("card_number", number)
+	pan, err := number.digits("card_number")
 	if err != nil {
 		return none, card.Expiry{}, "", err
 	}
@@ -227,11 +255,11 @@ func cardFields(number, month, year, cvv json.RawMessage) (card.Number, card.Exp
 	if err != nil {
 		return none, card.Expiry{}, "", fault.Invalid("card_number", "card_number %s", err)
 	}
-	mm, err := digits("card_expiry_month", month)
+	mm, err := month.digits("card_expiry_month")
 	if err != nil {
 		return none, card.Expiry{}, "", err
 	}
-	yy, err := digits("card_expiry_year", year)
+	yy, err := year.digits("card_expiry_year")
 	if err != nil {
 		return none, card.Expiry{}, "", err
 	}
@@ -250,7 +278,7 @@ func cardFields(number, month, year, cvv json.RawMessage) (card.Number, card.Exp
 		return none, card.Expiry{}, "", fault.Invalid(field, "%s %s", field, err)
 	}
 	brand := card.BrandOf(n)
-	code, err := digits("cvv2", cvv)
+	code, err := cvv.digits("cvv2")
 	if err != nil {
 		return none, card.Expiry{}, "", err
 	}
@@ -258,7 +286,7 @@ func cardFields(number, month, year, cvv json.RawMessage) (card.Number, card.Exp
 		return none, card.Expiry{}, "", fault.Invalid("cvv2", "cvv2 is required")
 	}
 	// A CVV sent as a JSON integer has lost its leading zeros ("012" became 12): restore them.
-	if raw := bytes.TrimSpace(cvv); len(raw) > 0 && raw[0] != '"' {
+	if cvv.kind == 'n' {
 		want := 3
 		if brand == card.Amex {
 			want = 4
@@ -273,14 +301,9 @@ func cardFields(number, month, year, cvv json.RawMessage) (card.Number, card.Exp
 	return n, exp, code, nil
 }
 
-func present(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && string(raw) != "null"
-}
-
 // followUpBody is the body of capture, refund and void.
 type followUpBody struct {
-	Amount   json.RawMessage `json:"amount"`
-	Currency json.RawMessage `json:"currency"`
-	TestMode json.RawMessage `json:"test_mode"`
+	Amount   field `json:"amount"`
+	Currency field `json:"currency"`
+	TestMode field `json:"test_mode"`
 }
