@@ -17,7 +17,7 @@ import (
 // (store.DB.Raw), in a fresh database, with plain database/sql transactions.
 func ceiling(ctx context.Context, env *environment, c config) (float64, error) {
 	cfg := store.Config{}
-	if args := env.dbArgs("ceiling"); args[0] == "--database-url" {
+	if args := env.dbArgs("ceiling"); args[0] == "--database-url" { // args[2:] is the vault key, not needed here
 		cfg.DatabaseURL = args[1]
 	} else {
 		cfg.DataDir = args[1]

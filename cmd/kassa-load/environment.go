@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/pgcluster"
 )
 
@@ -36,6 +37,10 @@ func newEnvironment(backend string) (*environment, error) {
 	switch backend {
 	case "sqlite":
 	case "postgres":
+		if err := os.WriteFile(filepath.Join(dir, "vault.key"), []byte(envelope.NewKEKText()), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 		// Durable commits (fsync and synchronous_commit on, the defaults), as in production.
 		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: append([]string{"max_wal_size=1GB"}, strings.Fields(os.Getenv("KASSA_LOAD_PG_SETTINGS"))...)})
 		if err != nil {
@@ -62,10 +67,11 @@ func newEnvironment(backend string) (*environment, error) {
 	return e, nil
 }
 
-// dbArgs are kassa's flags for the database called name.
+// dbArgs are kassa's flags for the database called name, and for PostgreSQL the key-encryption key.
 func (e *environment) dbArgs(name string) []string {
 	if e.cluster != nil {
-		return []string{"--database-url", strings.Replace(e.cluster.URL, "/postgres?", "/kassa_"+name+"?", 1)}
+		return []string{"--database-url", strings.Replace(e.cluster.URL, "/postgres?", "/kassa_"+name+"?", 1),
+			"--vault-key-file", filepath.Join(e.dir, "vault.key")}
 	}
 	return []string{"--data-dir", filepath.Join(e.dir, name)}
 }

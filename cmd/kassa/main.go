@@ -12,9 +12,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 )
@@ -30,10 +33,13 @@ Usage:
   kassa migrate
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
   kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99]
+  kassa merchant keys --merchant-id M
+  kassa keys rotate --merchant-id M [--grace 168h]
   kassa client create --merchant-id M [--validity 12h]
   kassa client revoke --client-id C
 
-Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL).
+Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
+--vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
 Run "kassa COMMAND -h" for a command's flags.
 `
 
@@ -62,6 +68,8 @@ func commands() []command {
 		{"migrate", migrateCommand},
 		{"merchant create", merchantCreateCommand},
 		{"merchant update", merchantUpdateCommand},
+		{"merchant keys", merchantKeysCommand},
+		{"keys rotate", keysRotateCommand},
 		{"client create", clientCreateCommand},
 		{"client revoke", clientRevokeCommand},
 	}
@@ -80,19 +88,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) < len(words) || strings.Join(args[:len(words)], " ") != c.name {
 			continue
 		}
-		fs := flag.NewFlagSet("kassa "+c.name, flag.ContinueOnError)
-		fs.SetOutput(stderr)
+		flags := flag.NewFlagSet("kassa "+c.name, flag.ContinueOnError)
+		flags.SetOutput(stderr)
 		e := &env{stdout: stdout, stderr: stderr}
-		e.db.register(fs)
-		runCmd := c.setup(fs)
-		if err := fs.Parse(args[len(words):]); err != nil {
+		e.db.register(flags)
+		runCmd := c.setup(flags)
+		if err := flags.Parse(args[len(words):]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0
 			}
 			return 2
 		}
-		if fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "kassa %s: unexpected argument %q\n", c.name, fs.Arg(0))
+		if flags.NArg() > 0 {
+			fmt.Fprintf(stderr, "kassa %s: unexpected argument %q\n", c.name, flags.Arg(0))
 			return 2
 		}
 		err := runCmd(context.Background(), e)
@@ -121,15 +129,18 @@ func oneLine(err error) string {
 
 // dbFlags are the flags every command shares: where the database is.
 type dbFlags struct {
-	dataDir     string
-	databaseURL string
-	maxConns    int
+	dataDir      string
+	databaseURL  string
+	maxConns     int
+	vaultKeyFile string
 }
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.dataDir, "data-dir", envOr("KASSA_DATA_DIR", "./kassa-data"), "directory of the embedded SQLite database (env KASSA_DATA_DIR)")
 	fs.StringVar(&d.databaseURL, "database-url", os.Getenv("KASSA_DATABASE_URL"), "PostgreSQL URL; overrides --data-dir (env KASSA_DATABASE_URL)")
 	fs.IntVar(&d.maxConns, "db-max-conns", 0, "PostgreSQL connections for writes (default 16), or SQLite read connections (default 4)")
+	fs.StringVar(&d.vaultKeyFile, "vault-key-file", os.Getenv("KASSA_VAULT_KEY_FILE"),
+		"file holding the key-encryption key for secrets at rest (env KASSA_VAULT_KEY_FILE; or the key itself in KASSA_VAULT_KEY)")
 }
 
 // open opens and migrates the database.
@@ -143,6 +154,37 @@ func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// kek loads the key-encryption key: KASSA_VAULT_KEY, else --vault-key-file, else (SQLite only) the
+// file vault.key in the data directory, generated on first use. A generated key sits on the same disk
+// as the database it protects; warn is told so, to say it to the operator.
+func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error) {
+	if v := os.Getenv("KASSA_VAULT_KEY"); v != "" {
+		return envelope.ParseKEK(v)
+	}
+	path := d.vaultKeyFile
+	if path == "" {
+		if d.databaseURL != "" {
+			return nil, errors.New("PostgreSQL needs --vault-key-file or KASSA_VAULT_KEY: every node must use the same key-encryption key")
+		}
+		path = filepath.Join(d.dataDir, "vault.key")
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(d.dataDir, 0o700); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(path, []byte(envelope.NewKEKText()+"\n"), 0o600); err != nil {
+				return nil, fmt.Errorf("write a new key-encryption key: %w", err)
+			}
+			warn("generated a key-encryption key next to the database; move it to another disk or a secret store "+
+				"and pass it with --vault-key-file or KASSA_VAULT_KEY", "path", path)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the key-encryption key: %w", err)
+	}
+	return envelope.ParseKEK(string(b))
 }
 
 func envOr(key, def string) string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
@@ -49,7 +50,11 @@ type server struct {
 // dbArgs selects a backend for a test: a fresh SQLite data dir or a fresh PostgreSQL database.
 func dbArgs(t *testing.T, backend string) []string {
 	if backend == "postgres" {
-		return []string{"--database-url", storetest.PostgresURL(t)}
+		key := filepath.Join(t.TempDir(), "vault.key")
+		if err := os.WriteFile(key, []byte(envelope.NewKEKText()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"--database-url", storetest.PostgresURL(t), "--vault-key-file", key}
 	}
 	return []string{"--data-dir", t.TempDir()}
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/cardenc"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/web"
 )
 
 func migrateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -177,5 +181,90 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
 			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile})
+	}
+}
+
+// publicKeyOut is what "kassa merchant keys" and "kassa keys rotate" print.
+type publicKeyOut struct {
+	PublicEncryptionKey string `json:"public_encryption_key"`
+	KeyID               string `json:"key_id"`
+	CreatedAt           int64  `json:"created_at"`
+	ScriptPath          string `json:"script_path"`
+	ScriptIntegrity     string `json:"script_integrity"`
+	PreviousExpiresAt   int64  `json:"previous_key_expires_at,omitempty"`
+}
+
+func keyOut(k cardenc.PublicKey) publicKeyOut {
+	return publicKeyOut{PublicEncryptionKey: k.Encoded(), KeyID: k.ID, CreatedAt: k.CreatedAt.UnixMilli(),
+		ScriptPath: web.CardEncryption.Path(), ScriptIntegrity: web.CardEncryption.Integrity}
+}
+
+// cardKeys opens what the card-encryption commands need, and checks that the merchant exists.
+func cardKeys(ctx context.Context, e *env, merchantID string) (*cardenc.Service, func(), error) {
+	db, err := e.db.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*cardenc.Service, func(), error) { db.Close(); return nil, nil, err }
+	if err := db.Read(ctx, func(q store.Querier) error { _, err := merchant.Get(ctx, q, merchantID); return err }); err != nil {
+		if errors.Is(err, merchant.ErrNotFound) {
+			err = errors.New("no merchant with id " + merchantID)
+		}
+		return fail(err)
+	}
+	kek, err := e.db.kek(func(msg string, args ...any) {
+		fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	ring, err := envelope.NewKeyring(ctx, db, kek, time.Now)
+	if err != nil {
+		return fail(err)
+	}
+	return cardenc.New(cardenc.Config{DB: db, Keyring: ring}), func() { db.Close() }, nil
+}
+
+func merchantKeysCommand(fs *flag.FlagSet) func(context.Context, *env) error {
+	id := fs.String("merchant-id", "", "merchant whose public card-encryption key to print (required)")
+	return func(ctx context.Context, e *env) error {
+		if err := required([2]string{"merchant-id", *id}); err != nil {
+			return err
+		}
+		svc, done, err := cardKeys(ctx, e, *id)
+		if err != nil {
+			return err
+		}
+		defer done()
+		k, err := svc.Current(ctx, *id)
+		if err != nil {
+			return err
+		}
+		return printJSON(e.stdout, keyOut(k))
+	}
+}
+
+func keysRotateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
+	id := fs.String("merchant-id", "", "merchant whose card-encryption key pair to replace (required)")
+	grace := fs.Duration("grace", cardenc.DefaultGrace, "how long tokens made with the previous key keep working")
+	return func(ctx context.Context, e *env) error {
+		if err := required([2]string{"merchant-id", *id}); err != nil {
+			return err
+		}
+		if *grace < 0 {
+			return usagef("--grace must not be negative")
+		}
+		svc, done, err := cardKeys(ctx, e, *id)
+		if err != nil {
+			return err
+		}
+		defer done()
+		k, err := svc.Rotate(ctx, *id, *grace)
+		if err != nil {
+			return err
+		}
+		out := keyOut(k)
+		out.PreviousExpiresAt = k.CreatedAt.Add(*grace).UnixMilli()
+		return printJSON(e.stdout, out)
 	}
 }

@@ -72,7 +72,11 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		defer db.Close()
-		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown,
+		kek, err := e.db.kek(log.Warn)
+		if err != nil {
+			return err
+		}
+		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
@@ -20,11 +21,27 @@ import (
 type Service struct {
 	ledger    *Ledger
 	merchants *merchant.Cache
+	tokens    *cardenc.Service
 }
 
-// NewService returns the transaction service over ledger.
-func NewService(ledger *Ledger, merchants *merchant.Cache) *Service {
-	return &Service{ledger: ledger, merchants: merchants}
+// NewService returns the transaction service over ledger; tokens opens card tokens.
+func NewService(ledger *Ledger, merchants *merchant.Cache, tokens *cardenc.Service) *Service {
+	return &Service{ledger: ledger, merchants: merchants, tokens: tokens}
+}
+
+// openToken puts the card of a card token into c. Whatever is wrong with the token, the answer is the
+// same (see cardenc.ErrInvalidToken).
+func (s *Service) openToken(ctx context.Context, merchantID, token string, c *Charge) error {
+	card, err := s.tokens.Open(ctx, merchantID, token)
+	if errors.Is(err, cardenc.ErrInvalidToken) {
+		return &fault.Error{Status: http.StatusBadRequest, Code: "invalid_card_token", Field: "token",
+			Message: "The card token cannot be used: it may be damaged, expired, or made with another merchant's key. Encrypt the card again."}
+	}
+	if err != nil {
+		return err
+	}
+	c.Card, c.Expiry, c.CVV = card.Number, card.Expiry, card.CVV
+	return nil
 }
 
 // Routes registers the transaction service. protect wraps each handler with what every route of the
@@ -68,7 +85,10 @@ func (s *Service) charge(kind string) http.Handler {
 			httpapi.WriteError(w, r, err)
 			return
 		}
-		c, err := body.charge(kind, m)
+		c, token, err := body.charge(kind, m)
+		if err == nil && token != "" {
+			err = s.openToken(ctx, m.ID, token, &c)
+		}
 		if err != nil {
 			httpapi.WriteError(w, r, err)
 			return

@@ -206,36 +206,51 @@ type chargeBody struct {
 }
 
 // charge validates the body into a Charge of kind for merchant m. Fields are checked in the order a
-// person fills them in, and the first problem is reported.
-func (b chargeBody) charge(kind string, m merchant.Merchant) (Charge, error) {
+// person fills them in, and the first problem is reported. A body with a card token returns the token
+// and a Charge without card: the caller opens the token.
+func (b chargeBody) charge(kind string, m merchant.Merchant) (Charge, string, error) {
 	c := Charge{Kind: kind}
 	var err error
-	if b.Token.set() {
-		return c, fault.Invalid("token", "token is not supported yet: send card_number, card_expiry_month, card_expiry_year and cvv2")
+	token, err := b.Token.str("token")
+	if err != nil {
+		return c, "", err
+	}
+	if token != "" {
+		// "Sending token together with any raw card field is a 400" (wire-contract.md, Transactions).
+		for _, f := range []struct {
+			name string
+			f    field
+		}{{"card_number", b.CardNumber}, {"card_expiry_month", b.CardExpiryMonth}, {"card_expiry_year", b.CardExpiryYear}, {"cvv2", b.CVV2}} {
+			if f.f.set() {
+				return c, "", fault.Invalid(f.name, "%s cannot be sent together with token: the token carries the card", f.name)
+			}
+		}
 	}
 	if c.Currency, err = currencyOf(b.Currency, m); err != nil {
-		return c, err
+		return c, "", err
 	}
 	amt, set, err := b.Amount.amount("amount", c.Currency)
 	switch {
 	case err != nil:
-		return c, err
+		return c, "", err
 	case !set:
-		return c, fault.Invalid("amount", "amount is required")
+		return c, "", fault.Invalid("amount", "amount is required")
 	case amt == 0 && kind == KindSale:
-		return c, fault.Invalid("amount", "amount must be greater than 0")
+		return c, "", fault.Invalid("amount", "amount must be greater than 0")
 	case !m.WithinMax(amt, c.Currency):
-		return c, fault.Invalid("amount", "amount exceeds this merchant's maximum of %s", m.MaxAmount())
+		return c, "", fault.Invalid("amount", "amount exceeds this merchant's maximum of %s", m.MaxAmount())
 	}
 	c.Amount = amt
-	if c.Card, c.Expiry, c.CVV, err = cardFields(b.CardNumber, b.CardExpiryMonth, b.CardExpiryYear, b.CVV2); err != nil {
-		return c, err
+	if token == "" {
+		if c.Card, c.Expiry, c.CVV, err = cardFields(b.CardNumber, b.CardExpiryMonth, b.CardExpiryYear, b.CVV2); err != nil {
+			return c, "", err
+		}
 	}
 	if c.TestMode, err = b.TestMode.flag("test_mode"); err != nil {
-		return c, err
+		return c, "", err
 	}
 	c.Customer, err = b.customer()
-	return c, err
+	return c, token, err
 }
 
 // cardFields validates the four card fields.

@@ -34,7 +34,7 @@ func FuzzChargeRequest(f *testing.F) {
 			return // the JSON layer's own errors are tested in httpapi
 		}
 		for _, kind := range []string{KindSale, KindAuthorization} {
-			c, err := b.charge(kind, testMerchant)
+			c, token, err := b.charge(kind, testMerchant)
 			if err != nil {
 				var fe *fault.Error
 				if !errors.As(err, &fe) || fe.Status != 400 || fe.Field == "" || fe.Message == "" {
@@ -42,6 +42,12 @@ func FuzzChargeRequest(f *testing.F) {
 				}
 				if pan := cardtest.Find(fe.Message); pan != "" {
 					t.Fatalf("error message repeats the card number: %q", fe.Message)
+				}
+				continue
+			}
+			if token != "" {
+				if !c.Card.IsZero() || b.CardNumber.set() || b.CVV2.set() {
+					t.Fatalf("%s: a token with card fields", body)
 				}
 				continue
 			}
@@ -84,7 +90,7 @@ func BenchmarkDecodeSale(b *testing.B) {
 		if err := json.Unmarshal(body, &cb); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := cb.charge(KindSale, testMerchant); err != nil {
+		if _, _, err := cb.charge(KindSale, testMerchant); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/server/servertest"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/kassapay/kassa/api"
@@ -56,7 +58,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			}
 		}
 	}
-	srv, err := server.New(context.Background(), server.Config{DB: storetest.SQLite(t), Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(context.Background(), server.Config{DB: storetest.SQLite(t), Logger: slog.New(slog.DiscardHandler), KEK: servertest.NewKEK(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

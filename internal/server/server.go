@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
@@ -21,6 +23,7 @@ import (
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/web"
 )
 
 // Config configures a Server.
@@ -43,12 +46,15 @@ type Config struct {
 	RecoveryInterval time.Duration
 	// MerchantCacheTTL is how long merchant settings are served from memory (default 5 s).
 	MerchantCacheTTL time.Duration
+	// KEK is the key-encryption key under which secrets at rest are sealed (required).
+	KEK *envelope.KEK
 }
 
 // Server is a configured Kassa server.
 type Server struct {
 	cfg     Config
 	auth    *auth.Service
+	cardenc *cardenc.Service
 	ledger  *payment.Ledger
 	idem    *idempotency.Store
 	router  *httpapi.Router
@@ -77,7 +83,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter()}
+	if cfg.KEK == nil {
+		return nil, errors.New("server: a key-encryption key is required")
+	}
+	ring, err := envelope.NewKeyring(ctx, cfg.DB, cfg.KEK, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter(),
+		cardenc: cardenc.New(cardenc.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now})}
 	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processor: cfg.Processor, Logger: cfg.Logger, Now: cfg.Now,
 		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval})
 	if cfg.ProcessorTimeout <= 0 {
@@ -93,7 +107,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	r.HandleFunc("GET", "/readyz", s.ready)
 	r.Handle("POST", "/oauth/token", a.TokenHandler())
-	payment.NewService(s.ledger, merchants).Routes(r, s.gateway)
+	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
+	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }
@@ -128,6 +143,9 @@ func (s *Server) DB() *store.DB { return s.cfg.DB }
 
 // Auth is the token service, for callers that revoke or verify in-process.
 func (s *Server) Auth() *auth.Service { return s.auth }
+
+// CardEncryption keeps the merchants' card-encryption keys.
+func (s *Server) CardEncryption() *cardenc.Service { return s.cardenc }
 
 // Ledger is the payments core.
 func (s *Server) Ledger() *payment.Ledger { return s.ledger }

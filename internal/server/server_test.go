@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/server/servertest"
+
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -15,7 +17,7 @@ import (
 func TestReadiness(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	srv, err := server.New(context.Background(), server.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(context.Background(), server.Config{DB: db, Logger: slog.New(slog.DiscardHandler), KEK: servertest.NewKEK(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

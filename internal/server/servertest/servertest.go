@@ -23,6 +23,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/server"
@@ -44,6 +45,9 @@ func Start(t testing.TB, db *store.DB, cfg server.Config) *Server {
 	t.Helper()
 	log, logs := cardtest.Logger(t)
 	cfg.DB, cfg.Logger = db, slog.New(httpapi.LogHandler(log.Handler()))
+	if cfg.KEK == nil {
+		cfg.KEK = NewKEK(t)
+	}
 	if cfg.MerchantCacheTTL == 0 {
 		cfg.MerchantCacheTTL = time.Nanosecond // tests change settings and expect them at once
 	}
@@ -68,6 +72,16 @@ func Start(t testing.TB, db *store.DB, cfg server.Config) *Server {
 		}
 	})
 	return &Server{Server: srv, URL: "http://" + hs.Listener.Addr().String(), DB: db, Logs: logs, t: t}
+}
+
+// NewKEK returns a fresh random key-encryption key.
+func NewKEK(t testing.TB) *envelope.KEK {
+	t.Helper()
+	k, err := envelope.ParseKEK(envelope.NewKEKText())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // Merchant is a merchant of the test server with its first client-credential pair and a token.

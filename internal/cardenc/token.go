@@ -1,0 +1,115 @@
+package cardenc
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/card"
+)
+
+// Card is what a token carries.
+type Card struct {
+	Number card.Number
+	Expiry card.Expiry
+	CVV    string
+}
+
+// ErrInvalidToken is the one answer to a token that cannot be used — it does not decrypt, was made
+// with another merchant's key or an expired one, is too old, or carries malformed card data — so that
+// no difference between those causes can serve as a decryption oracle.
+var ErrInvalidToken = errors.New("cardenc: invalid card token")
+
+// Token age limits: a token is used within a day of its making; a clock a little ahead is tolerated.
+const (
+	maxAge    = 24 * time.Hour
+	maxFuture = time.Hour
+	prefix    = "ct1."
+)
+
+// payload is the token's plaintext.
+type payload struct {
+	Number string `json:"n"`
+	Month  string `json:"m"`
+	Year   string `json:"y"`
+	CVV    string `json:"c"`
+	Time   int64  `json:"t"`
+}
+
+// Open decrypts a card token for merchantID. Every failure is ErrInvalidToken, after the same
+// RSA work: a token naming a key that cannot be used is decrypted with a dummy key.
+func (s *Service) Open(ctx context.Context, merchantID, token string) (Card, error) {
+	keyID, ct, ok := split(token)
+	priv := s.dummyKey()
+	usable := false
+	if ok {
+		k, err := s.privateKey(ctx, keyID)
+		switch {
+		case err == nil && k.merchantID == merchantID && (k.expiresAt.IsZero() || s.now().Before(k.expiresAt)):
+			priv, usable = k.priv, true
+		case err != nil && ctx.Err() != nil:
+			return Card{}, ctx.Err()
+		}
+	}
+	if !ok {
+		ct = make([]byte, priv.Size())
+	}
+	plain, err := rsa.DecryptOAEP(sha256.New(), nil, priv, ct, nil)
+	if err != nil || !usable {
+		return Card{}, ErrInvalidToken
+	}
+	c, err := s.parse(plain)
+	if err != nil {
+		return Card{}, ErrInvalidToken
+	}
+	return c, nil
+}
+
+// split reads "ct1.<key id>.<ciphertext>".
+func split(token string) (string, []byte, bool) {
+	rest, ok := strings.CutPrefix(token, prefix)
+	if !ok {
+		return "", nil, false
+	}
+	keyID, b64, ok := strings.Cut(rest, ".")
+	if !ok || len(keyID) != 16 {
+		return "", nil, false
+	}
+	ct, err := base64.RawURLEncoding.Strict().DecodeString(b64)
+	if err != nil || len(ct) != keyBits/8 {
+		return "", nil, false
+	}
+	return keyID, ct, true
+}
+
+func (s *Service) parse(plain []byte) (Card, error) {
+	var p payload
+	if err := json.Unmarshal(plain, &p); err != nil {
+		return Card{}, err
+	}
+	made := time.UnixMilli(p.Time)
+	now := s.now()
+	if made.Before(now.Add(-maxAge)) || made.After(now.Add(maxFuture)) {
+		return Card{}, errors.New("token age")
+	}
+	n, err := card.ParseNumber(p.Number)
+	if err == nil {
+		err = card.Validate(n)
+	}
+	if err != nil || len(p.Number) != len(n.Digits()) {
+		return Card{}, errors.New("number")
+	}
+	exp, err := card.ParseExpiry(p.Month, p.Year)
+	if err != nil {
+		return Card{}, err
+	}
+	if err := card.ValidateCVV(p.CVV, card.BrandOf(n)); err != nil {
+		return Card{}, err
+	}
+	return Card{Number: n, Expiry: exp, CVV: p.CVV}, nil
+}

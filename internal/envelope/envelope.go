@@ -1,0 +1,220 @@
+// Package envelope keeps secrets at rest: each is sealed with AES-256-GCM under a data key, and data
+// keys are stored wrapped under the server's key-encryption key (KEK), which lives outside the
+// database, in a file or the environment (PCI DSS 3.5, 3.6). Reading the database alone reveals no
+// secret; replacing the KEK re-wraps the data keys and touches no secret.
+package envelope
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// KEK is a key-encryption key: 32 bytes, and an id derived from them that names it in the database.
+type KEK struct {
+	ID   string
+	aead cipher.AEAD
+}
+
+// ParseKEK reads a KEK written as 64 hex characters or as the standard base64 of 32 bytes.
+func ParseKEK(text string) (*KEK, error) {
+	text = strings.TrimSpace(text)
+	raw, err := hex.DecodeString(text)
+	if err != nil || len(raw) != 32 {
+		raw, err = base64.StdEncoding.DecodeString(text)
+	}
+	if err != nil || len(raw) != 32 {
+		return nil, errors.New("envelope: a key-encryption key is 32 bytes, written as 64 hex characters or in base64")
+	}
+	return newKEK(raw)
+}
+
+// NewKEKText returns a fresh random KEK as 64 hex characters.
+func NewKEKText() string {
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	return hex.EncodeToString(raw)
+}
+
+func newKEK(raw []byte) (*KEK, error) {
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCMWithRandomNonce(block)
+	if err != nil {
+		return nil, err
+	}
+	id := sha256.Sum256(append([]byte("kassa kek id\x00"), raw...))
+	return &KEK{ID: hex.EncodeToString(id[:8]), aead: aead}, nil
+}
+
+// Keyring seals and opens secrets with data keys wrapped under a KEK.
+type Keyring struct {
+	db  *store.DB
+	kek *KEK
+	now func() time.Time
+
+	mu      sync.RWMutex
+	current int64
+	keys    map[int64]cipher.AEAD
+}
+
+// ErrWrongKEK is returned when the database's data keys were wrapped under another KEK.
+var ErrWrongKEK = errors.New("envelope: the data keys were wrapped under another key-encryption key")
+
+// NewKeyring loads the data keys, creating the first one in a new database. A data key wrapped under
+// another KEK is an error: the server must not run with the wrong key.
+func NewKeyring(ctx context.Context, db *store.DB, kek *KEK, now func() time.Time) (*Keyring, error) {
+	if now == nil {
+		now = time.Now
+	}
+	k := &Keyring{db: db, kek: kek, now: now, keys: map[int64]cipher.AEAD{}}
+	type wrapped struct {
+		id    int64
+		kekID string
+		key   []byte
+	}
+	var all []wrapped
+	err := db.Read(ctx, func(q store.Querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT id, kek_id, wrapped FROM data_keys ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var w wrapped
+			if err := rows.Scan(&w.id, &w.kekID, &w.key); err != nil {
+				return err
+			}
+			all = append(all, w)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("envelope: load data keys: %w", err)
+	}
+	for _, w := range all {
+		if w.kekID != kek.ID {
+			return nil, fmt.Errorf("%w (data key %d is under key %s; this server has key %s)", ErrWrongKEK, w.id, w.kekID, kek.ID)
+		}
+		aead, err := k.unwrap(w.id, w.key)
+		if err != nil {
+			return nil, err
+		}
+		k.keys[w.id], k.current = aead, w.id
+	}
+	if k.current == 0 {
+		if err := k.newDataKey(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// KEKID names the KEK the keyring wraps its data keys under.
+func (k *Keyring) KEKID() string { return k.kek.ID }
+
+func (k *Keyring) newDataKey(ctx context.Context) error {
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	var id int64
+	err := k.db.Write(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO data_keys (kek_id, wrapped, created_at) VALUES ($1, $2, $3) RETURNING id`,
+			k.kek.ID, []byte("pending"), k.now().UnixMilli()).Scan(&id)
+	})
+	if err != nil {
+		return fmt.Errorf("envelope: store data key: %w", err)
+	}
+	// The wrap binds the data key to its id, so the row must exist before the key can be wrapped.
+	err = k.db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE data_keys SET wrapped = $2 WHERE id = $1`, id, k.wrap(id, raw))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	aead, err := aeadOf(raw)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.keys[id], k.current = aead, id
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *Keyring) wrap(id int64, raw []byte) []byte {
+	return k.kek.aead.Seal(nil, nil, raw, dataKeyAAD(id))
+}
+
+func (k *Keyring) unwrap(id int64, wrapped []byte) (cipher.AEAD, error) {
+	raw, err := k.kek.aead.Open(nil, nil, wrapped, dataKeyAAD(id))
+	if err != nil {
+		return nil, fmt.Errorf("envelope: data key %d does not open under key %s", id, k.kek.ID)
+	}
+	return aeadOf(raw)
+}
+
+func dataKeyAAD(id int64) []byte { return binary.AppendVarint([]byte("kassa data key\x00"), id) }
+
+func aeadOf(raw []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCMWithRandomNonce(block)
+}
+
+// A sealed secret is
+//
+//	format (1 byte, 1) | data key id (uvarint) | nonce | ciphertext | tag
+//
+// with aad, the caller's context (what the secret is and whose), authenticated but not stored.
+const sealedFormat = 1
+
+// ErrOpen is returned for a sealed secret that does not open: damaged, or sealed for another context.
+var ErrOpen = errors.New("envelope: sealed data does not open")
+
+// Seal encrypts plaintext under the current data key, bound to aad.
+func (k *Keyring) Seal(plaintext, aad []byte) []byte {
+	k.mu.RLock()
+	id, aead := k.current, k.keys[k.current]
+	k.mu.RUnlock()
+	out := binary.AppendUvarint([]byte{sealedFormat}, uint64(id))
+	return aead.Seal(out, nil, plaintext, aad)
+}
+
+// Open decrypts what Seal sealed with the same aad.
+func (k *Keyring) Open(sealed, aad []byte) ([]byte, error) {
+	if len(sealed) < 2 || sealed[0] != sealedFormat {
+		return nil, ErrOpen
+	}
+	id, n := binary.Uvarint(sealed[1:])
+	if n <= 0 {
+		return nil, ErrOpen
+	}
+	k.mu.RLock()
+	aead, ok := k.keys[int64(id)]
+	k.mu.RUnlock()
+	if !ok {
+		return nil, ErrOpen
+	}
+	out, err := aead.Open(nil, nil, sealed[1+n:], aad)
+	if err != nil {
+		return nil, ErrOpen
+	}
+	return out, nil
+}
