@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go, or explains how when it cannot:
 #   - PostgreSQL server binaries (initdb, postgres): the tests start a throwaway cluster from them;
-#   - Node.js with npx: the OpenAPI description is checked with Redocly's CLI.
+#   - Node.js with npx: the CardEncryption script's tests, and Redocly's CLI for the OpenAPI description;
+#   - Chromium: the browser tests.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
 
@@ -35,6 +36,15 @@ if ! command -v npx >/dev/null 2>&1; then
 test-deps: Node.js (npx) is missing, and could not be installed here.
   On Debian or Ubuntu:  sudo apt-get install nodejs npm
   Without it the OpenAPI validation test is skipped (and fails under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && [ -z "${KASSA_CHROMIUM:-}" ]; then
+  if ! apt_install chromium; then
+    cat >&2 <<'MSG'
+test-deps: Chromium is missing, and could not be installed here.
+  On Debian:  sudo apt-get install chromium     (or set KASSA_CHROMIUM to a Chrome or Chromium binary)
+  Without it the browser tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

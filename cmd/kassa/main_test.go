@@ -121,7 +121,19 @@ func (s *server) stop(t *testing.T) error {
 // cli runs an operator command and returns its stdout, stderr and exit status.
 func cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return cliEnv(t, nil, args...)
+}
+
+// cliEnv is cli with extra environment variables ("NAME=value"; empty strings are ignored).
+func cliEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(kassaBin, args...)
+	cmd.Env = os.Environ()
+	for _, e := range env {
+		if e != "" {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -141,13 +153,19 @@ func cliJSON(t *testing.T, args ...string) map[string]any {
 	if code != 0 {
 		t.Fatalf("kassa %s: exit %d: %s", strings.Join(args, " "), code, stderr)
 	}
+	return decodeOne(t, stdout)
+}
+
+// decodeOne decodes the one JSON object a command printed.
+func decodeOne(t *testing.T, stdout string) map[string]any {
+	t.Helper()
 	var out map[string]any
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	if err := dec.Decode(&out); err != nil {
-		t.Fatalf("kassa %s printed %q, not one JSON object: %v", strings.Join(args, " "), stdout, err)
+		t.Fatalf("printed %q, not one JSON object: %v", stdout, err)
 	}
 	if dec.More() {
-		t.Fatalf("kassa %s printed more than one JSON object: %q", strings.Join(args, " "), stdout)
+		t.Fatalf("printed more than one JSON object: %q", stdout)
 	}
 	return out
 }

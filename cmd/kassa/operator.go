@@ -199,8 +199,15 @@ func keyOut(k cardenc.PublicKey) publicKeyOut {
 		ScriptPath: web.CardEncryption.Path(), ScriptIntegrity: web.CardEncryption.Integrity}
 }
 
-// cardKeys opens what the card-encryption commands need, and checks that the merchant exists.
+// cardKeys opens what the card-encryption commands need, and checks that the merchant exists. The
+// key-encryption key is checked first: a configuration problem is reported before a data problem.
 func cardKeys(ctx context.Context, e *env, merchantID string) (*cardenc.Service, func(), error) {
+	kek, err := e.db.kek(func(msg string, args ...any) {
+		fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	db, err := e.db.open(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -210,12 +217,6 @@ func cardKeys(ctx context.Context, e *env, merchantID string) (*cardenc.Service,
 		if errors.Is(err, merchant.ErrNotFound) {
 			err = errors.New("no merchant with id " + merchantID)
 		}
-		return fail(err)
-	}
-	kek, err := e.db.kek(func(msg string, args ...any) {
-		fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
-	})
-	if err != nil {
 		return fail(err)
 	}
 	ring, err := envelope.NewKeyring(ctx, db, kek, time.Now)

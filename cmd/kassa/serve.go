@@ -65,6 +65,10 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			defer pprof.StopCPUProfile()
 		}
 
+		kek, err := e.db.kek(log.Warn)
+		if err != nil {
+			return err
+		}
 		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		db, err := e.db.open(ctx)
@@ -72,10 +76,6 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		defer db.Close()
-		kek, err := e.db.kek(log.Warn)
-		if err != nil {
-			return err
-		}
 		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery})
