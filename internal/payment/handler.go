@@ -127,7 +127,7 @@ func (s *Service) followUp(kind string) http.Handler {
 			httpapi.WriteError(w, r, err)
 			return
 		}
-		if f.TestMode, err = body.TestMode.flag("test_mode"); err != nil {
+		if f.TestMode, err = body.TestMode.Flag("test_mode"); err != nil {
 			httpapi.WriteError(w, r, err)
 			return
 		}
@@ -151,7 +151,7 @@ func (s *Service) followUp(kind string) http.Handler {
 // followUpAmount reads the amount of a capture (default: the whole authorization) or a refund
 // (required), in the parent's currency. A void takes no amount.
 func followUpAmount(kind string, b followUpBody, parent Transaction) (int64, error) {
-	if cur, err := b.Currency.str("currency"); err != nil {
+	if cur, err := b.Currency.Str("currency"); err != nil {
 		return 0, err
 	} else if cur != "" && !strings.EqualFold(cur, parent.Currency.Code) {
 		return 0, fault.Invalid("currency", "currency must be that of transaction %d (%s)", parent.ID, parent.Currency.Code)
@@ -159,7 +159,7 @@ func followUpAmount(kind string, b followUpBody, parent Transaction) (int64, err
 	if kind == KindVoid {
 		return 0, nil
 	}
-	v, set, err := b.Amount.amount("amount", parent.Currency)
+	v, set, err := b.Amount.Amount("amount", parent.Currency)
 	switch {
 	case err != nil:
 		return 0, err
@@ -240,7 +240,7 @@ func parseFilter(q url.Values) (Filter, error) {
 		dst  *int64
 	}{{"before", &f.Before}, {"after", &f.After}} {
 		if v := q.Get(c.name); v != "" {
-			id, ok := DecodeCursor(v)
+			id, ok := httpapi.DecodeCursor(v)
 			if !ok {
 				return f, fault.Invalid(c.name, "%s must be a cursor from this list's paging", c.name)
 			}

@@ -2,11 +2,11 @@ package payment
 
 import (
 	"context"
-	"encoding/base64"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -113,22 +113,7 @@ func (l *Ledger) List(ctx context.Context, merchantID string, f Filter) (Page, e
 		}
 	}
 	if n := len(p.Transactions); n > 0 {
-		p.Before, p.After = EncodeCursor(p.Transactions[0].ID), EncodeCursor(p.Transactions[n-1].ID)
+		p.Before, p.After = httpapi.EncodeCursor(p.Transactions[0].ID), httpapi.EncodeCursor(p.Transactions[n-1].ID)
 	}
 	return p, nil
-}
-
-// EncodeCursor makes the opaque cursor of a position.
-func EncodeCursor(id int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("t" + strconv.FormatInt(id, 10)))
-}
-
-// DecodeCursor reads a cursor made by EncodeCursor.
-func DecodeCursor(s string) (int64, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 2 || b[0] != 't' {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(string(b[1:]), 10, 64)
-	return id, err == nil && id > 0
 }
