@@ -7,10 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/card"
+	"github.com/kassapay/kassa/internal/fault"
 )
 
 // Card is what a token carries.
@@ -24,6 +26,16 @@ type Card struct {
 // with another merchant's key or an expired one, is too old, or carries malformed card data — so that
 // no difference between those causes can serve as a decryption oracle.
 var ErrInvalidToken = errors.New("cardenc: invalid card token")
+
+// AsFault is how the APIs answer a token that cannot be used: one 400 invalid_card_token naming the
+// token field, the same for every cause. Other errors pass through.
+func AsFault(err error) error {
+	if !errors.Is(err, ErrInvalidToken) {
+		return err
+	}
+	return &fault.Error{Status: http.StatusBadRequest, Code: "invalid_card_token", Field: "token",
+		Message: "The card token cannot be used: it may be damaged, expired, or made with another merchant's key. Encrypt the card again."}
+}
 
 // Token age limits: a token is used within a day of its making; a clock a little ahead is tolerated.
 const (

@@ -33,12 +33,8 @@ func NewService(ledger *Ledger, merchants *merchant.Cache, tokens *cardenc.Servi
 // same (see cardenc.ErrInvalidToken).
 func (s *Service) openToken(ctx context.Context, merchantID, token string, c *Charge) error {
 	card, err := s.tokens.Open(ctx, merchantID, token)
-	if errors.Is(err, cardenc.ErrInvalidToken) {
-		return &fault.Error{Status: http.StatusBadRequest, Code: "invalid_card_token", Field: "token",
-			Message: "The card token cannot be used: it may be damaged, expired, or made with another merchant's key. Encrypt the card again."}
-	}
 	if err != nil {
-		return err
+		return cardenc.AsFault(err)
 	}
 	c.Card, c.Expiry, c.CVV = card.Number, card.Expiry, card.CVV
 	return nil
@@ -59,10 +55,15 @@ func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Hand
 	r.Handle("GET", "/transaction-service/transaction/lookup/{transaction_id}", protect(http.HandlerFunc(s.lookup)))
 }
 
-// actor reads who is asking: the merchant and client of the bearer token.
+// actor reads who is asking.
 func (s *Service) actor(ctx context.Context) (Actor, merchant.Merchant, error) {
+	return Who(ctx, s.merchants)
+}
+
+// Who reads who is asking: the merchant and client of the request's bearer token.
+func Who(ctx context.Context, merchants *merchant.Cache) (Actor, merchant.Merchant, error) {
 	c := auth.ClaimsFrom(ctx)
-	m, err := s.merchants.Get(ctx, c.MerchantID)
+	m, err := merchants.Get(ctx, c.MerchantID)
 	if errors.Is(err, merchant.ErrNotFound) {
 		err = fault.New(http.StatusUnauthorized, "invalid_token", "The access token's merchant no longer exists.")
 	}
@@ -228,24 +229,9 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 // parseFilter reads the list's query parameters; each bad one is a 400 naming it.
 func parseFilter(q url.Values) (Filter, error) {
 	var f Filter
-	if v := q.Get("limit"); v != "" {
-		n, ok := parseID(v)
-		if !ok || n < 1 || n > MaxLimit {
-			return f, fault.Invalid("limit", "limit must be a whole number from 1 to %d", MaxLimit)
-		}
-		f.Limit = int(n)
-	}
-	for _, c := range []struct {
-		name string
-		dst  *int64
-	}{{"before", &f.Before}, {"after", &f.After}} {
-		if v := q.Get(c.name); v != "" {
-			id, ok := httpapi.DecodeCursor(v)
-			if !ok {
-				return f, fault.Invalid(c.name, "%s must be a cursor from this list's paging", c.name)
-			}
-			*c.dst = id
-		}
+	var err error
+	if f.Limit, f.Before, f.After, err = httpapi.PageParams(q, DefaultLimit, MaxLimit); err != nil {
+		return f, err
 	}
 	for _, d := range []struct {
 		name string

@@ -23,6 +23,7 @@ import (
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/web"
 )
 
@@ -109,6 +110,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	r.Handle("POST", "/oauth/token", a.TokenHandler())
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
+	v, err := vault.New(ctx, vault.Config{DB: cfg.DB, Keyring: ring, Ledger: s.ledger, Merchants: merchants, Tokens: s.cardenc, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	v.Routes(r, s.gateway)
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }

@@ -1,0 +1,276 @@
+package vault
+
+import (
+	"context"
+	"crypto/rand"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/field"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Details are a customer's own fields (gateway-api.md, "Customer").
+type Details struct {
+	Email, FirstName, LastName, Company, BccEmails, Telephone         string
+	Address1, Address2, City, Province, Country, PostalCode, CustomID string
+}
+
+// Customer is a merchant's customer with its stored cards.
+type Customer struct {
+	ID         int64
+	LookupID   string
+	MerchantID string
+	Details
+	Cards     []Card
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// detailsBody is the body of customer create and update.
+type detailsBody struct {
+	Email      field.Value `json:"email"`
+	FirstName  field.Value `json:"first_name"`
+	LastName   field.Value `json:"last_name"`
+	Company    field.Value `json:"company"`
+	BccEmails  field.Value `json:"bcc_emails"`
+	Telephone  field.Value `json:"telephone"`
+	Address1   field.Value `json:"address1"`
+	Address2   field.Value `json:"address2"`
+	City       field.Value `json:"city"`
+	Province   field.Value `json:"province"`
+	Country    field.Value `json:"country"`
+	PostalCode field.Value `json:"postal_code"`
+	CustomID   field.Value `json:"custom_id"`
+}
+
+// detailFields lists the detail fields: name, bound, and where each lives in the body and in Details.
+func detailFields(b *detailsBody, d *Details) []struct {
+	name string
+	max  int
+	in   field.Value
+	out  *string
+} {
+	return []struct {
+		name string
+		max  int
+		in   field.Value
+		out  *string
+	}{
+		{"email", 254, b.Email, &d.Email}, {"first_name", 100, b.FirstName, &d.FirstName},
+		{"last_name", 100, b.LastName, &d.LastName}, {"company", 200, b.Company, &d.Company},
+		{"bcc_emails", 1000, b.BccEmails, &d.BccEmails}, {"telephone", 50, b.Telephone, &d.Telephone},
+		{"address1", 200, b.Address1, &d.Address1}, {"address2", 200, b.Address2, &d.Address2},
+		{"city", 100, b.City, &d.City}, {"province", 100, b.Province, &d.Province},
+		{"country", 100, b.Country, &d.Country}, {"postal_code", 20, b.PostalCode, &d.PostalCode},
+		{"custom_id", 100, b.CustomID, &d.CustomID},
+	}
+}
+
+// apply validates the fields the body sends and writes them into d; absent fields keep their values
+// ("PUT (partial update: absent fields keep their values)", wire-contract.md). email is required and
+// must be an address; bcc_emails is a list of addresses separated by commas.
+func (b *detailsBody) apply(d *Details) error {
+	for _, f := range detailFields(b, d) {
+		if !f.in.Set() {
+			continue
+		}
+		v, err := f.in.Text(f.name, f.max)
+		if err != nil {
+			return err
+		}
+		*f.out = v
+	}
+	if d.Email == "" {
+		return fault.Invalid("email", "email is required")
+	}
+	if err := merchant.ValidateEmail(d.Email); err != nil {
+		return fault.Invalid("email", "email %s", err)
+	}
+	if d.BccEmails != "" {
+		var list []string
+		for _, e := range strings.FieldsFunc(d.BccEmails, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+			if err := merchant.ValidateEmail(e); err != nil {
+				return fault.Invalid("bcc_emails", "bcc_emails must be e-mail addresses separated by commas: %q %s", e, err)
+			}
+			list = append(list, e)
+		}
+		if len(list) > 10 {
+			return fault.Invalid("bcc_emails", "bcc_emails may hold at most 10 addresses")
+		}
+		d.BccEmails = strings.Join(list, ",")
+	}
+	return nil
+}
+
+const customerColumns = `id, lookup_id, merchant_id, email, first_name, last_name, company, bcc_emails, telephone,
+	address1, address2, city, province, country, postal_code, custom_id, created_at, updated_at`
+
+func scanCustomer(s interface{ Scan(...any) error }) (Customer, error) {
+	var c Customer
+	var created, updated int64
+	d := &c.Details
+	err := s.Scan(&c.ID, &c.LookupID, &c.MerchantID, &d.Email, &d.FirstName, &d.LastName, &d.Company, &d.BccEmails,
+		&d.Telephone, &d.Address1, &d.Address2, &d.City, &d.Province, &d.Country, &d.PostalCode, &d.CustomID, &created, &updated)
+	c.CreatedAt, c.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	return c, err
+}
+
+// newLookupID returns 10 random characters of [A-Z2-7]: 50 bits.
+func newLookupID() string { return rand.Text()[:10] }
+
+// createCustomer stores a new customer.
+func (s *Service) createCustomer(ctx context.Context, merchantID string, d Details) (Customer, error) {
+	now := s.now()
+	c := Customer{LookupID: newLookupID(), MerchantID: merchantID, Details: d, CreatedAt: now, UpdatedAt: now}
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO customers (lookup_id, merchant_id, email, first_name, last_name, company,
+			bcc_emails, telephone, address1, address2, city, province, country, postal_code, custom_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16) RETURNING id`,
+			c.LookupID, merchantID, d.Email, d.FirstName, d.LastName, d.Company, d.BccEmails, d.Telephone, d.Address1,
+			d.Address2, d.City, d.Province, d.Country, d.PostalCode, d.CustomID, now.UnixMilli()).Scan(&c.ID)
+	})
+	return c, err
+}
+
+// customer reads the merchant's customer with its cards; another merchant's is not found.
+func (s *Service) customer(ctx context.Context, q store.Querier, merchantID, lookupID string) (Customer, error) {
+	c, err := scanCustomer(q.QueryRowContext(ctx, `SELECT `+customerColumns+` FROM customers WHERE merchant_id = $1 AND lookup_id = $2`,
+		merchantID, lookupID))
+	if isNoRows(err) {
+		return Customer{}, fault.NotFound("No customer %s.", lookupID)
+	}
+	if err != nil {
+		return Customer{}, err
+	}
+	c.Cards, err = cardsOf(ctx, q, []int64{c.ID})
+	return c, err
+}
+
+// Get reads a customer of the merchant.
+func (s *Service) Get(ctx context.Context, merchantID, lookupID string) (Customer, error) {
+	var c Customer
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		c, err = s.customer(ctx, q, merchantID, lookupID)
+		return err
+	})
+	return c, err
+}
+
+// updateCustomer applies a partial update.
+func (s *Service) updateCustomer(ctx context.Context, merchantID, lookupID string, b *detailsBody) (Customer, error) {
+	var c Customer
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if c, err = s.customer(ctx, tx, merchantID, lookupID); err != nil {
+			return err
+		}
+		if err := b.apply(&c.Details); err != nil {
+			return err
+		}
+		c.UpdatedAt = s.now()
+		d := c.Details
+		_, err = tx.ExecContext(ctx, `UPDATE customers SET email = $2, first_name = $3, last_name = $4, company = $5,
+			bcc_emails = $6, telephone = $7, address1 = $8, address2 = $9, city = $10, province = $11, country = $12,
+			postal_code = $13, custom_id = $14, updated_at = $15 WHERE id = $1`,
+			c.ID, d.Email, d.FirstName, d.LastName, d.Company, d.BccEmails, d.Telephone, d.Address1, d.Address2, d.City,
+			d.Province, d.Country, d.PostalCode, d.CustomID, c.UpdatedAt.UnixMilli())
+		return err
+	})
+	return c, err
+}
+
+// deleteCustomer removes a customer and its cards.
+func (s *Service) deleteCustomer(ctx context.Context, merchantID, lookupID string) error {
+	return s.db.Write(ctx, func(tx *store.Tx) error {
+		c, err := s.lockCustomer(ctx, tx, merchantID, lookupID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM stored_cards WHERE customer_id = $1`, c.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM customers WHERE id = $1`, c.ID)
+		return err
+	})
+}
+
+// CustomerFilter selects customers of a merchant.
+type CustomerFilter struct {
+	Limit                               int
+	Before, After                       int64
+	Email, FirstName, LastName, Company string // case-insensitive exact match
+}
+
+// listCustomers returns a page of the merchant's customers, newest first, with their cards.
+func (s *Service) listCustomers(ctx context.Context, merchantID string, f CustomerFilter) ([]Customer, error) {
+	where := []string{"merchant_id = $1"}
+	args := []any{merchantID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.After > 0 {
+		add("id < ?", f.After)
+	}
+	if f.Before > 0 {
+		add("id > ?", f.Before)
+	}
+	for _, m := range []struct{ col, v string }{{"email", f.Email}, {"first_name", f.FirstName}, {"last_name", f.LastName}, {"company", f.Company}} {
+		if m.v != "" {
+			add("LOWER("+m.col+") = ?", strings.ToLower(m.v))
+		}
+	}
+	order := "DESC"
+	if f.Before > 0 && f.After == 0 {
+		order = "ASC"
+	}
+	args = append(args, f.Limit)
+	q := `SELECT ` + customerColumns + ` FROM customers WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY id ` + order + ` LIMIT $` + strconv.Itoa(len(args))
+	var out []Customer
+	err := s.db.Read(ctx, func(sq store.Querier) error {
+		rows, err := sq.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			c, err := scanCustomer(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		ids := make([]int64, len(out))
+		for i, c := range out {
+			ids[i] = c.ID
+		}
+		cards, err := cardsOf(ctx, sq, ids)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			for _, cd := range cards {
+				if cd.CustomerID == out[i].ID {
+					out[i].Cards = append(out[i].Cards, cd)
+				}
+			}
+		}
+		return nil
+	})
+	if order == "ASC" {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, err
+}
