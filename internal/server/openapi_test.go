@@ -25,10 +25,10 @@ import (
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
 	var doc struct {
-		OpenAPI    string                               `yaml:"openapi"`
+		OpenAPI    string                    `yaml:"openapi"`
 		Paths      map[string]map[string]any `yaml:"paths"`
-		Components map[string]map[string]any            `yaml:"components"`
-		Extra      map[string]any                       `yaml:",inline"`
+		Components map[string]map[string]any `yaml:"components"`
+		Extra      map[string]any            `yaml:",inline"`
 	}
 	if err := yaml.Unmarshal(api.OpenAPI, &doc); err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
