@@ -128,6 +128,25 @@ func token(t *testing.T, base string, m map[string]any) string {
 	return tok.AccessToken
 }
 
+// callJSON sends a JSON body with a bearer token and decodes the answer; it fails t unless the status is
+// 200.
+func callJSON(t *testing.T, method, url, tok, body string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := jsonDecode(resp, &out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d %v %v", method, url, resp.StatusCode, out, err)
+	}
+	return out
+}
+
 // call posts a JSON body with a bearer token and decodes the answer; it fails t on a transport error.
 func call(t *testing.T, base, tok, path, body, key string) map[string]any {
 	t.Helper()

@@ -85,3 +85,70 @@ func TestPostgresNeedsAVaultKey(t *testing.T) {
 		}
 	}
 }
+
+func TestRotateVaultKeyWhileServing(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			db := dbArgs(t, backend)
+			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Vault Shop", "--email", "vault@example.com"}, db...)...)
+			srv := startServer(t, nil, db...)
+			tok := token(t, srv.url, m)
+			cust := callJSON(t, "POST", srv.url+"/customer-service/customer", tok, `{"email":"ada@example.com"}`)
+			c := cust["lookup_id"].(string)
+			stored := callJSON(t, "POST", srv.url+"/customer-service/customer/"+c+"/card", tok,
+				`{"card_number":"4242424242424242","card_expiry_month":"12","card_expiry_year":"30"}`)
+			if len(stored["cards"].([]any)) != 1 {
+				t.Fatalf("store a card: %v", stored)
+			}
+			pay := func(base, tok string) map[string]any {
+				return callJSON(t, "POST", base+"/transaction-service/sale/customer/"+c, tok, `{"amount":"5.00"}`)
+			}
+			oldKey := readKey(t, db)
+
+			newFile := filepath.Join(t.TempDir(), "new-vault.key")
+			out := cliJSON(t, append([]string{"keys", "rotate-vault", "--new-vault-key-file", newFile}, db...)...)
+			if out["old_kek_id"] == out["new_kek_id"] || out["data_keys_rewrapped"].(float64) < 1 {
+				t.Fatalf("rotate-vault printed %v", out)
+			}
+			if r := pay(srv.url, tok); r["transaction_result"] != "APPROVED" {
+				t.Fatalf("a stored card while the key changes: %v", r)
+			}
+			srv.stop(t)
+
+			// Restart on the new key: for SQLite it replaced the generated one in the data directory;
+			// for PostgreSQL the operator passes the new file.
+			restart := db
+			if backend == "postgres" {
+				restart = append([]string{}, db...)
+				restart[len(restart)-1] = newFile
+			}
+			srv = startServer(t, nil, restart...)
+			tok = token(t, srv.url, m)
+			if r := pay(srv.url, tok); r["transaction_result"] != "APPROVED" {
+				t.Fatalf("a stored card after the restart: %v", r)
+			}
+			srv.stop(t)
+
+			_, stderr, code := cliEnv(t, []string{"KASSA_VAULT_KEY=" + oldKey}, append([]string{"serve", "--addr", "127.0.0.1:0"}, db...)...)
+			if code != 1 || !strings.Contains(stderr, "another key-encryption key") {
+				t.Fatalf("serve with the old key: exit %d, %s", code, stderr)
+			}
+		})
+	}
+}
+
+// readKey returns the key-encryption key text of a test database: the --vault-key-file, or the
+// generated vault.key of the data directory.
+func readKey(t *testing.T, db []string) string {
+	t.Helper()
+	path := flagValue(db, "--vault-key-file")
+	if path == "" {
+		path = filepath.Join(flagValue(db, "--data-dir"), "vault.key")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}

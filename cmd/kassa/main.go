@@ -35,6 +35,7 @@ Usage:
   kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99]
   kassa merchant keys --merchant-id M
   kassa keys rotate --merchant-id M [--grace 168h]
+  kassa keys rotate-vault --new-vault-key-file NEW
   kassa client create --merchant-id M [--validity 12h]
   kassa client revoke --client-id C
 
@@ -70,6 +71,7 @@ func commands() []command {
 		{"merchant update", merchantUpdateCommand},
 		{"merchant keys", merchantKeysCommand},
 		{"keys rotate", keysRotateCommand},
+		{"keys rotate-vault", keysRotateVaultCommand},
 		{"client create", clientCreateCommand},
 		{"client revoke", clientRevokeCommand},
 	}
@@ -163,12 +165,11 @@ func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error)
 	if v := os.Getenv("KASSA_VAULT_KEY"); v != "" {
 		return envelope.ParseKEK(v)
 	}
-	path := d.vaultKeyFile
-	if path == "" {
+	path := d.vaultKeyPath()
+	if path == d.defaultVaultKeyPath() {
 		if d.databaseURL != "" {
 			return nil, errors.New("PostgreSQL needs --vault-key-file or KASSA_VAULT_KEY: every node must use the same key-encryption key")
 		}
-		path = filepath.Join(d.dataDir, "vault.key")
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			if err := os.MkdirAll(d.dataDir, 0o700); err != nil {
 				return nil, err
@@ -186,6 +187,17 @@ func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error)
 	}
 	return envelope.ParseKEK(string(b))
 }
+
+// vaultKeyPath is the file the key-encryption key is read from (when KASSA_VAULT_KEY is not set).
+func (d *dbFlags) vaultKeyPath() string {
+	if d.vaultKeyFile != "" {
+		return d.vaultKeyFile
+	}
+	return d.defaultVaultKeyPath()
+}
+
+// defaultVaultKeyPath is where the embedded default keeps a generated key-encryption key.
+func (d *dbFlags) defaultVaultKeyPath() string { return filepath.Join(d.dataDir, "vault.key") }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

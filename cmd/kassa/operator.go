@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -266,6 +268,70 @@ func keysRotateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		out := keyOut(k)
 		out.PreviousExpiresAt = k.CreatedAt.Add(*grace).UnixMilli()
+		return printJSON(e.stdout, out)
+	}
+}
+
+// rotateVaultOut is what "kassa keys rotate-vault" prints.
+type rotateVaultOut struct {
+	OldKEKID          string `json:"old_kek_id"`
+	NewKEKID          string `json:"new_kek_id"`
+	DataKeysRewrapped int    `json:"data_keys_rewrapped"`
+	VaultKeyFile      string `json:"vault_key_file"`
+}
+
+// keysRotateVaultCommand re-wraps the data keys under a new key-encryption key. It works while servers
+// run; they must then be restarted with the new key. When the current key is the generated one in the
+// data directory, the new key takes its place there.
+func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) error {
+	newFile := flags.String("new-vault-key-file", "", "file with the new key-encryption key; created (mode 0600) with a fresh key when it does not exist (required)")
+	return func(ctx context.Context, e *env) error {
+		if err := required([2]string{"new-vault-key-file", *newFile}); err != nil {
+			return err
+		}
+		old, err := e.db.kek(func(msg string, args ...any) {
+			fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(*newFile); errors.Is(err, fs.ErrNotExist) {
+			if err := os.WriteFile(*newFile, []byte(envelope.NewKEKText()+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
+		text, err := os.ReadFile(*newFile)
+		if err != nil {
+			return err
+		}
+		next, err := envelope.ParseKEK(string(text))
+		if err != nil {
+			return err
+		}
+		if next.ID == old.ID {
+			return usagef("--new-vault-key-file holds the current key")
+		}
+		db, err := e.db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		n, err := envelope.Rewrap(ctx, db, old, next)
+		if err != nil {
+			return err
+		}
+		out := rotateVaultOut{OldKEKID: old.ID, NewKEKID: next.ID, DataKeysRewrapped: n, VaultKeyFile: *newFile}
+		if os.Getenv("KASSA_VAULT_KEY") == "" && e.db.vaultKeyPath() == e.db.defaultVaultKeyPath() {
+			// Replace the generated key in place, atomically, so that a restart finds the new one.
+			tmp := e.db.defaultVaultKeyPath() + ".new"
+			if err := os.WriteFile(tmp, text, 0o600); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, e.db.defaultVaultKeyPath()); err != nil {
+				return err
+			}
+			out.VaultKeyFile = e.db.defaultVaultKeyPath()
+		}
 		return printJSON(e.stdout, out)
 	}
 }

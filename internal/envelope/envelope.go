@@ -218,3 +218,55 @@ func (k *Keyring) Open(sealed, aad []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Rewrap re-wraps every data key of the database from the KEK from to the KEK to, in one transaction,
+// and returns how many it re-wrapped. Running servers keep working: they hold the data keys unwrapped;
+// once it is done they must be restarted with the new KEK (a server started with the old one refuses
+// to start). Keys already under to are left as they are, so an interrupted rotation can be repeated.
+func Rewrap(ctx context.Context, db *store.DB, from, to *KEK) (int, error) {
+	n := 0
+	err := db.Write(ctx, func(tx *store.Tx) error {
+		n = 0
+		rows, err := tx.QueryContext(ctx, `SELECT id, kek_id, wrapped FROM data_keys ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			id      int64
+			kekID   string
+			wrapped []byte
+		}
+		var all []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.kekID, &r.wrapped); err != nil {
+				rows.Close()
+				return err
+			}
+			all = append(all, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range all {
+			if r.kekID == to.ID {
+				continue
+			}
+			if r.kekID != from.ID {
+				return fmt.Errorf("%w (data key %d is under key %s, neither the current %s nor the new %s)", ErrWrongKEK, r.id, r.kekID, from.ID, to.ID)
+			}
+			raw, err := from.aead.Open(nil, nil, r.wrapped, dataKeyAAD(r.id))
+			if err != nil {
+				return fmt.Errorf("envelope: data key %d does not open under key %s", r.id, from.ID)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE data_keys SET kek_id = $2, wrapped = $3 WHERE id = $1`,
+				r.id, to.ID, to.aead.Seal(nil, nil, raw, dataKeyAAD(r.id))); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -96,3 +96,40 @@ func TestParseKEK(t *testing.T) {
 		t.Fatal("NewKEKText is not random")
 	}
 }
+
+func TestRewrap(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		old, next := kek(t), kek(t)
+		ring, err := envelope.NewKeyring(ctx, db, old, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed := ring.Seal([]byte("secret"), nil)
+		n, err := envelope.Rewrap(ctx, db, old, next)
+		if err != nil || n != 1 {
+			t.Fatalf("Rewrap = %d, %v", n, err)
+		}
+		// The running keyring still opens (it holds the data keys); a new one needs the new KEK.
+		if got, err := ring.Open(sealed, nil); err != nil || string(got) != "secret" {
+			t.Fatalf("running keyring after rotation: %q %v", got, err)
+		}
+		if _, err := envelope.NewKeyring(ctx, db, old, nil); !errors.Is(err, envelope.ErrWrongKEK) {
+			t.Fatalf("old KEK after rotation: %v", err)
+		}
+		fresh, err := envelope.NewKeyring(ctx, db, next, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := fresh.Open(sealed, nil); err != nil || string(got) != "secret" {
+			t.Fatalf("new KEK opens: %q %v", got, err)
+		}
+		// Repeating the rotation changes nothing; a third key is refused.
+		if n, err := envelope.Rewrap(ctx, db, old, next); err != nil || n != 0 {
+			t.Fatalf("repeated Rewrap = %d, %v", n, err)
+		}
+		if _, err := envelope.Rewrap(ctx, db, kek(t), kek(t)); !errors.Is(err, envelope.ErrWrongKEK) {
+			t.Fatalf("Rewrap from an unrelated key: %v", err)
+		}
+	})
+}
