@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "time/tzdata" // billing calendars need every IANA zone, on hosts without a zoneinfo database too
+
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
@@ -32,7 +34,7 @@ Usage:
   kassa serve [--addr 127.0.0.1:8080] [--data-dir ./kassa-data | --database-url postgres://...] [--public-url URL] [--demo]
   kassa migrate
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
-  kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99]
+  kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99] [--timezone Zone]
   kassa merchant keys --merchant-id M
   kassa keys rotate --merchant-id M [--grace 168h]
   kassa keys rotate-vault --new-vault-key-file NEW

@@ -144,6 +144,7 @@ type merchantSettings struct {
 	Currencies       []string `json:"currencies"`
 	MaxAmount        string   `json:"max_amount"`
 	SimulatorProfile string   `json:"simulator_profile"`
+	Timezone         string   `json:"timezone"`
 }
 
 func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -151,6 +152,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	profile := fs.String("simulator-profile", "", "standard (test cards decide) or payfirma (odd whole amounts approve, even decline)")
 	currencies := fs.String("currencies", "", "accepted currencies, comma-separated ISO 4217 codes; the default currency is always kept")
 	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
+	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by, e.g. America/Toronto")
 	return func(ctx context.Context, e *env) error {
 		if err := required([2]string{"merchant-id", *id}); err != nil {
 			return err
@@ -164,6 +166,9 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		if *maxAmount != "" {
 			u.MaxAmount = maxAmount
+		}
+		if *timezone != "" {
+			u.Timezone = timezone
 		}
 		db, err := e.db.open(ctx)
 		if err != nil {
@@ -182,7 +187,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
-			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile})
+			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone})
 	}
 }
 

@@ -48,3 +48,20 @@ func PageParams(q url.Values, def, max int) (limit int, before, after int64, err
 	}
 	return limit, before, after, nil
 }
+
+// Page is the list envelope of the gateway API: {"entities": [...], "paging": {"cursors": {"before",
+// "after"}}} (wire-contract.md, Transactions).
+type Page[T any] struct {
+	Entities []T `json:"entities"`
+	Paging   struct {
+		Cursors struct {
+			Before string `json:"before,omitempty"`
+			After  string `json:"after,omitempty"`
+		} `json:"cursors"`
+	} `json:"paging"`
+}
+
+// SetCursors sets the cursors of a page from the ids of its first (newest) and last (oldest) entity.
+func (p *Page[T]) SetCursors(first, last int64) {
+	p.Paging.Cursors.Before, p.Paging.Cursors.After = EncodeCursor(first), EncodeCursor(last)
+}

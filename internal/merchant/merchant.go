@@ -41,6 +41,16 @@ type Settings struct {
 	// SimulatorProfile is the built-in simulator's decision rule for this merchant: "standard"
 	// (test cards decide) or "payfirma" (the original sandbox's odd/even amount rule).
 	SimulatorProfile string
+	// Timezone is the IANA time zone whose calendar subscriptions bill by (default UTC).
+	Timezone string
+}
+
+// Location is the merchant's time zone.
+func (s Settings) Location() *time.Location {
+	if loc, err := time.LoadLocation(s.Timezone); err == nil {
+		return loc
+	}
+	return time.UTC
 }
 
 // Accepts reports whether the merchant accepts currency code (upper case).
@@ -144,7 +154,7 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 			break
 		}
 	}
-	m.Settings = Settings{Currencies: []string{"CAD", "USD"}, MaxAmountCents: 99999999, SimulatorProfile: ProfileStandard}
+	m.Settings = Settings{Currencies: []string{"CAD", "USD"}, MaxAmountCents: 99999999, SimulatorProfile: ProfileStandard, Timezone: "UTC"}
 	if !m.Accepts(m.DefaultCurrency) {
 		m.Currencies = append([]string{m.DefaultCurrency}, m.Currencies...)
 	}
@@ -169,8 +179,8 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	var created int64
 	var currencies string
 	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at,
-		currencies, max_amount_cents, simulator_profile FROM merchants WHERE id = $1`, id).
-		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile)
+		currencies, max_amount_cents, simulator_profile, timezone FROM merchants WHERE id = $1`, id).
+		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Merchant{}, ErrNotFound
 	}
@@ -189,6 +199,7 @@ type Update struct {
 	Currencies       []string
 	MaxAmount        *string // decimal, e.g. "5000.00"
 	SimulatorProfile *string
+	Timezone         *string // IANA name, e.g. America/Toronto
 }
 
 // ApplyUpdate validates u and stores it in the caller's transaction.
@@ -223,8 +234,14 @@ func ApplyUpdate(ctx context.Context, tx store.Querier, id string, u Update) (Me
 		}
 		m.SimulatorProfile = *u.SimulatorProfile
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4 WHERE id = $1`,
-		id, strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile)
+	if u.Timezone != nil {
+		if _, err := time.LoadLocation(*u.Timezone); err != nil || *u.Timezone == "" || *u.Timezone == "Local" {
+			return Merchant{}, fault.Invalid("timezone", "timezone must be an IANA time zone name such as America/Toronto")
+		}
+		m.Timezone = *u.Timezone
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4, timezone = $5
+		WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile, m.Timezone)
 	return m, err
 }
 

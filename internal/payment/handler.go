@@ -196,17 +196,6 @@ func (s *Service) show(w http.ResponseWriter, r *http.Request, ref string) {
 	httpapi.WriteJSON(w, http.StatusOK, t.Wire())
 }
 
-// listResponse is the list envelope (wire-contract.md, Transactions).
-type listResponse struct {
-	Entities []Wire `json:"entities"`
-	Paging   struct {
-		Cursors struct {
-			Before string `json:"before,omitempty"`
-			After  string `json:"after,omitempty"`
-		} `json:"cursors"`
-	} `json:"paging"`
-}
-
 func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r.URL.Query())
 	if err != nil {
@@ -218,11 +207,13 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	resp := listResponse{Entities: make([]Wire, len(p.Transactions))}
+	resp := httpapi.Page[Wire]{Entities: make([]Wire, len(p.Transactions))}
 	for i, t := range p.Transactions {
 		resp.Entities[i] = t.Wire()
 	}
-	resp.Paging.Cursors.Before, resp.Paging.Cursors.After = p.Before, p.After
+	if n := len(p.Transactions); n > 0 {
+		resp.SetCursors(p.Transactions[0].ID, p.Transactions[n-1].ID)
+	}
 	httpapi.WriteJSON(w, http.StatusOK, resp)
 }
 

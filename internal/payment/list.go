@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -29,11 +28,9 @@ type Filter struct {
 	FirstName, LastName  string // case-insensitive exact match
 }
 
-// Page is one page of a list, newest first, with the cursors of its first and last entity.
+// Page is one page of a list, newest first.
 type Page struct {
 	Transactions []Transaction
-	Before       string // cursor of the newest entity: pass as "before" for the page before
-	After        string // cursor of the oldest entity: pass as "after" for the page after
 }
 
 // scaled is a transaction's amount in ten-thousandths of a major unit.
@@ -111,9 +108,6 @@ func (l *Ledger) List(ctx context.Context, merchantID string, f Filter) (Page, e
 		for i, j := 0, len(p.Transactions)-1; i < j; i, j = i+1, j-1 {
 			p.Transactions[i], p.Transactions[j] = p.Transactions[j], p.Transactions[i]
 		}
-	}
-	if n := len(p.Transactions); n > 0 {
-		p.Before, p.After = httpapi.EncodeCursor(p.Transactions[0].ID), httpapi.EncodeCursor(p.Transactions[n-1].ID)
 	}
 	return p, nil
 }

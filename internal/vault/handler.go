@@ -209,17 +209,6 @@ func (s *Service) removeCard(w http.ResponseWriter, r *http.Request) {
 	respond(w, r, c, err, customerWire)
 }
 
-// listResponse is the list envelope, as for transactions.
-type listResponse struct {
-	Entities []wireCustomer `json:"entities"`
-	Paging   struct {
-		Cursors struct {
-			Before string `json:"before,omitempty"`
-			After  string `json:"after,omitempty"`
-		} `json:"cursors"`
-	} `json:"paging"`
-}
-
 func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 	who, _, err := payment.Who(r.Context(), s.merchants)
 	if err != nil {
@@ -236,12 +225,12 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	resp := listResponse{Entities: make([]wireCustomer, len(cs))}
+	resp := httpapi.Page[wireCustomer]{Entities: make([]wireCustomer, len(cs))}
 	for i, c := range cs {
 		resp.Entities[i] = c.wire()
 	}
 	if n := len(cs); n > 0 {
-		resp.Paging.Cursors.Before, resp.Paging.Cursors.After = httpapi.EncodeCursor(cs[0].ID), httpapi.EncodeCursor(cs[n-1].ID)
+		resp.SetCursors(cs[0].ID, cs[n-1].ID)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, resp)
 }
