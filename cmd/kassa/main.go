@@ -38,6 +38,7 @@ Usage:
   kassa merchant keys --merchant-id M
   kassa keys rotate --merchant-id M [--grace 168h]
   kassa keys rotate-vault --new-vault-key-file NEW
+  kassa billing status
   kassa client create --merchant-id M [--validity 12h]
   kassa client revoke --client-id C
 
@@ -74,6 +75,7 @@ func commands() []command {
 		{"merchant keys", merchantKeysCommand},
 		{"keys rotate", keysRotateCommand},
 		{"keys rotate-vault", keysRotateVaultCommand},
+		{"billing status", billingStatusCommand},
 		{"client create", clientCreateCommand},
 		{"client revoke", clientRevokeCommand},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -338,5 +339,20 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 			out.VaultKeyFile = e.db.defaultVaultKeyPath()
 		}
 		return printJSON(e.stdout, out)
+	}
+}
+
+func billingStatusCommand(fs *flag.FlagSet) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		db, err := e.db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		s, err := billing.Status(ctx, db, time.Now())
+		if err != nil {
+			return err
+		}
+		return printJSON(e.stdout, s)
 	}
 }

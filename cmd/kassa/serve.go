@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/payment"
@@ -36,6 +37,11 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	procTimeout := fs.Duration("processor-timeout", payment.DefaultProcessorTimeout, "bound on one processor call")
 	recovery := fs.Duration("recovery-interval", payment.DefaultRecoveryInterval, "how often to look for attempts abandoned by a crashed node")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to this file (diagnostics)")
+	smtpURL := fs.String("smtp-url", os.Getenv("KASSA_SMTP_URL"), "SMTP server for receipts, smtp://user:pass@host:port (env KASSA_SMTP_URL); without it receipts wait in the outbox")
+	smtpFrom := fs.String("smtp-from", envOr("KASSA_SMTP_FROM", "receipts@localhost"), "From address of receipts (env KASSA_SMTP_FROM)")
+	billingInterval := fs.Duration("billing-interval", billing.DefaultInterval, "how often the billing engine looks for due subscriptions and receipts")
+	retrySchedule := fs.String("billing-retry-schedule", "24h,72h,120h", "when a declined cycle is retried, counted from its first decline")
+	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -46,6 +52,24 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		if *simLatency < 0 || *holdDays < 1 || *procTimeout <= 0 || *recovery <= 0 {
 			return usagef("--simulator-latency must be >= 0, --simulator-hold-days >= 1, --processor-timeout and --recovery-interval > 0")
+		}
+		var retries []time.Duration
+		for _, f := range strings.Split(*retrySchedule, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				return usagef("--billing-retry-schedule must be durations separated by commas, e.g. 24h,72h,120h")
+			}
+			retries = append(retries, d)
+		}
+		if *billingInterval <= 0 || *backlog < 1 {
+			return usagef("--billing-interval must be positive and --billing-backlog-limit at least 1")
+		}
+		var mailer *billing.Mailer
+		if *smtpURL != "" {
+			var err error
+			if mailer, err = billing.NewMailer(*smtpURL, *smtpFrom); err != nil {
+				return usageError{err.Error()}
+			}
 		}
 		if *publicURL != "" {
 			if u, err := url.Parse(*publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -78,7 +102,9 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		defer db.Close()
 		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
-			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery})
+			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
+			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
+				Lease: max(billing.DefaultLease, 3**procTimeout)}})
 		if err != nil {
 			return err
 		}

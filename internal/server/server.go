@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
@@ -20,6 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/store"
@@ -49,11 +51,14 @@ type Config struct {
 	MerchantCacheTTL time.Duration
 	// KEK is the key-encryption key under which secrets at rest are sealed (required).
 	KEK *envelope.KEK
+	// Billing configures the billing engine; its DB, Vault, Merchants, Logger and Now are filled in.
+	Billing billing.Config
 }
 
 // Server is a configured Kassa server.
 type Server struct {
 	cfg     Config
+	billing *billing.Engine
 	auth    *auth.Service
 	cardenc *cardenc.Service
 	ledger  *payment.Ledger
@@ -115,6 +120,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	v.Routes(r, s.gateway)
+	plan.New(cfg.DB, merchants, cfg.Now).Routes(r, s.gateway)
+	bc := cfg.Billing
+	bc.DB, bc.Vault, bc.Merchants, bc.Logger, bc.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
+	s.billing = billing.New(bc)
+	v.OnDue(s.billing.Kick)
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }
@@ -152,6 +162,9 @@ func (s *Server) Auth() *auth.Service { return s.auth }
 
 // CardEncryption keeps the merchants' card-encryption keys.
 func (s *Server) CardEncryption() *cardenc.Service { return s.cardenc }
+
+// Billing is the billing engine.
+func (s *Server) Billing() *billing.Engine { return s.billing }
 
 // Ledger is the payments core.
 func (s *Server) Ledger() *payment.Ledger { return s.ledger }
@@ -198,6 +211,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(bg) })
 	wg.Go(func() { s.ledger.Run(bg) })
+	wg.Go(func() { s.billing.Run(bg) })
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
 
 	errc := make(chan error, 1)

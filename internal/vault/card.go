@@ -256,6 +256,12 @@ func (s *Service) deleteCard(ctx context.Context, merchantID, customerLookup, ca
 		if !ok {
 			return fault.NotFound("No card %s for customer %s.", cardLookup, customerLookup)
 		}
+		for _, sub := range c.Subscriptions {
+			if !sub.Final() && sub.CardID == cd.ID {
+				return fault.Conflict("card_in_use", "Card %s bills subscription %s; move the subscription to another card first.",
+					cardLookup, sub.LookupID)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM stored_cards WHERE id = $1`, cd.ID); err != nil {
 			return err
 		}

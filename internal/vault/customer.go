@@ -10,6 +10,7 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -25,9 +26,10 @@ type Customer struct {
 	LookupID   string
 	MerchantID string
 	Details
-	Cards     []Card
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Cards         []Card
+	Subscriptions []Subscription
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // detailsBody is the body of customer create and update.
@@ -146,7 +148,10 @@ func (s *Service) customer(ctx context.Context, q store.Querier, merchantID, loo
 	if err != nil {
 		return Customer{}, err
 	}
-	c.Cards, err = cardsOf(ctx, q, []int64{c.ID})
+	if c.Cards, err = cardsOf(ctx, q, []int64{c.ID}); err != nil {
+		return Customer{}, err
+	}
+	c.Subscriptions, err = subscriptionsOf(ctx, q, []int64{c.ID})
 	return c, err
 }
 
@@ -191,6 +196,16 @@ func (s *Service) deleteCustomer(ctx context.Context, merchantID, lookupID strin
 		if err != nil {
 			return err
 		}
+		for _, sub := range c.Subscriptions {
+			if !sub.Final() {
+				return fault.Conflict("customer_subscribed", "Customer %s has a current subscription (%s); cancel it before deleting the customer.",
+					lookupID, sub.LookupID)
+			}
+		}
+		// Ended subscriptions go with the customer (ON DELETE CASCADE); so do the cards.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE customer_id = $1`, c.ID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM stored_cards WHERE customer_id = $1`, c.ID); err != nil {
 			return err
 		}
@@ -204,6 +219,8 @@ type CustomerFilter struct {
 	Limit                               int
 	Before, After                       int64
 	Email, FirstName, LastName, Company string // case-insensitive exact match
+	WithSubscription                    *bool  // with (or without) a current subscription
+	PlanID                              int64  // with a current subscription to this plan
 }
 
 // listCustomers returns a page of the merchant's customers, newest first, with their cards.
@@ -224,6 +241,15 @@ func (s *Service) listCustomers(ctx context.Context, merchantID string, f Custom
 		if m.v != "" {
 			add("LOWER("+m.col+") = ?", strings.ToLower(m.v))
 		}
+	}
+	current := `EXISTS (SELECT 1 FROM subscriptions s WHERE s.customer_id = customers.id AND s.status IN ` + plan.CurrentStatusesSQL
+	if f.WithSubscription != nil && *f.WithSubscription {
+		where = append(where, current+")")
+	} else if f.WithSubscription != nil {
+		where = append(where, "NOT "+current+")")
+	}
+	if f.PlanID != 0 {
+		add(current+" AND s.plan_id = ?)", f.PlanID)
 	}
 	order := "DESC"
 	if f.Before > 0 && f.After == 0 {
@@ -258,10 +284,19 @@ func (s *Service) listCustomers(ctx context.Context, merchantID string, f Custom
 		if err != nil {
 			return err
 		}
+		subs, err := subscriptionsOf(ctx, sq, ids)
+		if err != nil {
+			return err
+		}
 		for i := range out {
 			for _, cd := range cards {
 				if cd.CustomerID == out[i].ID {
 					out[i].Cards = append(out[i].Cards, cd)
+				}
+			}
+			for _, sub := range subs {
+				if sub.CustomerID == out[i].ID {
+					out[i].Subscriptions = append(out[i].Subscriptions, sub)
 				}
 			}
 		}

@@ -3,11 +3,14 @@ package vault
 import (
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/plan"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // Routes registers the customer service and the stored-card payment routes of the transaction
@@ -25,6 +28,10 @@ func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Hand
 	r.Handle("POST", "/customer-service/customer/{c}/card/{card}", h(s.payWith(payment.KindSale)))
 	r.Handle("PATCH", "/customer-service/customer/{c}/card/{card}", h(s.patchCard))
 	r.Handle("DELETE", "/customer-service/customer/{c}/card/{card}", h(s.removeCard))
+	r.Handle("POST", "/customer-service/customer/{c}/subscription", h(s.createSubscription))
+	r.Handle("GET", "/customer-service/customer/{c}/subscription/{s}", h(s.getSubscription))
+	r.Handle("PATCH", "/customer-service/customer/{c}/subscription/{s}", h(s.patchSubscription))
+	r.Handle("GET", "/customer-service/customer/plan/{plan}", h(s.planCustomers))
 	for _, kind := range []string{payment.KindSale, payment.KindAuthorization} {
 		op := map[string]string{payment.KindSale: "sale", payment.KindAuthorization: "authorize"}[kind]
 		r.Handle("POST", "/transaction-service/"+op+"/customer/{c}", h(s.payWith(kind)))
@@ -46,23 +53,23 @@ type wireCard struct {
 
 // wireCustomer is a customer as the API shows it.
 type wireCustomer struct {
-	ID            int64      `json:"id"`
-	LookupID      string     `json:"lookup_id"`
-	Email         string     `json:"email"`
-	FirstName     string     `json:"first_name"`
-	LastName      string     `json:"last_name"`
-	Company       string     `json:"company"`
-	BccEmails     string     `json:"bcc_emails"`
-	Telephone     string     `json:"telephone"`
-	Address1      string     `json:"address1"`
-	Address2      string     `json:"address2"`
-	City          string     `json:"city"`
-	Province      string     `json:"province"`
-	Country       string     `json:"country"`
-	PostalCode    string     `json:"postal_code"`
-	CustomID      string     `json:"custom_id"`
-	Cards         []wireCard `json:"cards"`
-	Subscriptions []any      `json:"subscriptions"`
+	ID            int64              `json:"id"`
+	LookupID      string             `json:"lookup_id"`
+	Email         string             `json:"email"`
+	FirstName     string             `json:"first_name"`
+	LastName      string             `json:"last_name"`
+	Company       string             `json:"company"`
+	BccEmails     string             `json:"bcc_emails"`
+	Telephone     string             `json:"telephone"`
+	Address1      string             `json:"address1"`
+	Address2      string             `json:"address2"`
+	City          string             `json:"city"`
+	Province      string             `json:"province"`
+	Country       string             `json:"country"`
+	PostalCode    string             `json:"postal_code"`
+	CustomID      string             `json:"custom_id"`
+	Cards         []wireCard         `json:"cards"`
+	Subscriptions []WireSubscription `json:"subscriptions"`
 }
 
 func (c Customer) wire() wireCustomer {
@@ -70,10 +77,13 @@ func (c Customer) wire() wireCustomer {
 	w := wireCustomer{ID: c.ID, LookupID: c.LookupID, Email: d.Email, FirstName: d.FirstName, LastName: d.LastName,
 		Company: d.Company, BccEmails: d.BccEmails, Telephone: d.Telephone, Address1: d.Address1, Address2: d.Address2,
 		City: d.City, Province: d.Province, Country: d.Country, PostalCode: d.PostalCode, CustomID: d.CustomID,
-		Cards: []wireCard{}, Subscriptions: []any{}}
+		Cards: []wireCard{}, Subscriptions: []WireSubscription{}}
 	for _, cd := range c.Cards {
 		w.Cards = append(w.Cards, wireCard{ID: cd.ID, LookupID: cd.LookupID, CardExpiry: cd.Expiry.String(),
 			CardPrefix: cd.Prefix[:4], CardSuffix: cd.Suffix, CardType: cd.Type, IsDefault: cd.IsDefault, CardDescription: cd.Description})
+	}
+	for _, sub := range c.Subscriptions {
+		w.Subscriptions = append(w.Subscriptions, sub.Wire())
 	}
 	return w
 }
@@ -211,16 +221,37 @@ func (s *Service) removeCard(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 	who, _, err := payment.Who(r.Context(), s.merchants)
+	var f CustomerFilter
+	if err == nil {
+		f, err = customerFilter(r.URL.Query())
+	}
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	f, err := customerFilter(r.URL.Query())
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
+	s.writeCustomers(w, r, who.MerchantID, f)
+}
+
+// customerFilter reads the list's query parameters; each bad one is a 400 naming it.
+func customerFilter(q url.Values) (CustomerFilter, error) {
+	f := CustomerFilter{Limit: payment.DefaultLimit}
+	var err error
+	if f.Limit, f.Before, f.After, err = httpapi.PageParams(q, payment.DefaultLimit, payment.MaxLimit); err != nil {
+		return f, err
 	}
-	cs, err := s.listCustomers(r.Context(), who.MerchantID, f)
+	f.Email, f.FirstName, f.LastName, f.Company = q.Get("email_address"), q.Get("first_name"), q.Get("last_name"), q.Get("company")
+	if v := q.Get("with_subscription"); v != "" {
+		with, ok := map[string]bool{"true": true, "false": false}[strings.ToLower(v)]
+		if !ok {
+			return f, fault.Invalid("with_subscription", "with_subscription must be true or false")
+		}
+		f.WithSubscription = &with
+	}
+	return f, nil
+}
+
+func (s *Service) writeCustomers(w http.ResponseWriter, r *http.Request, merchantID string, f CustomerFilter) {
+	cs, err := s.listCustomers(r.Context(), merchantID, f)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -235,13 +266,63 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-// customerFilter reads the list's query parameters; each bad one is a 400 naming it.
-func customerFilter(q url.Values) (CustomerFilter, error) {
-	f := CustomerFilter{Limit: payment.DefaultLimit}
-	var err error
-	if f.Limit, f.Before, f.After, err = httpapi.PageParams(q, payment.DefaultLimit, payment.MaxLimit); err != nil {
-		return f, err
+// planCustomers lists the customers with a current subscription to a plan.
+func (s *Service) planCustomers(w http.ResponseWriter, r *http.Request) {
+	who, _, err := payment.Who(r.Context(), s.merchants)
+	var f CustomerFilter
+	if err == nil {
+		f, err = customerFilter(r.URL.Query())
 	}
-	f.Email, f.FirstName, f.LastName, f.Company = q.Get("email_address"), q.Get("first_name"), q.Get("last_name"), q.Get("company")
-	return f, nil
+	if err == nil {
+		err = s.db.Read(r.Context(), func(q store.Querier) error {
+			p, err := plan.Get(r.Context(), q, who.MerchantID, r.PathValue("plan"))
+			f.PlanID = p.ID
+			return err
+		})
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	s.writeCustomers(w, r, who.MerchantID, f)
+}
+
+func subscriptionWire(sub Subscription) any { return sub.Wire() }
+
+func (s *Service) createSubscription(w http.ResponseWriter, r *http.Request) {
+	_, m, err := payment.Who(r.Context(), s.merchants)
+	var b subscriptionBody
+	if err == nil {
+		err = httpapi.DecodeJSON(r, &b)
+	}
+	var c Customer
+	if err == nil {
+		c, err = s.subscribe(r.Context(), m, r.PathValue("c"), b)
+	}
+	respond(w, r, c, err, customerWire)
+}
+
+func (s *Service) getSubscription(w http.ResponseWriter, r *http.Request) {
+	who, _, err := payment.Who(r.Context(), s.merchants)
+	var sub Subscription
+	if err == nil {
+		err = s.db.Read(r.Context(), func(q store.Querier) error {
+			sub, err = s.subscription(r.Context(), q, who.MerchantID, r.PathValue("c"), r.PathValue("s"))
+			return err
+		})
+	}
+	respond(w, r, sub, err, subscriptionWire)
+}
+
+func (s *Service) patchSubscription(w http.ResponseWriter, r *http.Request) {
+	_, m, err := payment.Who(r.Context(), s.merchants)
+	var b subscriptionBody
+	if err == nil {
+		err = httpapi.DecodeJSON(r, &b)
+	}
+	var sub Subscription
+	if err == nil {
+		sub, err = s.changeSubscription(r.Context(), m, r.PathValue("c"), r.PathValue("s"), b)
+	}
+	respond(w, r, sub, err, subscriptionWire)
 }

@@ -2,11 +2,13 @@ package vault
 
 import (
 	"context"
+	"errors"
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
@@ -31,23 +33,77 @@ func (s *Service) pay(ctx context.Context, who payment.Actor, m merchant.Merchan
 	if err != nil {
 		return payment.Transaction{}, err
 	}
-	c, number, cd, err := s.cardToCharge(ctx, m.ID, customerLookup, cardLookup)
+	c, cd, err := s.cardToCharge(ctx, m.ID, customerLookup, cardLookup)
+	if err != nil {
+		return payment.Transaction{}, err
+	}
+	return s.charge(ctx, who, kind, c, cd, amount, cur, testMode, payment.SourceEcommerce, idempotencyKey)
+}
+
+// ErrNoCard is returned when a subscription's card was deleted.
+var ErrNoCard = errors.New("vault: the subscription has no card")
+
+// ChargeSubscription charges one cycle of a subscription on its card: a RECURRING sale through the
+// payments core, with the customer's details and the idempotency key the engine derives from the
+// subscription, cycle and attempt.
+func (s *Service) ChargeSubscription(ctx context.Context, sub Subscription, key string) (payment.Transaction, error) {
+	if sub.CardID == 0 {
+		return payment.Transaction{}, ErrNoCard
+	}
+	m, err := s.merchants.Get(ctx, sub.MerchantID)
+	if err != nil {
+		return payment.Transaction{}, err
+	}
+	var c Customer
+	var cd Card
+	err = s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		if c, err = scanCustomer(q.QueryRowContext(ctx, `SELECT `+customerColumns+` FROM customers WHERE id = $1`, sub.CustomerID)); err != nil {
+			return err
+		}
+		cd, err = scanCard(q.QueryRowContext(ctx, `SELECT `+cardColumns+` FROM stored_cards WHERE id = $1`, sub.CardID))
+		return err
+	})
+	if isNoRows(err) {
+		return payment.Transaction{}, ErrNoCard
+	}
+	if err != nil {
+		return payment.Transaction{}, err
+	}
+	who := payment.Actor{MerchantID: m.ID, RequestID: "billing", Profile: m.SimulatorProfile}
+	return s.charge(ctx, who, payment.KindSale, c, cd, sub.Amount, sub.Currency, false, payment.SourceRecurring, key)
+}
+
+// charge opens the card's number and charges it through the payments core.
+func (s *Service) charge(ctx context.Context, who payment.Actor, kind string, c Customer, cd Card, amount int64, cur money.Currency,
+	testMode bool, source, idempotencyKey string) (payment.Transaction, error) {
+	var sealed []byte
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT pan FROM stored_cards WHERE id = $1`, cd.ID).Scan(&sealed)
+	})
+	if err != nil {
+		return payment.Transaction{}, err
+	}
+	pan, err := s.ring.Open(sealed, panAAD(cd.LookupID))
+	if err != nil {
+		return payment.Transaction{}, err
+	}
+	number, err := card.ParseNumber(string(pan))
 	if err != nil {
 		return payment.Transaction{}, err
 	}
 	d := c.Details
 	return s.ledger.Charge(ctx, payment.Charge{Actor: who, Kind: kind, Amount: amount, Currency: cur, Card: number,
-		Expiry: cd.Expiry, TestMode: testMode, Source: payment.SourceEcommerce, IdempotencyKey: idempotencyKey,
+		Expiry: cd.Expiry, TestMode: testMode, Source: source, IdempotencyKey: idempotencyKey,
 		Customer: payment.Customer{Email: d.Email, FirstName: d.FirstName, LastName: d.LastName, Company: d.Company,
 			Telephone: d.Telephone, Address1: d.Address1, Address2: d.Address2, City: d.City, Province: d.Province,
 			Country: d.Country, PostalCode: d.PostalCode, CustomID: d.CustomID}})
 }
 
-// cardToCharge reads the customer, the card to charge and its number.
-func (s *Service) cardToCharge(ctx context.Context, merchantID, customerLookup, cardLookup string) (Customer, card.Number, Card, error) {
+// cardToCharge reads the customer and the card to charge: cardLookup, or the default card.
+func (s *Service) cardToCharge(ctx context.Context, merchantID, customerLookup, cardLookup string) (Customer, Card, error) {
 	var c Customer
 	var cd Card
-	var sealed []byte
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
 		if c, err = s.customer(ctx, q, merchantID, customerLookup); err != nil {
@@ -66,15 +122,7 @@ func (s *Service) cardToCharge(ctx context.Context, merchantID, customerLookup, 
 				cd = c.Cards[len(c.Cards)-1]
 			}
 		}
-		return q.QueryRowContext(ctx, `SELECT pan FROM stored_cards WHERE id = $1`, cd.ID).Scan(&sealed)
+		return nil
 	})
-	if err != nil {
-		return Customer{}, card.Number{}, Card{}, err
-	}
-	pan, err := s.ring.Open(sealed, panAAD(cd.LookupID))
-	if err != nil {
-		return Customer{}, card.Number{}, Card{}, err
-	}
-	n, err := card.ParseNumber(string(pan))
-	return c, n, cd, err
+	return c, cd, err
 }

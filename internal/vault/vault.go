@@ -40,7 +40,12 @@ type Service struct {
 	tokens    *cardenc.Service
 	now       func() time.Time
 	fpKey     []byte
+	kick      func() // tells the billing engine that a subscription is due now
 }
+
+// OnDue sets the function called when a subscription becomes due at once (created to start now,
+// resumed, reactivated): the billing engine's wake-up.
+func (s *Service) OnDue(kick func()) { s.kick = kick }
 
 // New returns the vault, loading its fingerprint key (creating it in a new database).
 func New(ctx context.Context, cfg Config) (*Service, error) {

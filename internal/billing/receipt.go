@@ -1,0 +1,171 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
+)
+
+// receipt is what a receipt says: merchant, amount, masked card, date, transaction.
+type receipt struct {
+	Merchant      string
+	Amount        string
+	Currency      string
+	Card          string // brand and last four digits only (PCI DSS 3.4.1)
+	Date          string
+	TransactionID string
+	Description   string
+}
+
+var receiptHTML = template.Must(template.New("receipt").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Receipt from {{.Merchant}}</title></head>
+<body style="font-family: system-ui, sans-serif; color: #1a1a1a">
+<h1 style="font-size: 1.25rem">Receipt from {{.Merchant}}</h1>
+<table>
+<tr><th scope="row" align="left">Amount</th><td>{{.Amount}} {{.Currency}}</td></tr>
+<tr><th scope="row" align="left">Card</th><td>{{.Card}}</td></tr>
+<tr><th scope="row" align="left">Date</th><td>{{.Date}}</td></tr>
+<tr><th scope="row" align="left">Transaction</th><td>{{.TransactionID}}</td></tr>
+{{if .Description}}<tr><th scope="row" align="left">For</th><td>{{.Description}}</td></tr>{{end}}
+</table>
+</body></html>
+`))
+
+func (r receipt) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Receipt from %s\n\nAmount:      %s %s\nCard:        %s\nDate:        %s\nTransaction: %s\n",
+		r.Merchant, r.Amount, r.Currency, r.Card, r.Date, r.TransactionID)
+	if r.Description != "" {
+		fmt.Fprintf(&b, "For:         %s\n", r.Description)
+	}
+	return b.String()
+}
+
+// queueReceipt puts the receipt of a subscription charge in the outbox, in the transaction that
+// records the charge: it is sent at least once, whatever happens to the SMTP server meanwhile.
+func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subscription, t payment.Transaction, now time.Time) error {
+	m, err := e.merchants.Get(ctx, sub.MerchantID)
+	if err != nil {
+		return err
+	}
+	var bcc string
+	if err := tx.QueryRowContext(ctx, `SELECT bcc_emails FROM customers WHERE id = $1`, sub.CustomerID).Scan(&bcc); err != nil {
+		return err
+	}
+	r := receipt{Merchant: m.Name, Amount: money.Format(t.Amount, t.Currency), Currency: t.Currency.Code,
+		Card: t.CardType + " ending in " + t.CardSuffix, Date: now.In(sub.Location()).Format("January 2, 2006 15:04 MST"),
+		TransactionID: t.TransactionID, Description: sub.Description}
+	var html strings.Builder
+	if err := receiptHTML.Execute(&html, r); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, next_attempt, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, sub.MerchantID, sub.Email, bcc,
+		"Receipt from "+m.Name+": "+r.Amount+" "+r.Currency, r.text(), html.String(), now.UnixMilli())
+	return err
+}
+
+// backoff is how long after its n-th failed attempt a receipt is tried again: 1, 5, 15 minutes, then
+// hourly.
+func backoff(n int) time.Duration {
+	switch n {
+	case 1:
+		return time.Minute
+	case 2:
+		return 5 * time.Minute
+	case 3:
+		return 15 * time.Minute
+	}
+	return time.Hour
+}
+
+// Deliver sends the receipts that are due, and returns how many it sent. A failure is retried later
+// (backoff); nothing is dropped. Without a mailer it sends nothing.
+func (e *Engine) Deliver(ctx context.Context) (int, error) {
+	if e.mailer == nil {
+		return 0, nil
+	}
+	now := e.now().UnixMilli()
+	type message struct {
+		id                     int64
+		to, bcc, subject, t, h string
+		attempts               int
+	}
+	var due []message
+	err := e.db.Read(ctx, func(q store.Querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT id, to_addr, bcc, subject, text_body, html_body, attempts FROM outbox
+			WHERE sent_at IS NULL AND next_attempt <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY id LIMIT 50`, now)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m message
+			if err := rows.Scan(&m.id, &m.to, &m.bcc, &m.subject, &m.t, &m.h, &m.attempts); err != nil {
+				return err
+			}
+			due = append(due, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return 0, err
+	}
+	sent := 0
+	for _, m := range due {
+		r, err := e.db.Exec(ctx, `UPDATE outbox SET lease_until = $2 WHERE id = $1 AND sent_at IS NULL AND (lease_until IS NULL OR lease_until < $3)`,
+			m.id, now+e.lease.Milliseconds(), now)
+		if err != nil {
+			return sent, err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			continue // another node sends it
+		}
+		var bcc []string
+		if m.bcc != "" {
+			bcc = strings.Split(m.bcc, ",")
+		}
+		sendErr := e.mailer.Send(Message{To: m.to, Bcc: bcc, Subject: m.subject, Text: m.t, HTML: m.h})
+		done := e.now()
+		if sendErr == nil {
+			_, err = e.db.Exec(ctx, `UPDATE outbox SET sent_at = $2, attempts = attempts + 1, lease_until = NULL WHERE id = $1`, m.id, done.UnixMilli())
+			sent++
+		} else {
+			e.log.WarnContext(ctx, "receipt not sent, will retry", "outbox_id", m.id, "err", sendErr)
+			_, err = e.db.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt = $2, last_error = $3, lease_until = NULL WHERE id = $1`,
+				m.id, done.Add(backoff(m.attempts+1)).UnixMilli(), sendErr.Error())
+		}
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// StatusReport counts what the billing engine has to do.
+type StatusReport struct {
+	Due           int `json:"due"`            // ACTIVE or RETRY subscriptions whose next run has come
+	Retrying      int `json:"retrying"`       // RETRY subscriptions
+	Suspended     int `json:"suspended"`      // SUSPENDED subscriptions
+	OutboxBacklog int `json:"outbox_backlog"` // receipts not sent yet
+}
+
+// Status reports the billing engine's work at now.
+func Status(ctx context.Context, db *store.DB, now time.Time) (StatusReport, error) {
+	var s StatusReport
+	err := db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM subscriptions WHERE status IN ('ACTIVE', 'RETRY') AND next_run IS NOT NULL AND next_run <= $1),
+			(SELECT COUNT(*) FROM subscriptions WHERE status = 'RETRY'),
+			(SELECT COUNT(*) FROM subscriptions WHERE status = 'SUSPENDED'),
+			(SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL)`, now.UnixMilli()).Scan(&s.Due, &s.Retrying, &s.Suspended, &s.OutboxBacklog)
+	})
+	return s, err
+}
