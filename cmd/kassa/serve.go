@@ -41,6 +41,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	smtpFrom := fs.String("smtp-from", envOr("KASSA_SMTP_FROM", "receipts@localhost"), "From address of receipts (env KASSA_SMTP_FROM)")
 	billingInterval := fs.Duration("billing-interval", billing.DefaultInterval, "how often the billing engine looks for due subscriptions and receipts")
 	retrySchedule := fs.String("billing-retry-schedule", "24h,72h,120h", "when a declined cycle is retried, counted from its first decline")
+	runBilling := fs.Bool("billing-engine", true, "run the billing engine on this node (false: an API-only node)")
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
@@ -104,7 +105,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
-				Lease: max(billing.DefaultLease, 3**procTimeout)}})
+				Lease: max(billing.DefaultLease, 3**procTimeout)}, NoBillingEngine: !*runBilling})
 		if err != nil {
 			return err
 		}

@@ -53,18 +53,21 @@ type Config struct {
 	KEK *envelope.KEK
 	// Billing configures the billing engine; its DB, Vault, Merchants, Logger and Now are filled in.
 	Billing billing.Config
+	// NoBillingEngine keeps this node from billing subscriptions (an API-only node of a cluster).
+	NoBillingEngine bool
 }
 
 // Server is a configured Kassa server.
 type Server struct {
-	cfg     Config
-	billing *billing.Engine
-	auth    *auth.Service
-	cardenc *cardenc.Service
-	ledger  *payment.Ledger
-	idem    *idempotency.Store
-	router  *httpapi.Router
-	handler http.Handler
+	cfg        Config
+	billing    *billing.Engine
+	billingCfg billing.Config
+	auth       *auth.Service
+	cardenc    *cardenc.Service
+	ledger     *payment.Ledger
+	idem       *idempotency.Store
+	router     *httpapi.Router
+	handler    http.Handler
 }
 
 // New builds the server: it loads what the services keep in memory and registers every route.
@@ -121,9 +124,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	v.Routes(r, s.gateway)
 	plan.New(cfg.DB, merchants, cfg.Now).Routes(r, s.gateway)
-	bc := cfg.Billing
-	bc.DB, bc.Vault, bc.Merchants, bc.Logger, bc.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
-	s.billing = billing.New(bc)
+	s.billingCfg = cfg.Billing
+	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
+	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
@@ -163,8 +166,16 @@ func (s *Server) Auth() *auth.Service { return s.auth }
 // CardEncryption keeps the merchants' card-encryption keys.
 func (s *Server) CardEncryption() *cardenc.Service { return s.cardenc }
 
-// Billing is the billing engine.
+// Billing is the server's billing engine.
 func (s *Server) Billing() *billing.Engine { return s.billing }
+
+// BillingWorker returns another billing engine over the server's database and services, named node:
+// a second worker, as another node of a cluster would run.
+func (s *Server) BillingWorker(node string) *billing.Engine {
+	cfg := s.billingCfg
+	cfg.Node = node
+	return billing.New(cfg)
+}
 
 // Ledger is the payments core.
 func (s *Server) Ledger() *payment.Ledger { return s.ledger }
@@ -211,7 +222,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(bg) })
 	wg.Go(func() { s.ledger.Run(bg) })
-	wg.Go(func() { s.billing.Run(bg) })
+	if !s.cfg.NoBillingEngine {
+		wg.Go(func() { s.billing.Run(bg) })
+	}
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
 
 	errc := make(chan error, 1)

@@ -305,7 +305,8 @@ func (s *Service) subscription(ctx context.Context, q store.Querier, merchantID,
 // email, description. CANCELED and EXPIRED are final: any change to them is a 409.
 //
 // Resuming a PAUSED subscription skips the cycles that passed while it was paused and bills from the
-// next one due; reactivating a SUSPENDED one charges its unpaid cycle again at once.
+// next one due; reactivating a SUSPENDED one charges the current cycle at once, and records the cycles
+// that passed unpaid meanwhile as missed.
 func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, customerLookup, lookupID string, b subscriptionBody) (Subscription, error) {
 	status := ""
 	if b.Status.Set() {
@@ -369,14 +370,20 @@ func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, c
 			}
 			sub.Status, sub.FailedAttempts = plan.StatusActive, 0
 			sub.NextRun = sql.NullInt64{Int64: sub.Due(sub.Cycle).UnixMilli(), Valid: true}
-		default: // SUSPENDED or RETRY → ACTIVE: charge the unpaid cycle now
+		default: // SUSPENDED or RETRY → ACTIVE: charge the current cycle now
+			// Cycles that passed unpaid while it was suspended are missed, not charged all at once.
+			for sub.Due(sub.Cycle+1).Before(now) || sub.Due(sub.Cycle+1).Equal(now) {
+				sub.Cycle++
+				sub.MissedCycles++
+			}
 			sub.Status, sub.FailedAttempts = plan.StatusActive, 0
 			sub.NextRun = sql.NullInt64{Int64: now.UnixMilli(), Valid: true}
 		}
 		cardID := sql.NullInt64{Int64: sub.CardID, Valid: sub.CardID != 0}
 		_, err = tx.ExecContext(ctx, `UPDATE subscriptions SET status = $2, amount = $3, email = $4, description = $5, card_id = $6,
-			cycle = $7, next_run = $8, failed_attempts = $9, updated_at = $10 WHERE id = $1`,
-			sub.ID, sub.Status, sub.Amount, sub.Email, sub.Description, cardID, sub.Cycle, sub.NextRun, sub.FailedAttempts, now.UnixMilli())
+			cycle = $7, next_run = $8, failed_attempts = $9, missed_cycles = $10, updated_at = $11 WHERE id = $1`,
+			sub.ID, sub.Status, sub.Amount, sub.Email, sub.Description, cardID, sub.Cycle, sub.NextRun, sub.FailedAttempts,
+			sub.MissedCycles, now.UnixMilli())
 		return err
 	})
 	if err == nil && s.kick != nil && sub.NextRun.Valid && sub.NextRun.Int64 <= s.now().UnixMilli() {
