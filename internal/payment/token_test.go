@@ -13,14 +13,15 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// tokensFor encrypts cards with the CardEncryption script under the merchant's current key.
+// tokensFor encrypts cards with the CardEncryption script under the merchant's current key, stamped
+// with the fixture's clock (the server checks a token's age against it).
 func tokensFor(t *testing.T, f *fixture, m *servertest.Merchant, cards ...[4]string) []string {
 	t.Helper()
 	k, err := f.srv.CardEncryption().Current(context.Background(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cardenctest.Encrypt(t, cardenctest.Input{Key: k.Encoded(), Cards: cards})
+	return cardenctest.Encrypt(t, cardenctest.Input{Key: k.Encoded(), Cards: cards, Now: f.clock.Now().UnixMilli()})
 }
 
 func TestSaleWithCardToken(t *testing.T) {
