@@ -105,7 +105,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
-				Lease: max(billing.DefaultLease, 3**procTimeout)}, NoBillingEngine: !*runBilling})
+				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling})
 		if err != nil {
 			return err
 		}

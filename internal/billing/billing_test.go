@@ -62,12 +62,14 @@ func TestRetriesThenSuspension(t *testing.T) {
 			num(r, "next_run") != start.Add(24*time.Hour).UnixMilli() || num(r, "last_run") != start.UnixMilli() || num(r, "completed_cycles") != 0 {
 			t.Fatalf("after the first decline: %s", r.Raw)
 		}
+		f.status(t, db, billing.StatusReport{Retrying: 1})
 		for _, day := range []int{1, 3, 5} {
 			f.clock.Advance(start.Add(time.Duration(day)*24*time.Hour).Sub(f.clock.Now()) - time.Minute)
 			if n := f.run(t); n != 0 {
 				t.Fatalf("retried before day %d", day)
 			}
 			f.clock.Advance(time.Minute)
+			f.status(t, db, billing.StatusReport{Due: 1, Retrying: 1})
 			if n := f.run(t); n != 1 {
 				t.Fatalf("no retry on day %d", day)
 			}
@@ -76,6 +78,7 @@ func TestRetriesThenSuspension(t *testing.T) {
 		if r.Str("status") != "SUSPENDED" || num(r, "failed_attempts") != 4 || num(r, "delinquent_cycles") != 1 || num(r, "next_run") != -1 {
 			t.Fatalf("after the retries: %s", r.Raw)
 		}
+		f.status(t, db, billing.StatusReport{Suspended: 1})
 		f.clock.Advance(30 * 24 * time.Hour)
 		if n := f.run(t); n != 0 {
 			t.Fatal("a suspended subscription was charged")
@@ -278,4 +281,27 @@ func TestTwoWorkersChargeEachCycleOnce(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A try that fails with nothing charged (a processing error) is made again at once under the next key,
+// twice at most; only then does the cycle count as declined and wait for the retry schedule.
+func TestProcessingErrorIsTriedAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2027, time.June, 1, 8, 0, 0, 0, time.UTC)
+	f := newFixture(t, storetest.SQLite(t), start, billing.Config{})
+	p := f.plan(t, map[string]any{"name": "Daily", "amount": "1.00", "frequency": "DAILY"})
+	c, _ := f.customer(t, cardtest.ProcessingError)
+	s := f.subscribe(t, c, map[string]any{"plan_lookup_id": p})
+	f.run(t)
+	if got := f.charges(t, time.UTC); len(got) != 3 || got[2] != "2027-06-01 DECLINED 1.00" {
+		t.Fatalf("charges: %v; want three declined tries", got)
+	}
+	r := f.sub(t, c, s)
+	if r.Str("status") != "RETRY" || num(r, "failed_attempts") != 1 || num(r, "next_run") != start.Add(24*time.Hour).UnixMilli() {
+		t.Fatalf("after three processing errors: %s", r.Raw)
+	}
+	// Running again before the retry is due repeats nothing.
+	if n := f.run(t); n != 0 || len(f.charges(t, time.UTC)) != 3 {
+		t.Fatalf("ran %d more", n)
+	}
 }

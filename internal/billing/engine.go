@@ -5,7 +5,9 @@
 // number of nodes can share one PostgreSQL database), and charges through the payments core with an
 // idempotency key derived from the subscription, the cycle and the attempt. A worker that dies after
 // charging leaves the lease to expire; the next worker derives the same key, and the ledger answers
-// with the charge already made instead of charging again.
+// with the charge already made instead of charging again. One that dies while the processor is
+// being asked leaves a pending attempt that ledger recovery resolves; the next worker finds it
+// resolved with nothing charged and charges the cycle under the next key.
 package billing
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
+	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
 )
@@ -237,8 +240,7 @@ func (e *Engine) process(ctx context.Context, id int64) (bool, error) {
 			return false, err
 		}
 	}
-	key := fmt.Sprintf("sub-%s-c%d-a%d", sub.LookupID, sub.Cycle, sub.FailedAttempts+1)
-	t, err := e.vault.ChargeSubscription(ctx, sub, key)
+	t, err := e.charge(ctx, sub)
 	var f *fault.Error
 	switch {
 	case errors.Is(err, vault.ErrNoCard):
@@ -250,6 +252,29 @@ func (e *Engine) process(ctx context.Context, id int64) (bool, error) {
 		return false, err
 	}
 	return true, e.record(ctx, sub, t, now)
+}
+
+// maxInterrupted is how many times one attempt is made again after it failed with nothing charged.
+const maxInterrupted = 2
+
+// charge charges the current cycle of sub. Every try carries a key derived from the subscription,
+// the cycle, the attempt (declines counted) and the try, so that a worker repeating the work of one
+// that died gets the ledger's answer for each key instead of a second charge. A try that failed with
+// nothing charged — interrupted by a crash and resolved by recovery, or a processing error — is made
+// again under the next key instead of counting as the customer's decline.
+func (e *Engine) charge(ctx context.Context, sub vault.Subscription) (payment.Transaction, error) {
+	key := fmt.Sprintf("sub-%s-c%d-a%d", sub.LookupID, sub.Cycle, sub.FailedAttempts+1)
+	for try := 0; ; try++ {
+		k := key
+		if try > 0 {
+			k = fmt.Sprintf("%s-r%d", key, try)
+		}
+		t, err := e.vault.ChargeSubscription(ctx, sub, k)
+		if err != nil || t.DeclineCode != processor.CodeProcessingError || try == maxInterrupted {
+			return t, err
+		}
+		e.log.InfoContext(ctx, "billing: nothing charged, trying again", "subscription", sub.LookupID, "transaction_id", t.TransactionID)
+	}
 }
 
 // skipBacklog records as missed the past-due cycles beyond the backlog limit, so that a customer is

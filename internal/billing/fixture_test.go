@@ -114,3 +114,12 @@ func num(r servertest.Response, k string) int64 {
 	v, _ := n.Int64()
 	return v
 }
+
+// status checks what "kassa billing status" reports now.
+func (f *fixture) status(t *testing.T, db *store.DB, want billing.StatusReport) {
+	t.Helper()
+	got, err := billing.Status(context.Background(), db, f.clock.Now())
+	if err != nil || got != want {
+		t.Fatalf("billing status %+v, %v; want %+v", got, err, want)
+	}
+}
