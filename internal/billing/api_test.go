@@ -1,6 +1,7 @@
 package billing_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,20 @@ func TestPlanService(t *testing.T) {
 			t.Fatalf("counts after cancel: %s", r.Raw)
 		}
 		f.must(t, "DELETE", "/plan-service/plan/"+gold, nil)
+		var ops []string
+		rows, err := db.Reader().QueryContext(context.Background(), `SELECT operation FROM audit_log WHERE resource = $1 ORDER BY id`, "plan/"+gold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var op string
+			rows.Scan(&op)
+			ops = append(ops, op)
+		}
+		rows.Close()
+		if strings.Join(ops, " ") != "plan.create plan.update plan.delete" {
+			t.Fatalf("audit of the plan: %v", ops)
+		}
 		if r := f.do(t, "GET", "/plan-service/plan/"+gold, nil); r.Status != 404 {
 			t.Fatalf("get a deleted plan: %d", r.Status)
 		}

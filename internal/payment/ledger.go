@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/money"
@@ -384,15 +385,15 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 	if outcome == "" {
 		outcome = t.Status
 	}
-	a := auditRecord{merchantID: t.MerchantID, clientID: t.ClientID, operation: op, transactionID: t.TransactionID,
-		amount: t.Amount, currency: t.Currency.Code, outcome: outcome, detail: t.Message, requestID: t.RequestID, at: now}
+	a := audit.Record{MerchantID: t.MerchantID, ClientID: t.ClientID, Operation: op, TransactionID: t.TransactionID,
+		Amount: t.Amount, Currency: t.Currency.Code, Outcome: outcome, Detail: t.Message, RequestID: t.RequestID, At: now}
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
 	won := false
 	var err error
 	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
 		// The outcome and its audit record in one statement, a transaction of its own: one round trip.
 		var r sql.Result
-		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL+` RETURNING id) `+auditSelectSQL+` FROM done`, append(outcomeArgs, a.args()...)...)
+		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL+` RETURNING id) `+auditSelectSQL+` FROM done`, append(outcomeArgs, a.Args()...)...)
 		if err == nil {
 			n, _ := r.RowsAffected()
 			won = n == 1
@@ -413,7 +414,7 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 					return err
 				}
 			}
-			return audit(ctx, tx, a)
+			return audit.Write(ctx, tx, a)
 		})
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -161,10 +162,13 @@ func (s *Service) create(ctx context.Context, m merchant.Merchant, b body) (Plan
 	}
 	now := s.now().UnixMilli()
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO plans (lookup_id, merchant_id, name, name_key, amount, currency, scale, frequency,
+		if err := tx.QueryRowContext(ctx, `INSERT INTO plans (lookup_id, merchant_id, name, name_key, amount, currency, scale, frequency,
 			number_of_payments, send_receipt, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING id`,
 			p.LookupID, m.ID, p.Name, strings.ToLower(p.Name), p.Amount, p.Currency.Code, p.Currency.Digits, string(p.Frequency),
-			p.NumberOfPayments, p.SendReceipt, now).Scan(&p.ID)
+			p.NumberOfPayments, p.SendReceipt, now).Scan(&p.ID); err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, m.ID, "plan.create", "plan/"+p.LookupID, s.now())
 	})
 	if store.IsUniqueViolation(err) {
 		return Plan{}, nameTaken()
@@ -186,7 +190,10 @@ func (s *Service) update(ctx context.Context, m merchant.Merchant, lookupID stri
 			number_of_payments = $8, send_receipt = $9, updated_at = $10 WHERE id = $1`,
 			p.ID, p.Name, strings.ToLower(p.Name), p.Amount, p.Currency.Code, p.Currency.Digits, string(p.Frequency),
 			p.NumberOfPayments, p.SendReceipt, s.now().UnixMilli())
-		return err
+		if err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, m.ID, "plan.update", "plan/"+lookupID, s.now())
 	})
 	if store.IsUniqueViolation(err) {
 		return Plan{}, nameTaken()
@@ -210,7 +217,7 @@ func (s *Service) remove(ctx context.Context, merchantID, lookupID string) error
 		if n, _ := r.RowsAffected(); n == 0 {
 			return fault.Conflict("plan_in_use", "Plan %s has current subscriptions; cancel them before deleting it.", lookupID)
 		}
-		return nil
+		return audit.Change(ctx, tx, merchantID, "plan.delete", "plan/"+lookupID, s.now())
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/fault"
@@ -162,10 +163,18 @@ func (s *Service) addCard(ctx context.Context, merchantID, customerLookup string
 		if err != nil {
 			return err
 		}
+		if err := audit.Change(ctx, tx, merchantID, "card.add", cardResource(customerLookup, lookup), s.now()); err != nil {
+			return err
+		}
 		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
 		return err
 	})
 	return c, err
+}
+
+// cardResource names a stored card in the audit log.
+func cardResource(customerLookup, cardLookup string) string {
+	return "customer/" + customerLookup + "/card/" + cardLookup
 }
 
 func duplicateCard() error {
@@ -237,6 +246,9 @@ func (s *Service) updateCard(ctx context.Context, merchantID, customerLookup, ca
 				return err
 			}
 		}
+		if err := audit.Change(ctx, tx, merchantID, "card.update", cardResource(customerLookup, cardLookup), s.now()); err != nil {
+			return err
+		}
 		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
 		return err
 	})
@@ -270,6 +282,9 @@ func (s *Service) deleteCard(ctx context.Context, merchantID, customerLookup, ca
 				WHERE id = (SELECT MAX(id) FROM stored_cards WHERE customer_id = $1)`, c.ID); err != nil {
 				return err
 			}
+		}
+		if err := audit.Change(ctx, tx, merchantID, "card.delete", cardResource(customerLookup, cardLookup), s.now()); err != nil {
+			return err
 		}
 		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -129,11 +130,14 @@ func (s *Service) createCustomer(ctx context.Context, merchantID string, d Detai
 	now := s.now()
 	c := Customer{LookupID: newLookupID(), MerchantID: merchantID, Details: d, CreatedAt: now, UpdatedAt: now}
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO customers (lookup_id, merchant_id, email, first_name, last_name, company,
+		if err := tx.QueryRowContext(ctx, `INSERT INTO customers (lookup_id, merchant_id, email, first_name, last_name, company,
 			bcc_emails, telephone, address1, address2, city, province, country, postal_code, custom_id, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16) RETURNING id`,
 			c.LookupID, merchantID, d.Email, d.FirstName, d.LastName, d.Company, d.BccEmails, d.Telephone, d.Address1,
-			d.Address2, d.City, d.Province, d.Country, d.PostalCode, d.CustomID, now.UnixMilli()).Scan(&c.ID)
+			d.Address2, d.City, d.Province, d.Country, d.PostalCode, d.CustomID, now.UnixMilli()).Scan(&c.ID); err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, merchantID, "customer.create", "customer/"+c.LookupID, now)
 	})
 	return c, err
 }
@@ -184,7 +188,10 @@ func (s *Service) updateCustomer(ctx context.Context, merchantID, lookupID strin
 			postal_code = $13, custom_id = $14, updated_at = $15 WHERE id = $1`,
 			c.ID, d.Email, d.FirstName, d.LastName, d.Company, d.BccEmails, d.Telephone, d.Address1, d.Address2, d.City,
 			d.Province, d.Country, d.PostalCode, d.CustomID, c.UpdatedAt.UnixMilli())
-		return err
+		if err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, merchantID, "customer.update", "customer/"+lookupID, c.UpdatedAt)
 	})
 	return c, err
 }
@@ -209,8 +216,10 @@ func (s *Service) deleteCustomer(ctx context.Context, merchantID, lookupID strin
 		if _, err := tx.ExecContext(ctx, `DELETE FROM stored_cards WHERE customer_id = $1`, c.ID); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM customers WHERE id = $1`, c.ID)
-		return err
+		if _, err = tx.ExecContext(ctx, `DELETE FROM customers WHERE id = $1`, c.ID); err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, merchantID, "customer.delete", "customer/"+lookupID, s.now())
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -230,12 +231,16 @@ func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLo
 				return err
 			}
 		}
+		subLookup := newLookupID()
 		_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions (lookup_id, merchant_id, customer_id, plan_id, card_id, status, amount,
 			currency, scale, frequency, number_of_payments, email, description, start_date, timezone, next_run, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, 'ACTIVE', $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $15, $15)`,
-			newLookupID(), m.ID, c.ID, p.ID, cd.ID, amount, p.Currency.Code, p.Currency.Digits, string(p.Frequency),
+			subLookup, m.ID, c.ID, p.ID, cd.ID, amount, p.Currency.Code, p.Currency.Digits, string(p.Frequency),
 			p.NumberOfPayments, email, description, start.UnixMilli(), m.Location().String(), now.UnixMilli())
 		if err != nil {
+			return err
+		}
+		if err := audit.Change(ctx, tx, m.ID, "subscription.create", subscriptionResource(customerLookup, subLookup), now); err != nil {
 			return err
 		}
 		c.Subscriptions, err = subscriptionsOf(ctx, tx, []int64{c.ID})
@@ -245,6 +250,11 @@ func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLo
 		s.kick() // the first cycle is due now: let the billing engine see it at once
 	}
 	return c, err
+}
+
+// subscriptionResource names a subscription in the audit log.
+func subscriptionResource(customerLookup, lookupID string) string {
+	return "customer/" + customerLookup + "/subscription/" + lookupID
 }
 
 // subscriptionCard is the card a subscription bills: card_lookup_id, or the customer's default.
@@ -384,7 +394,10 @@ func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, c
 			cycle = $7, next_run = $8, failed_attempts = $9, missed_cycles = $10, updated_at = $11 WHERE id = $1`,
 			sub.ID, sub.Status, sub.Amount, sub.Email, sub.Description, cardID, sub.Cycle, sub.NextRun, sub.FailedAttempts,
 			sub.MissedCycles, now.UnixMilli())
-		return err
+		if err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, m.ID, "subscription.update", subscriptionResource(customerLookup, lookupID), now)
 	})
 	if err == nil && s.kick != nil && sub.NextRun.Valid && sub.NextRun.Int64 <= s.now().UnixMilli() {
 		s.kick()
