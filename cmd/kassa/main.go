@@ -41,6 +41,7 @@ Usage:
   kassa billing status
   kassa client create --merchant-id M [--validity 12h]
   kassa client revoke --client-id C
+  kassa partner create --name NAME --image-url URL --callback-uri URI [--callback-uri URI ...] [--token-validity 20m]
 
 Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
 --vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
@@ -78,6 +79,7 @@ func commands() []command {
 		{"billing status", billingStatusCommand},
 		{"client create", clientCreateCommand},
 		{"client revoke", clientRevokeCommand},
+		{"partner create", partnerCreateCommand},
 	}
 }
 

@@ -36,7 +36,8 @@ type Credentials struct {
 type client struct {
 	id         [16]byte
 	secretHash []byte
-	merchantID string
+	merchantID string // the merchant of a merchant's client
+	partnerID  string // the partner of a partner's client
 	scopes     Scopes
 	validity   time.Duration
 	revoked    bool
@@ -49,17 +50,29 @@ func CreateClient(ctx context.Context, tx store.Querier, merchantID string, vali
 	if validity < MinValidity || validity > MaxValidity || validity%time.Second != 0 {
 		return Credentials{}, fmt.Errorf("validity must be whole seconds between %v and %v", MinValidity, MaxValidity)
 	}
-	id, secret := newHex16(), newHex16()
-	sum := sha256.Sum256([]byte(secret))
-	_, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients
-		(client_id, secret_hash, merchant_id, scopes, token_validity_seconds, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`,
-		id, sum[:], merchantID, DefaultScopes.String(), int64(validity/time.Second), now.UnixMilli())
+	id, secret, err := insertClient(ctx, tx, merchantID, "", validity, now)
 	if err != nil {
-		return Credentials{}, fmt.Errorf("auth: store client: %w", err)
+		return Credentials{}, err
 	}
 	return Credentials{ClientID: id, ClientSecret: secret, MerchantID: merchantID, TokenValiditySeconds: int64(validity / time.Second)}, nil
 }
+
+// insertClient stores a new client of a merchant or of a partner (one of the two ids is ""), with the
+// default scopes, and returns its id and secret.
+func insertClient(ctx context.Context, tx store.Querier, merchantID, partnerID string, validity time.Duration, now time.Time) (string, string, error) {
+	id, secret := newHex16(), newHex16()
+	sum := sha256.Sum256([]byte(secret))
+	_, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients
+		(client_id, secret_hash, merchant_id, partner_id, scopes, token_validity_seconds, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		id, sum[:], nullable(merchantID), nullable(partnerID), DefaultScopes.String(), int64(validity/time.Second), now.UnixMilli())
+	if err != nil {
+		return "", "", fmt.Errorf("auth: store client: %w", err)
+	}
+	return id, secret, nil
+}
+
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // RevokeClient revokes a client: it can no longer get tokens, and every node stops accepting the
 // tokens it already has within one revocation poll.
@@ -87,8 +100,10 @@ func lookupClient(ctx context.Context, q store.Querier, id string) (client, erro
 	var scopes string
 	var validity int64
 	var revoked sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT secret_hash, merchant_id, scopes, token_validity_seconds, revoked_at
-		FROM oauth_clients WHERE client_id = $1`, id).Scan(&c.secretHash, &c.merchantID, &scopes, &validity, &revoked)
+	var merchantID, partnerID sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT secret_hash, merchant_id, partner_id, scopes, token_validity_seconds, revoked_at
+		FROM oauth_clients WHERE client_id = $1`, id).Scan(&c.secretHash, &merchantID, &partnerID, &scopes, &validity, &revoked)
+	c.merchantID, c.partnerID = merchantID.String, partnerID.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, ErrUnknownClient
 	}

@@ -63,6 +63,11 @@ func (s *Service) clientCredentials(ctx context.Context, r *http.Request, p url.
 	if err != nil {
 		return nil, err
 	}
+	if c.merchantID == "" {
+		// A partner's client has no account of its own to act for: it acts for merchants who
+		// approved it, through the authorization-code grant.
+		return nil, unauthorizedClient("A partner's client gets tokens through the authorization_code grant.")
+	}
 	scopes := c.scopes
 	if req := p.Get("scope"); req != "" {
 		asked, err := ParseScopes(req)

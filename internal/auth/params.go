@@ -25,6 +25,11 @@ func invalidRequest(desc string) *oauthError {
 	return &oauthError{status: http.StatusBadRequest, Code: "invalid_request", Description: desc}
 }
 
+// unauthorizedClient refuses a grant type that the authenticated client may not use (RFC 6749 §5.2).
+func unauthorizedClient(desc string) *oauthError {
+	return &oauthError{status: http.StatusBadRequest, Code: "unauthorized_client", Description: desc}
+}
+
 // invalidClient is the one answer to every failed client authentication, whatever the cause, so that
 // it tells an attacker nothing about which ids exist.
 func invalidClient() *oauthError {

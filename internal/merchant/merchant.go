@@ -143,22 +143,16 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 	if taken > 0 {
 		return Merchant{}, fault.Conflict("email_taken", "a merchant with email %s already exists", m.Email)
 	}
-	// 40 random bits: collisions are rare but possible over many merchants, so try a few ids.
-	for range 5 {
-		m.ID = newID()
-		var exists int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM merchants WHERE id = $1`, m.ID).Scan(&exists); err != nil {
-			return Merchant{}, err
-		}
-		if exists == 0 {
-			break
-		}
+	id, err := NewAccountID(ctx, tx)
+	if err != nil {
+		return Merchant{}, err
 	}
+	m.ID = id
 	m.Settings = Settings{Currencies: []string{"CAD", "USD"}, MaxAmountCents: 99999999, SimulatorProfile: ProfileStandard, Timezone: "UTC"}
 	if !m.Accepts(m.DefaultCurrency) {
 		m.Currencies = append([]string{m.DefaultCurrency}, m.Currencies...)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, password_hash, default_currency, created_at,
+	_, err = tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, password_hash, default_currency, created_at,
 		currencies, max_amount_cents, simulator_profile)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		m.ID, m.Name, m.Email, emailKey(m.Email), hash, m.DefaultCurrency, now.UnixMilli(),
@@ -270,8 +264,23 @@ func ValidateEmail(s string) error {
 
 func emailKey(email string) string { return strings.ToLower(email) }
 
-func newID() string {
-	var b [5]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// NewAccountID returns 10 lowercase hex characters that are neither a merchant's nor a partner's id:
+// the two share the payments API's account namespace ("acct_" + id). 40 random bits collide rarely,
+// but possibly over many accounts, so a few ids are tried.
+func NewAccountID(ctx context.Context, q store.Querier) (string, error) {
+	var id string
+	for range 5 {
+		var b [5]byte
+		rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+		var taken int
+		if err := q.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM merchants WHERE id = $1) + (SELECT COUNT(*) FROM partners WHERE id = $1)`,
+			id).Scan(&taken); err != nil {
+			return "", err
+		}
+		if taken == 0 {
+			break
+		}
+	}
+	return id, nil
 }
