@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"strings"
 	"time"
@@ -45,5 +46,32 @@ func partnerCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		return printJSON(e.stdout, out)
+	}
+}
+
+func merchantRevokePartnerCommand(fs *flag.FlagSet) func(context.Context, *env) error {
+	merchantID := fs.String("merchant-id", "", "merchant whose approval ends (required)")
+	partnerID := fs.String("partner-id", "", "partner that loses access to the merchant (required)")
+	return func(ctx context.Context, e *env) error {
+		if err := required([2]string{"merchant-id", *merchantID}, [2]string{"partner-id", *partnerID}); err != nil {
+			return err
+		}
+		db, err := e.db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		now := time.Now()
+		n, err := auth.RevokePartner(ctx, db, *merchantID, *partnerID, now)
+		switch {
+		case errors.Is(err, auth.ErrUnknownMerchant):
+			return errors.New("no merchant with id " + *merchantID)
+		case errors.Is(err, auth.ErrUnknownPartner):
+			return errors.New("no partner with id " + *partnerID)
+		case err != nil:
+			return err
+		}
+		return printJSON(e.stdout, map[string]any{"merchant_id": *merchantID, "partner_id": *partnerID, "grants_revoked": n,
+			"revoked_at": now.UTC().Format(time.RFC3339)})
 	}
 }

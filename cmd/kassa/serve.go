@@ -42,6 +42,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	billingInterval := fs.Duration("billing-interval", billing.DefaultInterval, "how often the billing engine looks for due subscriptions and receipts")
 	retrySchedule := fs.String("billing-retry-schedule", "24h,72h,120h", "when a declined cycle is retried, counted from its first decline")
 	runBilling := fs.Bool("billing-engine", true, "run the billing engine on this node (false: an API-only node)")
+	codeTTL := fs.Duration("auth-code-ttl", auth.DefaultCodeTTL, "lifetime of an authorization code of the partner flow (at most 10m)")
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
@@ -61,6 +62,9 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 				return usagef("--billing-retry-schedule must be durations separated by commas, e.g. 24h,72h,120h")
 			}
 			retries = append(retries, d)
+		}
+		if *codeTTL <= 0 || *codeTTL > auth.MaxCodeTTL {
+			return usagef("--auth-code-ttl must be between 1ns and %v", auth.MaxCodeTTL)
 		}
 		if *billingInterval <= 0 || *backlog < 1 {
 			return usagef("--billing-interval must be positive and --billing-backlog-limit at least 1")
@@ -105,7 +109,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
-				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling})
+				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: *publicURL})
 		if err != nil {
 			return err
 		}

@@ -53,6 +53,8 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	go svc.Run(ctx)
 	r := httpapi.NewRouter()
 	r.Handle("POST", "/oauth/token", svc.TokenHandler())
+	r.Handle("POST", "/oauth/revoke", svc.RevokeHandler())
+	r.Handle("DELETE", "/oauth/revoke_token", svc.RevokeTokenHandler())
 	r.Handle("GET", "/protected", svc.Require(auth.ScopeEcom, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := auth.ClaimsFrom(r.Context())
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"merchant_id": c.MerchantID, "client_id": c.ClientIDString()})

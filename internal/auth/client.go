@@ -139,3 +139,6 @@ func newHex16() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// idString is the client id as stored: 32 hex characters.
+func (c client) idString() string { return hex.EncodeToString(c.id[:]) }

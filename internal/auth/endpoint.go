@@ -49,6 +49,12 @@ func (s *Service) token(r *http.Request) (*tokenResponse, error) {
 		return nil, invalidRequest("The grant_type parameter is required.")
 	case "client_credentials":
 		return s.clientCredentials(r.Context(), r, p)
+	case "authorization_code":
+		return s.authorizationCode(r.Context(), r, p)
+	case "refresh_token":
+		return s.refreshToken(r.Context(), r, p)
+	case "password":
+		return s.passwordGrant(r.Context(), r, p)
 	default:
 		return nil, &oauthError{status: http.StatusBadRequest, Code: "unsupported_grant_type",
 			Description: "The grant_type " + strconv.Quote(gt) + " is not supported."}
@@ -123,6 +129,9 @@ func writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
+	if oe.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(oe.retryAfter), 10))
+	}
 	if oe.status == http.StatusUnauthorized {
 		// RFC 6749 §5.2: invalid_client answered with 401 carries WWW-Authenticate.
 		h.Set("WWW-Authenticate", `Basic realm="kassa"`)

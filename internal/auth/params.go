@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/kassapay/kassa/internal/httpapi"
 )
@@ -17,6 +18,7 @@ type oauthError struct {
 	status      int
 	Code        string `json:"error"`
 	Description string `json:"error_description"`
+	retryAfter  time.Duration // sent as Retry-After when set (a throttled sign-in)
 }
 
 func (e *oauthError) Error() string { return e.Code + ": " + e.Description }

@@ -26,6 +26,7 @@ type Config struct {
 	Logger         *slog.Logger
 	Now            func() time.Time // defaults to time.Now
 	RevocationPoll time.Duration    // defaults to DefaultRevocationPoll
+	CodeTTL        time.Duration    // authorization code lifetime; defaults to DefaultCodeTTL, at most MaxCodeTTL
 }
 
 // Service issues and checks access tokens.
@@ -34,6 +35,7 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 	poll    time.Duration
+	codeTTL time.Duration
 	sealer  *sealer
 	revoked revocations
 }
@@ -41,7 +43,10 @@ type Service struct {
 // NewService loads the token keys (creating the first one in a new database) and the current
 // revocations.
 func NewService(ctx context.Context, cfg Config) (*Service, error) {
-	s := &Service{db: cfg.DB, log: cfg.Logger, now: cfg.Now, poll: cfg.RevocationPoll}
+	s := &Service{db: cfg.DB, log: cfg.Logger, now: cfg.Now, poll: cfg.RevocationPoll, codeTTL: cfg.CodeTTL}
+	if s.codeTTL <= 0 || s.codeTTL > MaxCodeTTL {
+		s.codeTTL = DefaultCodeTTL
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -146,15 +151,14 @@ func (s *Service) Verify(tok string) (Claims, error) {
 
 // issue seals a new access token.
 func (s *Service) issue(clientID [16]byte, merchantID string, scopes Scopes, validity time.Duration) (string, Claims) {
+	return s.issueClaims(Claims{ClientID: clientID, MerchantID: merchantID, Scopes: scopes}, validity)
+}
+
+// issueClaims seals a new access token carrying c, with a fresh token id, issued now and valid for
+// validity.
+func (s *Service) issueClaims(c Claims, validity time.Duration) (string, Claims) {
 	now := s.now().Truncate(time.Second)
-	c := Claims{
-		TokenID:    newTokenID(),
-		ClientID:   clientID,
-		MerchantID: merchantID,
-		Scopes:     scopes,
-		IssuedAt:   now,
-		ExpiresAt:  now.Add(validity),
-	}
+	c.TokenID, c.IssuedAt, c.ExpiresAt = newTokenID(), now, now.Add(validity)
 	return s.sealer.seal(c), c
 }
 

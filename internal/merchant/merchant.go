@@ -187,6 +187,18 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	return m, nil
 }
 
+// PasswordHash reads the id and dashboard password hash of the merchant who signs in with email
+// (compared without regard to case). A merchant without a password has hash "". ErrNotFound when no
+// merchant has that e-mail.
+func PasswordHash(ctx context.Context, q store.Querier, email string) (id, hash string, err error) {
+	var h sql.NullString
+	err = q.QueryRowContext(ctx, `SELECT id, password_hash FROM merchants WHERE email_key = $1`, emailKey(strings.TrimSpace(email))).Scan(&id, &h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", ErrNotFound
+	}
+	return id, h.String, err
+}
+
 // Update changes the settings that are set (non-nil) and returns the merchant. A currency list
 // always keeps the default currency.
 type Update struct {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/simulator"
+	"github.com/kassapay/kassa/internal/signin"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/web"
@@ -55,6 +57,10 @@ type Config struct {
 	Billing billing.Config
 	// NoBillingEngine keeps this node from billing subscriptions (an API-only node of a cluster).
 	NoBillingEngine bool
+	// CodeTTL is how long an authorization code lives (default 60 s, at most 10 min).
+	CodeTTL time.Duration
+	// PublicURL is the base of the URLs the server hands out; with https, cookies are Secure.
+	PublicURL string
 }
 
 // Server is a configured Kassa server.
@@ -88,7 +94,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		cfg.Processor = simulator.New(sim)
 	}
-	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll})
+	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll, CodeTTL: cfg.CodeTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +122,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	r.HandleFunc("GET", "/readyz", s.ready)
 	r.Handle("POST", "/oauth/token", a.TokenHandler())
+	r.Handle("POST", "/oauth/revoke", a.RevokeHandler())
+	r.Handle("DELETE", "/oauth/revoke_token", a.RevokeTokenHandler())
+	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Now: cfg.Now}).Routes(r)
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
 	v, err := vault.New(ctx, vault.Config{DB: cfg.DB, Keyring: ring, Ledger: s.ledger, Merchants: merchants, Tokens: s.cardenc, Now: cfg.Now})

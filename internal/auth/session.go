@@ -1,0 +1,71 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+)
+
+// Session is a merchant signed in to the authorization pages. It lives only in a cookie, sealed with
+// the token keys like an access token (under its own additional data, so that neither can pass for
+// the other): any node opens it, and nothing is stored.
+type Session struct {
+	ID         [16]byte
+	MerchantID string
+	ExpiresAt  time.Time
+}
+
+// SessionTTL is how long a sign-in to the authorization pages lasts.
+const SessionTTL = 30 * time.Minute
+
+var sessionAAD = []byte("kassa sign-in session")
+
+const sessionLen = 1 + 16 + 5 + 8 // version | id | merchant | expiry
+
+// NewSession starts a session for the merchant and returns the cookie value that carries it.
+func (s *Service) NewSession(merchantID string) (string, Session) {
+	sess := Session{ID: newTokenID(), MerchantID: merchantID, ExpiresAt: s.now().Add(SessionTTL).Truncate(time.Second)}
+	p := make([]byte, 0, sessionLen)
+	p = append(p, claimsFormat)
+	p = append(p, sess.ID[:]...)
+	var m [5]byte
+	hex.Decode(m[:], []byte(merchantID))
+	p = append(p, m[:]...)
+	p = binary.BigEndian.AppendUint64(p, uint64(sess.ExpiresAt.Unix()))
+	sealed := []byte{s.sealer.current}
+	sealed = s.sealer.keys[s.sealer.current].Seal(sealed, nil, p, sessionAAD)
+	return base64.RawURLEncoding.EncodeToString(sealed), sess
+}
+
+// OpenSession opens a session cookie's value; false when it is not one of ours or has expired.
+func (s *Service) OpenSession(v string) (Session, bool) {
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(v)
+	if err != nil || len(raw) < 2 {
+		return Session{}, false
+	}
+	aead, ok := s.sealer.keys[raw[0]]
+	if !ok {
+		return Session{}, false
+	}
+	p, err := aead.Open(nil, nil, raw[1:], sessionAAD)
+	if err != nil || len(p) != sessionLen || p[0] != claimsFormat {
+		return Session{}, false
+	}
+	var sess Session
+	copy(sess.ID[:], p[1:17])
+	sess.MerchantID = hex.EncodeToString(p[17:22])
+	sess.ExpiresAt = time.Unix(int64(binary.BigEndian.Uint64(p[22:30])), 0)
+	if !s.now().Before(sess.ExpiresAt) {
+		return Session{}, false
+	}
+	return sess, true
+}
+
+// CSRFToken is the anti-forgery token of the session's forms: derived from the session id, which
+// only the sealed, HttpOnly cookie carries, so that another site can neither read nor guess it.
+func (sess Session) CSRFToken() string {
+	sum := sha256.Sum256(append([]byte("kassa csrf "), sess.ID[:]...))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}

@@ -1,0 +1,336 @@
+// Package signin serves the pages of the authorization-code flow (gateway-api.md, "Authentication"
+// rule 3; RFC 6749 §4.1): GET /oauth/authorize checks the partner's request, asks a merchant who is
+// not signed in for e-mail and password, then shows the consent page with the partner's business
+// name and square image, the scopes asked, and two buttons. Approve sends the browser back to the
+// partner's registered callback with a code and the state; deny, with error=access_denied.
+//
+// The pages are rendered on the server and work without JavaScript. Every response carries a strict
+// Content-Security-Policy (no script at all, frame-ancestors 'none'); the forms are protected from
+// cross-site posting twice over, by http.CrossOriginProtection and by a token bound to the session;
+// the session cookie is HttpOnly, SameSite=Lax, and Secure when Kassa is served over https.
+package signin
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+//go:embed *.html
+var files embed.FS
+
+// pages are the templates, one set per page, each with the shared layout.
+var pages = map[string]*template.Template{
+	"signin":  template.Must(template.ParseFS(files, "page.html", "signin.html")),
+	"consent": template.Must(template.ParseFS(files, "page.html", "consent.html")),
+	"error":   template.Must(template.ParseFS(files, "page.html", "error.html")),
+}
+
+// cookieName is the session cookie's name; its path keeps it to the authorization pages.
+const (
+	cookieName = "kassa_signin"
+	cookiePath = "/oauth/authorize"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Auth *auth.Service
+	DB   *store.DB
+	// SecureCookies marks the session cookie Secure: set it when Kassa is served over https.
+	SecureCookies bool
+	Now           func() time.Time
+}
+
+// Handler serves the authorization pages.
+type Handler struct {
+	auth   *auth.Service
+	db     *store.DB
+	secure bool
+	now    func() time.Time
+	csrf   *http.CrossOriginProtection
+}
+
+// New returns a Handler.
+func New(cfg Config) *Handler {
+	h := &Handler{auth: cfg.Auth, db: cfg.DB, secure: cfg.SecureCookies, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.render(w, r, http.StatusForbidden, "error", view{Title: "Request refused", Error: "This form was sent from another site, so it was refused."})
+	}))
+	return h
+}
+
+// Routes registers the pages.
+func (h *Handler) Routes(r *httpapi.Router) {
+	r.HandleFunc("GET", "/oauth/authorize", h.authorize)
+	r.Handle("POST", "/oauth/authorize/sign-in", h.csrf.Handler(http.HandlerFunc(h.signIn)))
+	r.Handle("POST", "/oauth/authorize/decision", h.csrf.Handler(http.HandlerFunc(h.decide)))
+}
+
+// view is what a page shows.
+type view struct {
+	Title    string
+	Nonce    string
+	Error    string
+	Request  string // the authorization request's query string, carried through the forms
+	Email    string
+	Partner  auth.Partner
+	Merchant merchant.Merchant
+	Scopes   []scopeView
+	CSRF     string
+}
+
+type scopeView struct{ Name, Description string }
+
+// scopeDescriptions say what each scope lets a partner do, in the merchant's words.
+var scopeDescriptions = map[string]string{
+	"ecom":    "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and subscriptions",
+	"invoice": "create and manage your invoices",
+}
+
+// authorize serves GET /oauth/authorize.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) {
+	req, ok := h.request(w, r, r.URL.Query())
+	if !ok {
+		return
+	}
+	sess, signedIn := h.session(r)
+	if !signedIn {
+		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: r.URL.RawQuery, Partner: req.Partner})
+		return
+	}
+	h.consent(w, r, req, sess, r.URL.RawQuery)
+}
+
+// request parses the authorization request. A bad client or redirect URI gets an error page and is
+// never redirected (RFC 6749 §4.1.2.1); any other fault is sent back to the redirect URI. It reports
+// false when it has answered.
+func (h *Handler) request(w http.ResponseWriter, r *http.Request, q url.Values) (auth.AuthorizationRequest, bool) {
+	req, err := h.auth.ParseAuthorizationRequest(r.Context(), q)
+	var ce *auth.ClientError
+	var re *auth.RedirectError
+	switch {
+	case errors.As(err, &ce):
+		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Unknown application", Error: ce.Reason})
+		return req, false
+	case errors.As(err, &re):
+		redirect(w, req.RedirectURI, url.Values{"error": {re.Code}, "error_description": {re.Description}}, req.State)
+		return req, false
+	case err != nil:
+		h.fail(w, r, err)
+		return req, false
+	}
+	return req, true
+}
+
+// signIn serves the sign-in form's POST: on success it starts a session and sends the browser back to
+// the authorization request, now to the consent page.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
+	rawReq := r.PostFormValue("request")
+	q, err := url.ParseQuery(rawReq)
+	if err != nil {
+		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request", Error: "The sign-in form was damaged; start again from the application."})
+		return
+	}
+	req, ok := h.request(w, r, q)
+	if !ok {
+		return
+	}
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	v := view{Title: "Sign in", Request: rawReq, Partner: req.Partner, Email: email}
+	merchantID, err := h.auth.SignIn(r.Context(), email, r.PostFormValue("password"), auth.ClientAddr(r), "")
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		v.Error = "Too many failed sign-ins. Try again in " + minutes(throttled.Until.Sub(h.now())) + "."
+		h.render(w, r, http.StatusTooManyRequests, "signin", v)
+		return
+	case errors.Is(err, auth.ErrBadCredentials):
+		v.Error = "The e-mail or password is wrong."
+		h.render(w, r, http.StatusUnauthorized, "signin", v)
+		return
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	}
+	value, sess := h.auth.NewSession(merchantID)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: cookiePath, Expires: sess.ExpiresAt, HttpOnly: true,
+		Secure: h.secure, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, "/oauth/authorize?"+rawReq, http.StatusSeeOther)
+}
+
+// consent shows the consent page to a signed-in merchant.
+func (h *Handler) consent(w http.ResponseWriter, r *http.Request, req auth.AuthorizationRequest, sess auth.Session, rawReq string) {
+	var m merchant.Merchant
+	err := h.db.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		m, err = merchant.Get(r.Context(), q, sess.MerchantID)
+		return err
+	})
+	if errors.Is(err, merchant.ErrNotFound) {
+		h.clearSession(w)
+		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: rawReq, Partner: req.Partner})
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v := view{Title: "Allow access", Request: rawReq, Partner: req.Partner, Merchant: m, CSRF: sess.CSRFToken()}
+	for _, name := range strings.Fields(req.Scopes.String()) {
+		v.Scopes = append(v.Scopes, scopeView{Name: name, Description: scopeDescriptions[name]})
+	}
+	// The decision's redirect goes to the partner's callback: form-action must allow its origin, as
+	// browsers apply form-action to the redirects that follow a form's submission.
+	h.renderWith(w, r, http.StatusOK, "consent", v, originOf(req.RedirectURI), originOf(req.Partner.ImageURL))
+}
+
+// decide serves the consent form's POST.
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
+	rawReq := r.PostFormValue("request")
+	q, err := url.ParseQuery(rawReq)
+	if err != nil {
+		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request", Error: "The consent form was damaged; start again from the application."})
+		return
+	}
+	req, ok := h.request(w, r, q)
+	if !ok {
+		return
+	}
+	sess, signedIn := h.session(r)
+	if !signedIn {
+		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: rawReq, Partner: req.Partner,
+			Error: "Your sign-in has expired. Sign in again."})
+		return
+	}
+	if r.PostFormValue("csrf_token") != sess.CSRFToken() {
+		h.render(w, r, http.StatusForbidden, "error", view{Title: "Request refused", Error: "This form has expired or was not sent from this page."})
+		return
+	}
+	switch r.PostFormValue("decision") {
+	case "approve":
+		code, err := h.auth.Authorize(r.Context(), sess.MerchantID, req)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		redirect(w, req.RedirectURI, url.Values{"code": {code}}, req.State)
+	case "deny":
+		// RFC 6749 §4.1.2.1: "access_denied: The resource owner or authorization server denied the request."
+		redirect(w, req.RedirectURI, url.Values{"error": {"access_denied"}}, req.State)
+	default:
+		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request", Error: "Choose Allow access or Deny."})
+	}
+}
+
+// redirect sends the browser to the client's redirect URI with params and the state, keeping the
+// URI's own query (RFC 6749 §3.1.2: "MUST retain the query component").
+func redirect(w http.ResponseWriter, redirectURI string, params url.Values, state string) {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		http.Error(w, "bad redirect URI", http.StatusInternalServerError) // registered URIs are validated
+		return
+	}
+	q := u.Query()
+	for k, vs := range params {
+		q[k] = vs
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
+	u.RawQuery = q.Encode()
+	w.Header().Set("Location", u.String())
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func (h *Handler) session(r *http.Request) (auth.Session, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return auth.Session{}, false
+	}
+	return h.auth.OpenSession(c.Value)
+}
+
+func (h *Handler) clearSession(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: cookiePath, MaxAge: -1, HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode})
+}
+
+// fail logs an internal error and shows a page that says so.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	httpapi.Logger(r.Context()).ErrorContext(r.Context(), "authorization page", "err", err)
+	h.render(w, r, http.StatusInternalServerError, "error", view{Title: "Something went wrong", Error: "Kassa could not complete this request. Try again in a moment."})
+}
+
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+	h.renderWith(w, r, status, page, v)
+}
+
+// renderWith renders a page with a strict Content-Security-Policy: no script, styles only by this
+// response's nonce, images only from the origins given, forms only to Kassa (and the origins given),
+// never in a frame.
+func (h *Handler) renderWith(w http.ResponseWriter, r *http.Request, status int, page string, v view, origins ...string) {
+	v.Nonce = rand.Text()
+	extra := strings.Join(nonEmpty(origins), " ")
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; img-src "+orNone(extra)+
+		"; form-action "+strings.TrimSpace("'self' "+extra)+"; frame-ancestors 'none'; base-uri 'none'")
+	hdr.Set("X-Frame-Options", "DENY")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := pages[page].ExecuteTemplate(w, "page", v); err != nil {
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "render "+page, "err", err)
+	}
+}
+
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "'none'"
+	}
+	return s
+}
+
+// minutes says how long d is, rounded up to whole minutes.
+func minutes(d time.Duration) string {
+	m := int((d + time.Minute - 1) / time.Minute)
+	if m <= 1 {
+		return "a minute"
+	}
+	return strconv.Itoa(m) + " minutes"
+}
