@@ -16,8 +16,8 @@ import (
 // oauthError is an RFC 6749 §5.2 error response.
 type oauthError struct {
 	status      int
-	Code        string `json:"error"`
-	Description string `json:"error_description"`
+	Code        string        `json:"error"`
+	Description string        `json:"error_description"`
 	retryAfter  time.Duration // sent as Retry-After when set (a throttled sign-in)
 }
 
