@@ -40,6 +40,16 @@ func TestCLIFailures(t *testing.T) {
 		{"bad database url", []string{"migrate", "--database-url", "mysql://x"}, 1, "postgres://"},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},
 		{"bad public url", []string{"serve", "--public-url", "pay.example.com"}, 2, "--public-url"},
+		{"code ttl over 10 minutes", []string{"serve", "--auth-code-ttl", "11m"}, 2, "--auth-code-ttl"},
+		{"partner without callback", []string{"partner", "create", "--name", "P", "--image-url", "https://p.example/i.png"}, 2, "--callback-uri is required"},
+		{"partner without image", []string{"partner", "create", "--name", "P", "--callback-uri", "https://p.example/cb"}, 2, "--image-url is required"},
+		{"partner image over http", []string{"partner", "create", "--name", "P", "--image-url", "http://p.example/i.png", "--callback-uri", "https://p.example/cb"}, 1, "image_url must be an https URL"},
+		{"partner callback over http", []string{"partner", "create", "--name", "P", "--image-url", "https://p.example/i.png", "--callback-uri", "http://p.example/cb"}, 1, "must be https"},
+		{"partner callback with a fragment", []string{"partner", "create", "--name", "P", "--image-url", "https://p.example/i.png", "--callback-uri", "https://p.example/cb#x"}, 1, "fragment"},
+		{"partner validity out of range", []string{"partner", "create", "--name", "P", "--image-url", "https://p.example/i.png", "--callback-uri", "https://p.example/cb", "--token-validity", "1s"}, 1, "token validity"},
+		{"revoke-partner without partner", []string{"merchant", "revoke-partner", "--merchant-id", m["merchant_id"].(string)}, 2, "--partner-id is required"},
+		{"revoke-partner of an unknown partner", []string{"merchant", "revoke-partner", "--merchant-id", m["merchant_id"].(string), "--partner-id", "0000000000"}, 1, "no partner"},
+		{"revoke-partner of an unknown merchant", []string{"merchant", "revoke-partner", "--merchant-id", "0000000000", "--partner-id", "0000000000"}, 1, "no merchant"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args

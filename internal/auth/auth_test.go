@@ -39,7 +39,7 @@ type fixture struct {
 	creds auth.Credentials
 }
 
-func newFixture(t *testing.T, db *store.DB) *fixture {
+func newFixture(t testing.TB, db *store.DB) *fixture {
 	t.Helper()
 	f := &fixture{db: db, clock: clock.NewManual(time.Now())}
 	svc, err := auth.NewService(context.Background(), auth.Config{DB: db, Now: f.clock.Now, RevocationPoll: 20 * time.Millisecond,
@@ -65,7 +65,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	return f
 }
 
-func (f *fixture) newMerchant(t *testing.T, email string, validity time.Duration) auth.Credentials {
+func (f *fixture) newMerchant(t testing.TB, email string, validity time.Duration) auth.Credentials {
 	t.Helper()
 	var c auth.Credentials
 	err := f.db.Write(context.Background(), func(tx *store.Tx) error {

@@ -25,7 +25,7 @@ import (
 const callback = "https://partner.example/callback"
 
 // newPartner registers a partner with the callback above (and validity, when not zero).
-func (f *fixture) newPartner(t *testing.T, validity time.Duration) auth.PartnerCredentials {
+func (f *fixture) newPartner(t testing.TB, validity time.Duration) auth.PartnerCredentials {
 	t.Helper()
 	var p auth.PartnerCredentials
 	err := f.db.Write(context.Background(), func(tx *store.Tx) error {
