@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/hex"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,11 +35,29 @@ func (r *revoked) has(c *Claims) bool {
 	return ok && c.GrantID != [16]byte{}
 }
 
-// revocations keeps the current snapshot.
-type revocations struct{ cur atomic.Pointer[revoked] }
+// revocations keeps the current snapshot. A revocation made on this node is applied at once (add),
+// and kept aside until a reload that began after it was committed has read it back from the
+// database, so that a reload racing with it cannot drop it from the snapshot.
+type revocations struct {
+	cur   atomic.Pointer[revoked]
+	mu    sync.Mutex // serializes add and the end of load
+	gen   uint64
+	local []localRevocation
+}
 
-// load replaces the snapshot with every unexpired revocation in the database.
+// localRevocation is a revocation added on this node, numbered in the order of adds.
+type localRevocation struct {
+	kind string
+	id   [16]byte
+	gen  uint64
+}
+
+// load replaces the snapshot with every unexpired revocation in the database, and the ones this node
+// added that the read may not have seen.
 func (rs *revocations) load(ctx context.Context, q store.Querier, now time.Time) error {
+	rs.mu.Lock()
+	started := rs.gen
+	rs.mu.Unlock()
 	rows, err := q.QueryContext(ctx, `SELECT kind, subject FROM revocations WHERE expires_at > $1`, now.UnixMilli())
 	if err != nil {
 		return err
@@ -59,20 +78,32 @@ func (rs *revocations) load(ctx context.Context, q store.Querier, now time.Time)
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	// An add numbered after the read began may have committed after it: keep it for the next load.
+	keep := rs.local[:0]
+	for _, l := range rs.local {
+		next.set(l.kind)[l.id] = struct{}{}
+		if l.gen > started {
+			keep = append(keep, l)
+		}
+	}
+	rs.local = keep
 	rs.cur.Store(next)
 	return nil
 }
 
-// add records one revocation in this node's snapshot at once, ahead of the next load.
+// add records one revocation, already committed to the database, in this node's snapshot at once,
+// ahead of the next load.
 func (rs *revocations) add(kind string, id [16]byte) {
-	for {
-		old := rs.cur.Load()
-		next := &revoked{clients: clone(old.clients), tokens: clone(old.tokens), grants: clone(old.grants)}
-		next.set(kind)[id] = struct{}{}
-		if rs.cur.CompareAndSwap(old, next) {
-			return
-		}
-	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.gen++
+	rs.local = append(rs.local, localRevocation{kind: kind, id: id, gen: rs.gen})
+	old := rs.cur.Load()
+	next := &revoked{clients: clone(old.clients), tokens: clone(old.tokens), grants: clone(old.grants)}
+	next.set(kind)[id] = struct{}{}
+	rs.cur.Store(next)
 }
 
 func (r *revoked) set(kind string) map[[16]byte]struct{} {
