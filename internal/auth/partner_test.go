@@ -584,3 +584,31 @@ func (f *fixture) secondNode(t *testing.T) *auth.Service {
 	go svc.Run(ctx)
 	return svc
 }
+
+// The code lifetime is configurable up to 10 minutes.
+func TestCodeTTLIsConfigurable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.SQLite(t))
+	svc, err := auth.NewService(context.Background(), auth.Config{DB: f.db, Now: f.clock.Now, CodeTTL: 5 * time.Minute,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = svc // issue the codes with this service; the fixture's endpoint exchanges them
+	p := f.newPartner(t, 0)
+	exchange := func(code string) int {
+		status, _ := f.token(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {callback}},
+			basic(p.ClientID, p.ClientSecret))
+		return status
+	}
+	code := f.approve(t, f.creds.MerchantID, authorizeQuery(p))
+	f.clock.Advance(4*time.Minute + 59*time.Second)
+	if s := exchange(code); s != 200 {
+		t.Fatalf("a 5-minute code after 4:59: %d", s)
+	}
+	code = f.approve(t, f.creds.MerchantID, authorizeQuery(p))
+	f.clock.Advance(5 * time.Minute)
+	if s := exchange(code); s != 400 {
+		t.Fatalf("a 5-minute code after 5:00: %d", s)
+	}
+}

@@ -305,3 +305,17 @@ func TestPartnerTokensForTwoMerchants(t *testing.T) {
 		}
 	})
 }
+
+// Served over https, the session cookie is Secure too.
+func TestSessionCookieIsSecureOverHTTPS(t *testing.T) {
+	t.Parallel()
+	f := &fixture{srv: servertest.Start(t, storetest.SQLite(t), server.Config{PublicURL: "https://pay.example"}), callback: "https://partner.example/cb"}
+	f.partner = f.newPartner(t, f.callback)
+	f.merchant = f.newMerchant(t, "secure@example.com")
+	c := signintest.Client()
+	request := signintest.Field(t, do(t, c, "GET", f.authorizeURL(), nil).body, "request")
+	p := do(t, c, "POST", f.srv.URL+"/oauth/authorize/sign-in", url.Values{"request": {request}, "email": {"secure@example.com"}, "password": {password}})
+	if cookie := p.header.Get("Set-Cookie"); p.status != 303 || !strings.Contains(cookie, "; Secure") || !strings.Contains(cookie, "HttpOnly") {
+		t.Fatalf("sign-in over https: %d, cookie %q", p.status, cookie)
+	}
+}
