@@ -1,5 +1,5 @@
-// Package web holds the browser-side files Kassa serves, embedded in the binary: today the
-// CardEncryption script.
+// Package web holds the browser-side files Kassa serves, embedded in the binary: the CardEncryption
+// script, the hosted payment page (its template and script) and hpp.js, the shop's helper for it.
 package web
 
 import (
@@ -8,6 +8,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
+	"html/template"
 	"net/http"
 	"strconv"
 
@@ -15,7 +16,7 @@ import (
 	"github.com/kassapay/kassa/internal/httpapi"
 )
 
-//go:embed card-encryption.js
+//go:embed card-encryption.js hpp.js hosted-page.js hosted-page.html
 var files embed.FS
 
 // Script is one served script: its content, and the content-hashed name and integrity value that let
@@ -28,8 +29,28 @@ type Script struct {
 	etag      string
 }
 
-// CardEncryption is the CardEncryption script.
-var CardEncryption = mustScript("card-encryption.js")
+// The scripts.
+var (
+	// CardEncryption is the CardEncryption script.
+	CardEncryption = mustScript("card-encryption.js")
+	// HPP is hpp.js, the helper a shop's page uses to embed the hosted payment page.
+	HPP = mustScript("hpp.js")
+	// HostedPage is the hosted payment page's own script.
+	HostedPage = mustScript("hosted-page.js")
+)
+
+// scriptNamed finds a script by its name or its versioned name.
+func scriptNamed(file string) (*Script, bool) {
+	for _, s := range []*Script{CardEncryption, HPP, HostedPage} {
+		if file == s.Name || file == s.Versioned {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// HostedPageTemplate is the hosted payment page (html/template).
+var HostedPageTemplate = template.Must(template.ParseFS(files, "hosted-page.html"))
 
 func mustScript(name string) *Script {
 	b, err := files.ReadFile(name)
@@ -52,17 +73,17 @@ func (s *Script) Path() string { return "/js/" + s.Versioned }
 // Scripts are loaded by shops' pages on other origins, so the response allows cross-origin use.
 func ServeScripts(w http.ResponseWriter, r *http.Request) {
 	file := r.PathValue("file")
-	s := CardEncryption
+	s, ok := scriptNamed(file)
 	h := w.Header()
-	switch file {
-	case s.Name:
-		h.Set("Cache-Control", "public, max-age=300")
-		h.Set("Link", "<"+s.Path()+`>; rel="canonical"`)
-	case s.Versioned:
-		h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	default:
+	switch {
+	case !ok:
 		httpapi.WriteError(w, r, fault.NotFound("No script %s.", file))
 		return
+	case file == s.Name:
+		h.Set("Cache-Control", "public, max-age=300")
+		h.Set("Link", "<"+s.Path()+`>; rel="canonical"`)
+	default:
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	}
 	h.Set("ETag", s.etag)
 	h.Set("Content-Type", "text/javascript; charset=utf-8")
