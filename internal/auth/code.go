@@ -135,10 +135,7 @@ func (s *Service) authorizationCode(ctx context.Context, r *http.Request, p url.
 		return nil, invalidRequest("The code parameter is required.")
 	}
 	now := s.now()
-	var resp *tokenResponse
-	var fail *oauthError
-	revoked := ""
-	err = s.db.Write(ctx, func(tx *store.Tx) error {
+	return s.redeem(ctx, func(tx *store.Tx, out *redemption) error {
 		var redirect, challenge string
 		var expires int64
 		var used bool
@@ -148,29 +145,29 @@ func (s *Service) authorizationCode(ctx context.Context, r *http.Request, p url.
 		switch {
 		case isNoRows(err) || (err == nil && g.clientID != c.idString()):
 			// RFC 6749 §4.1.3: the code must have been issued to the authenticated client.
-			fail = invalidGrant("The authorization code is invalid.")
+			out.fail = invalidGrant("The authorization code is invalid.")
 			return nil
 		case err != nil:
 			return err
 		case g.revoked:
-			fail = invalidGrant("The authorization code is invalid.")
+			out.fail = invalidGrant("The authorization code is invalid.")
 			return nil
 		case used:
 			// RFC 6749 §4.1.2: "If an authorization code is used more than once, the authorization
 			// server MUST deny the request and SHOULD revoke (when possible) all tokens previously
 			// issued based on that authorization code."
-			revoked, fail = g.id, invalidGrant("The authorization code was already used; the tokens issued for it are revoked.")
+			out.revoked, out.fail = g.id, invalidGrant("The authorization code was already used; the tokens issued for it are revoked.")
 			return revokeGrant(ctx, tx, g.id, c.validity, now)
 		case now.UnixMilli() >= expires:
-			fail = invalidGrant("The authorization code has expired.")
+			out.fail = invalidGrant("The authorization code has expired.")
 			return nil
 		case p.Get("redirect_uri") != redirect:
 			// RFC 6749 §4.1.3: redirect_uri is required, and identical, when the authorization request had it.
-			fail = invalidGrant("The redirect_uri does not match the authorization request.")
+			out.fail = invalidGrant("The redirect_uri does not match the authorization request.")
 			return nil
 		}
 		if verr := verifyPKCE(challenge, p.Get("code_verifier")); verr != nil {
-			fail = verr
+			out.fail = verr
 			return nil
 		}
 		n, err := tx.ExecContext(ctx, `UPDATE authorization_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL`, hashOf(code), now.UnixMilli())
@@ -178,22 +175,12 @@ func (s *Service) authorizationCode(ctx context.Context, r *http.Request, p url.
 			return err
 		}
 		if k, _ := n.RowsAffected(); k != 1 {
-			revoked, fail = g.id, invalidGrant("The authorization code was already used; the tokens issued for it are revoked.")
+			out.revoked, out.fail = g.id, invalidGrant("The authorization code was already used; the tokens issued for it are revoked.")
 			return revokeGrant(ctx, tx, g.id, c.validity, now)
 		}
-		resp, err = s.issueForGrant(ctx, tx, g, c, now)
+		out.resp, err = s.issueForGrant(ctx, tx, g, c, now)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if revoked != "" {
-		s.applyGrantRevocation(revoked)
-	}
-	if fail != nil {
-		return nil, fail
-	}
-	return resp, nil
 }
 
 // verifyPKCE checks the code verifier against the challenge the authorization request carried (RFC

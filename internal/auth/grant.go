@@ -88,6 +88,34 @@ func (s *Service) applyGrantRevocation(grantID string) {
 	}
 }
 
+// redemption is the outcome of redeeming a code or a refresh token: tokens, or a refusal, and the
+// grant the attempt revoked (a reuse).
+type redemption struct {
+	resp    *tokenResponse
+	fail    *oauthError
+	revoked string
+}
+
+// redeem runs fn in a write transaction and answers with its outcome. A refusal commits too, so that
+// the revocation of a grant it records stands; the revocation then applies on this node at once.
+func (s *Service) redeem(ctx context.Context, fn func(tx *store.Tx, out *redemption) error) (*tokenResponse, error) {
+	var out redemption
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		out = redemption{}
+		return fn(tx, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out.revoked != "" {
+		s.applyGrantRevocation(out.revoked)
+	}
+	if out.fail != nil {
+		return nil, out.fail
+	}
+	return out.resp, nil
+}
+
 // issueForGrant issues an access token for grant g to client c and a new refresh token, storing the
 // refresh token's hash in tx.
 func (s *Service) issueForGrant(ctx context.Context, tx store.Querier, g grant, c client, now time.Time) (*tokenResponse, error) {

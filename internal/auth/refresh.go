@@ -31,35 +31,32 @@ func (s *Service) refreshToken(ctx context.Context, r *http.Request, p url.Value
 		return nil, invalidRequest("The refresh_token parameter is required.")
 	}
 	now := s.now()
-	var resp *tokenResponse
-	var fail *oauthError
-	revoked := ""
-	err = s.db.Write(ctx, func(tx *store.Tx) error {
+	return s.redeem(ctx, func(tx *store.Tx, out *redemption) error {
 		var expires int64
 		var used sql.NullInt64
 		g, err := scanGrant(tx.QueryRowContext(ctx, `SELECT `+grantColumns+`, r.expires_at, r.used_at FROM refresh_tokens r
 			JOIN oauth_grants g ON g.id = r.grant_id WHERE r.token_hash = $1`, hashOf(rt)), &expires, &used)
 		switch {
 		case isNoRows(err) || (err == nil && (g.clientID != c.idString() || g.revoked)):
-			fail = invalidGrant("The refresh token is invalid.")
+			out.fail = invalidGrant("The refresh token is invalid.")
 			return nil
 		case err != nil:
 			return err
 		case used.Valid && now.Sub(time.UnixMilli(used.Int64)) < refreshRace:
-			fail = invalidGrant("The refresh token was just used by another request.")
+			out.fail = invalidGrant("The refresh token was just used by another request.")
 			return nil
 		case used.Valid:
-			revoked, fail = g.id, invalidGrant("The refresh token was already used; every token of this authorization is revoked.")
+			out.revoked, out.fail = g.id, invalidGrant("The refresh token was already used; every token of this authorization is revoked.")
 			return revokeGrant(ctx, tx, g.id, c.validity, now)
 		case now.UnixMilli() >= expires:
-			fail = invalidGrant("The refresh token has expired.")
+			out.fail = invalidGrant("The refresh token has expired.")
 			return nil
 		}
 		if sc := p.Get("scope"); sc != "" {
 			// RFC 6749 §6: a narrower scope may be asked, never one "not originally granted".
 			asked, err := ParseScopes(sc)
 			if err != nil || asked == 0 || !g.scopes.Has(asked) {
-				fail = &oauthError{status: http.StatusBadRequest, Code: "invalid_scope", Description: "The requested scope exceeds the one granted."}
+				out.fail = &oauthError{status: http.StatusBadRequest, Code: "invalid_scope", Description: "The requested scope exceeds the one granted."}
 				return nil
 			}
 			g.scopes = asked
@@ -69,20 +66,10 @@ func (s *Service) refreshToken(ctx context.Context, r *http.Request, p url.Value
 			return err
 		}
 		if k, _ := n.RowsAffected(); k != 1 {
-			fail = invalidGrant("The refresh token was just used by another request.")
+			out.fail = invalidGrant("The refresh token was just used by another request.")
 			return nil
 		}
-		resp, err = s.issueForGrant(ctx, tx, g, c, now)
+		out.resp, err = s.issueForGrant(ctx, tx, g, c, now)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if revoked != "" {
-		s.applyGrantRevocation(revoked)
-	}
-	if fail != nil {
-		return nil, fail
-	}
-	return resp, nil
 }

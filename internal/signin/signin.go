@@ -136,16 +136,23 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request, q url.Values) 
 	return req, true
 }
 
-// signIn serves the sign-in form's POST: on success it starts a session and sends the browser back to
-// the authorization request, now to the consent page.
-func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
+// formRequest reads the authorization request a form carries in its "request" field, and checks it
+// again: a form is no more trusted than the URL it came from. It reports false when it has answered.
+func (h *Handler) formRequest(w http.ResponseWriter, r *http.Request) (string, auth.AuthorizationRequest, bool) {
 	rawReq := r.PostFormValue("request")
 	q, err := url.ParseQuery(rawReq)
 	if err != nil {
-		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request", Error: "The sign-in form was damaged; start again from the application."})
-		return
+		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request", Error: "The form was damaged; start again from the application."})
+		return "", auth.AuthorizationRequest{}, false
 	}
 	req, ok := h.request(w, r, q)
+	return rawReq, req, ok
+}
+
+// signIn serves the sign-in form's POST: on success it starts a session and sends the browser back to
+// the authorization request, now to the consent page.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
+	rawReq, req, ok := h.formRequest(w, r)
 	if !ok {
 		return
 	}
@@ -200,13 +207,7 @@ func (h *Handler) consent(w http.ResponseWriter, r *http.Request, req auth.Autho
 
 // decide serves the consent form's POST.
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
-	rawReq := r.PostFormValue("request")
-	q, err := url.ParseQuery(rawReq)
-	if err != nil {
-		h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request", Error: "The consent form was damaged; start again from the application."})
-		return
-	}
-	req, ok := h.request(w, r, q)
+	rawReq, req, ok := h.formRequest(w, r)
 	if !ok {
 		return
 	}
