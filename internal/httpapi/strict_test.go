@@ -31,7 +31,7 @@ type strictOuter struct {
 func TestUnmarshalStrict(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, body string
+		name, body  string
 		code, field string
 	}{
 		{"fraction", `{"amount":1.5}`, "invalid_request", "amount"},
