@@ -42,6 +42,7 @@ Usage:
   kassa client create --merchant-id M [--validity 12h]
   kassa client revoke --client-id C
   kassa partner create --name NAME --image-url URL --callback-uri URI [--callback-uri URI ...] [--token-validity 20m]
+  kassa apikey create --account-id acct_... --permissions payment_intents:read,payment_intents:write,...
 
 Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
 --vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
@@ -80,6 +81,7 @@ func commands() []command {
 		{"client create", clientCreateCommand},
 		{"client revoke", clientRevokeCommand},
 		{"partner create", partnerCreateCommand},
+		{"apikey create", apikeyCreateCommand},
 	}
 }
 
