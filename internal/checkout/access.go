@@ -75,7 +75,7 @@ func (s *Service) protect(need Permissions, h http.Handler) http.Handler {
 		}
 		if !key.Permissions.Has(need) {
 			httpapi.WriteError(w, r, fault.New(http.StatusForbidden, "insufficient_permissions",
-				"This API key lacks the permission %s, which %s needs.", strings.Join((need &^ key.Permissions).Names(), ", "), r.Pattern))
+				"This API key lacks the permission %s, which %s needs.", strings.Join((need&^key.Permissions).Names(), ", "), r.Pattern))
 			return
 		}
 		caller, err := s.resolve(ctx, key, r.Header.Get(HeaderAccount))
