@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -119,8 +120,12 @@ type confirmBody struct {
 	PaymentMethod   *string `json:"payment_method"`
 }
 
-// paymentMethod reads the payment method of a confirmation; "" for the intent's own.
-func (b confirmBody) paymentMethod() (string, error) {
+// parseConfirm reads the payment method of a confirmation; "" for the intent's own.
+func parseConfirm(body []byte) (string, error) {
+	var b confirmBody
+	if err := httpapi.UnmarshalStrict(body, &b, ""); err != nil {
+		return "", err
+	}
 	switch {
 	case b.PaymentMethodID != nil && b.PaymentMethod != nil && *b.PaymentMethodID != *b.PaymentMethod:
 		return "", fault.Invalid("payment_method", "payment_method_id and payment_method name the same field; send one")
@@ -136,13 +141,33 @@ func (b confirmBody) paymentMethod() (string, error) {
 	return "", nil
 }
 
+// parseCapture reads the amount of a capture; nil for all that is capturable. Its bound, amount_capturable,
+// is checked against the intent.
+func parseCapture(body []byte) (*int64, error) {
+	var b struct {
+		AmountToCapture *int64 `json:"amount_to_capture"`
+	}
+	err := httpapi.UnmarshalStrict(body, &b, "")
+	return b.AmountToCapture, err
+}
+
+// parseCancel reads the reason of a cancellation; "" for none.
+func parseCancel(body []byte) (string, error) {
+	var b struct {
+		CancellationReason *string `json:"cancellation_reason"`
+	}
+	if err := httpapi.UnmarshalStrict(body, &b, ""); err != nil || b.CancellationReason == nil {
+		return "", err
+	}
+	if !slices.Contains(cancellationReasons, *b.CancellationReason) {
+		return "", fault.Invalid("cancellation_reason", "cancellation_reason must be one of %s", strings.Join(cancellationReasons, ", "))
+	}
+	return *b.CancellationReason, nil
+}
+
 func (s *Service) handleConfirm(w http.ResponseWriter, r *http.Request) {
 	s.handle(w, r, func(who Who, body []byte) (any, error) {
-		var b confirmBody
-		if err := httpapi.UnmarshalStrict(body, &b, ""); err != nil {
-			return nil, err
-		}
-		pm, err := b.paymentMethod()
+		pm, err := parseConfirm(body)
 		if err != nil {
 			return nil, err
 		}
@@ -153,31 +178,20 @@ func (s *Service) handleConfirm(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) handleCapture(w http.ResponseWriter, r *http.Request) {
 	s.handle(w, r, func(who Who, body []byte) (any, error) {
-		var b struct {
-			AmountToCapture *int64 `json:"amount_to_capture"`
-		}
-		if err := httpapi.UnmarshalStrict(body, &b, ""); err != nil {
+		amount, err := parseCapture(body)
+		if err != nil {
 			return nil, err
 		}
-		in, err := s.Capture(r.Context(), who, r.PathValue("id"), b.AmountToCapture)
+		in, err := s.Capture(r.Context(), who, r.PathValue("id"), amount)
 		return in.Wire(), err
 	})
 }
 
 func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
 	s.handle(w, r, func(who Who, body []byte) (any, error) {
-		var b struct {
-			CancellationReason *string `json:"cancellation_reason"`
-		}
-		if err := httpapi.UnmarshalStrict(body, &b, ""); err != nil {
+		reason, err := parseCancel(body)
+		if err != nil {
 			return nil, err
-		}
-		reason := ""
-		if b.CancellationReason != nil {
-			reason = *b.CancellationReason
-			if !slices.Contains(cancellationReasons, reason) {
-				return nil, fault.Invalid("cancellation_reason", "cancellation_reason must be one of duplicate, fraudulent, requested_by_customer, abandoned")
-			}
 		}
 		in, err := s.Cancel(r.Context(), who, r.PathValue("id"), reason)
 		return in.Wire(), err

@@ -56,6 +56,9 @@ func UnmarshalStrict(data []byte, v any, prefix string) error {
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		name := prefix + unknown[0]
+		if unknown[0] == "" {
+			name = prefix + `""` // the empty key, named so that it can be seen
+		}
 		return &fault.Error{Status: http.StatusBadRequest, Code: "unknown_field", Field: name,
 			Message: "Unknown field " + name + ": this API does not accept it."}
 	}

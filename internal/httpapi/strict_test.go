@@ -44,6 +44,8 @@ func TestUnmarshalStrict(t *testing.T) {
 		{"first unknown in order", `{"zz":1,"aa":1}`, "unknown_field", "aa"},
 		{"metadata value", `{"metadata":{"k":1}}`, "invalid_request", "metadata"},
 		{"array element", `{"payment_method_types":["card",1]}`, "invalid_request", "payment_method_types"},
+		{"empty key", `{"":1}`, "unknown_field", `""`},
+		{"nested empty key", `{"card":{"":1}}`, "unknown_field", `card.""`},
 		{"nested unknown", `{"card":{"exp_month":1,"cvv":"1"}}`, "unknown_field", "card.cvv"},
 		{"nested type", `{"card":{"exp_month":"12"}}`, "invalid_request", "card.exp_month"},
 		{"nested not an object", `{"card":"4242"}`, "invalid_request", "card"},
