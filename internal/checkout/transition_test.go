@@ -234,6 +234,14 @@ func TestCancel(t *testing.T) {
 		rc := a.intent(t, map[string]any{"amount": 1000, "currency": "cad", "payment_method": a.method(t, cardtest.Visa)})
 		auth := a.intent(t, map[string]any{"amount": 1000, "currency": "cad", "capture_method": "manual"})
 		held := status(t, a.do(t, "POST", path(auth.Str("id"), "confirm"), map[string]any{"payment_method_id": a.method(t, cardtest.Visa)}), "requires_capture")
+		// requires_action comes with 3-D Secure; an intent waiting for a challenge holds no money.
+		action := a.intent(t, map[string]any{"amount": 1000, "currency": "cad"})
+		if _, err := db.Raw().Exec(`UPDATE payment_intents SET status = 'requires_action' WHERE intent_id = $1`, action.Str("id")); err != nil {
+			t.Fatal(err)
+		}
+		status(t, a.ok(t, "GET", path(action.Str("id")), nil), "requires_action")
+		wantError(t, a.do(t, "POST", path(action.Str("id"), "capture"), nil), 409, "payment_intent_unexpected_state", "")
+		wantError(t, a.do(t, "PATCH", path(action.Str("id")), map[string]any{"amount": 5}), 409, "payment_intent_unexpected_state", "")
 		wantError(t, a.do(t, "POST", path(rpm.Str("id"), "cancel"), map[string]any{"cancellation_reason": "bored"}), 400, "invalid_request", "cancellation_reason")
 		wantError(t, a.do(t, "POST", path(rpm.Str("id"), "cancel"), map[string]any{"reason": "duplicate"}), 400, "unknown_field", "reason")
 		for _, tc := range []struct {
@@ -241,6 +249,7 @@ func TestCancel(t *testing.T) {
 		}{
 			{"requires_payment_method", rpm.Str("id"), "abandoned"},
 			{"requires_confirmation", rc.Str("id"), ""},
+			{"requires_action", action.Str("id"), "fraudulent"},
 			{"requires_capture", auth.Str("id"), "requested_by_customer"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
