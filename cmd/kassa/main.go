@@ -43,6 +43,7 @@ Usage:
   kassa client revoke --client-id C
   kassa partner create --name NAME --image-url URL --callback-uri URI [--callback-uri URI ...] [--token-validity 20m]
   kassa merchant revoke-partner --merchant-id M --partner-id P
+  kassa apikey create --account-id acct_... --permissions payment_intents:read,payment_intents:write,...
 
 Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
 --vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
@@ -82,6 +83,7 @@ func commands() []command {
 		{"client revoke", clientRevokeCommand},
 		{"partner create", partnerCreateCommand},
 		{"merchant revoke-partner", merchantRevokePartnerCommand},
+		{"apikey create", apikeyCreateCommand},
 	}
 }
 

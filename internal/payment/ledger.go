@@ -473,6 +473,22 @@ func (l *Ledger) Get(ctx context.Context, merchantID, ref string) (Transaction, 
 	return t, err
 }
 
+// ByKey returns the merchant's transaction bound to an idempotency key, pending or not, and whether
+// there is one. Payment intents derive a key for each attempt, and look an interrupted attempt up by it.
+func (l *Ledger) ByKey(ctx context.Context, merchantID, key string) (Transaction, bool, error) {
+	var t Transaction
+	err := l.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		t, err = scanTransaction(q.QueryRowContext(ctx, `SELECT `+columns+from+`WHERE t.merchant_id = $1 AND t.idempotency_key = $2`,
+			merchantID, key))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Transaction{}, false, nil
+	}
+	return t, err == nil, err
+}
+
 // get reads a transaction of the merchant by numeric id, pending or not.
 func (l *Ledger) get(ctx context.Context, q store.Querier, merchantID string, id int64) (Transaction, error) {
 	t, err := scanTransaction(q.QueryRowContext(ctx, `SELECT `+columns+from+`WHERE t.merchant_id = $1 AND t.id = $2`, merchantID, id))

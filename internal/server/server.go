@@ -15,6 +15,7 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/cardenc"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
@@ -61,6 +62,12 @@ type Config struct {
 	CodeTTL time.Duration
 	// PublicURL is the base of the URLs the server hands out; with https, cookies are Secure.
 	PublicURL string
+	// APIKeyCacheTTL is how long v1 API keys are served from memory (default 5 s): the most a key
+	// deleted on another node keeps working on this one.
+	APIKeyCacheTTL time.Duration
+	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
+	// operations on payment intents are settled (default 1 minute).
+	SweepInterval time.Duration
 }
 
 // Server is a configured Kassa server.
@@ -71,6 +78,8 @@ type Server struct {
 	auth       *auth.Service
 	cardenc    *cardenc.Service
 	ledger     *payment.Ledger
+	vault      *vault.Service
+	checkout   *checkout.Service
 	idem       *idempotency.Store
 	router     *httpapi.Router
 	handler    http.Handler
@@ -112,6 +121,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ProcessorTimeout <= 0 {
 		cfg.ProcessorTimeout = payment.DefaultProcessorTimeout
 	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	s.cfg = cfg
 	// A first request with a key is presumed dead, and its key free, once its attempt's lease is over.
 	s.idem = idempotency.New(idempotency.Config{DB: cfg.DB, Now: cfg.Now, Lock: 2 * cfg.ProcessorTimeout})
 	merchants := merchant.NewCache(cfg.DB, cfg.MerchantCacheTTL, cfg.Now)
@@ -132,6 +145,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	v.Routes(r, s.gateway)
+	s.vault = v
+	s.checkout = checkout.New(checkout.Config{DB: cfg.DB, Ledger: s.ledger, Vault: v, Merchants: merchants, Idempotency: s.idem,
+		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout})
+	s.checkout.Routes(r)
 	plan.New(cfg.DB, merchants, cfg.Now).Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
@@ -186,6 +203,12 @@ func (s *Server) BillingWorker(node string) *billing.Engine {
 	return billing.New(cfg)
 }
 
+// Vault is the customer vault, which also keeps payment methods.
+func (s *Server) Vault() *vault.Service { return s.vault }
+
+// Checkout is the v1 payments API.
+func (s *Server) Checkout() *checkout.Service { return s.checkout }
+
 // Ledger is the payments core.
 func (s *Server) Ledger() *payment.Ledger { return s.ledger }
 
@@ -235,6 +258,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		wg.Go(func() { s.billing.Run(bg) })
 	}
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
+	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

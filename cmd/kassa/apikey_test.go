@@ -1,0 +1,157 @@
+package main_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+var allPermissions = "api_keys:read,api_keys:write,payment_intents:read,payment_intents:write,payment_methods:read,payment_methods:write"
+
+// kassa apikey create prints the key once, stores only its hash, and the key works against kassa serve
+// for the merchant's account; a partner's account gets keys too.
+func TestAPIKeyCommand(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			dbFlags := dbArgs(t, backend)
+			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Key Shop", "--email", "keys@example.com"}, dbFlags...)...)
+			account := m["account_id"].(string)
+			k := cliJSON(t, append([]string{"apikey", "create", "--account-id", account, "--permissions", allPermissions}, dbFlags...)...)
+			key, _ := k["key"].(string)
+			if !regexp.MustCompile(`^key_[A-Z2-7]{24}$`).MatchString(k["id"].(string)) || !regexp.MustCompile(`^kk_[A-Z2-7]{26}$`).MatchString(key) ||
+				k["account_id"] != account || len(k["permissions"].([]any)) != 6 || len(k) != 4 {
+				t.Fatalf("apikey create printed %v", k)
+			}
+			p := cliJSON(t, append([]string{"partner", "create", "--name", "Plugin", "--image-url", "https://plugin.example/i.png",
+				"--callback-uri", "https://plugin.example/cb"}, dbFlags...)...)
+			pk := cliJSON(t, append([]string{"apikey", "create", "--account-id", p["account_id"].(string), "--permissions", "api_keys:read"}, dbFlags...)...)
+			if pk["account_id"] != p["account_id"] || pk["permissions"].([]any)[0] != "api_keys:read" {
+				t.Fatalf("partner key %v", pk)
+			}
+
+			srv := startServer(t, nil, dbFlags...)
+			hdr := map[string]string{"payments-api-key": key, "payments-account": account, "Content-Type": "application/json"}
+			resp, pi := getJSON(t, "POST", srv.url+"/v1/payment-intents", strings.NewReader(`{"amount":1000,"currency":"cad"}`), hdr)
+			if resp.StatusCode != http.StatusOK || pi["status"] != "requires_payment_method" {
+				t.Fatalf("create with the CLI's key: %d %v", resp.StatusCode, pi)
+			}
+			resp, keys := getJSON(t, "GET", srv.url+"/v1/api-keys", nil, map[string]string{"payments-api-key": pk["key"].(string),
+				"payments-account": p["account_id"].(string)})
+			if resp.StatusCode != http.StatusOK || len(keys["data"].([]any)) != 1 {
+				t.Fatalf("the partner's keys: %d %v", resp.StatusCode, keys)
+			}
+			resp, _ = getJSON(t, "GET", srv.url+"/v1/payment-intents", nil, map[string]string{"payments-api-key": key + "x", "payments-account": account})
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("a wrong key: %d", resp.StatusCode)
+			}
+
+			// Only the hash is in the database.
+			db, err := store.Open(context.Background(), store.Config{DataDir: flagValue(dbFlags, "--data-dir"), DatabaseURL: flagValue(dbFlags, "--database-url")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			sum := sha256.Sum256([]byte(key))
+			var n int
+			if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM api_keys WHERE key_hash = $1 AND id = $2`, sum[:], k["id"]).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("the key's hash is not stored: %d %v", n, err)
+			}
+			if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM api_keys WHERE key_hint = $1 OR permissions LIKE $2`,
+				key, "%"+key[3:]+"%").Scan(&n); err != nil || n != 0 {
+				t.Fatalf("the key is stored in clear: %d %v", n, err)
+			}
+		})
+	}
+}
+
+func TestAPIKeyCommandFailures(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "apikey@example.com", "--data-dir", dir)
+	account := m["account_id"].(string)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no account", []string{"--permissions", "api_keys:read"}, 2, "--account-id is required"},
+		{"no permissions", []string{"--account-id", account}, 2, "--permissions is required"},
+		{"unknown permission", []string{"--account-id", account, "--permissions", "api_keys:read,refunds:write"}, 2, `unknown permission "refunds:write"`},
+		{"empty permission", []string{"--account-id", account, "--permissions", "api_keys:read,"}, 2, "unknown permission"},
+		{"unknown account", []string{"--account-id", "acct_0000000000", "--permissions", "api_keys:read"}, 1, "no merchant or partner"},
+		{"a merchant id is not an account id", []string{"--account-id", m["merchant_id"].(string), "--permissions", "api_keys:read"}, 1, "no merchant or partner"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := cli(t, append(append([]string{"apikey", "create"}, tc.args...), "--data-dir", dir)...)
+			if code != tc.code || !strings.Contains(stderr, tc.msg) || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d mentioning %q", code, stdout, stderr, tc.code, tc.msg)
+			}
+			if strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Fatalf("failure reason is not one line: %q", stderr)
+			}
+		})
+	}
+}
+
+// readmeBlock returns the code block of README.md that follows the marker line.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), marker)
+	if !ok {
+		t.Fatalf("README.md has no %q block", marker)
+	}
+	_, rest, _ = strings.Cut(rest, "```sh\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("the README's block is not closed")
+	}
+	return block
+}
+
+// The README's curl walk-through of the v1 API works as it stands against kassa serve.
+func TestREADMEPaymentsAPI(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"curl", "jq", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			storetest.Unavailable(t, "the README's example needs %s", tool)
+		}
+	}
+	block := readmeBlock(t, "<!-- payments-api-v1:")
+	dir := t.TempDir()
+	m := cliJSON(t, "merchant", "create", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
+	k := cliJSON(t, "apikey", "create", "--account-id", m["account_id"].(string), "--permissions", allPermissions, "--data-dir", dir)
+	srv := startServer(t, nil, "--data-dir", dir)
+	script := strings.ReplaceAll(block, "http://127.0.0.1:8080", srv.url)
+	if script == block {
+		t.Fatal("the README's block names no http://127.0.0.1:8080 address")
+	}
+	cmd := exec.Command("sh", "-e", "-c", script)
+	cmd.Env = append(os.Environ(), "API_KEY="+k["key"].(string), "ACCOUNT="+m["account_id"].(string))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's block failed: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{`"status":"requires_capture"`, `"status":"succeeded"`, `"amount_received":5999`, `"object":"list"`, `"order_id":"1001"`} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the README's block printed no %s:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, `"error"`) {
+		t.Fatalf("the README's block met an error:\n%s", text)
+	}
+}

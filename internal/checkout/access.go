@@ -1,0 +1,146 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+)
+
+// The headers of the v1 API (hosted-payment-page-api.md, "Authentication"): "Header payments-api-key
+// carries the secret API key; header payments-account carries the account identifier."
+const (
+	HeaderAPIKey  = "payments-api-key"
+	HeaderAccount = "payments-account"
+)
+
+// Caller is who sends a v1 request: the API key, and the account the request acts for.
+type Caller struct {
+	Key APIKey
+	// Account is the account the request acts for, "acct_" + a merchant or partner id.
+	Account string
+	// Merchant is the merchant of Account; nil when a partner's key acts for the partner's own account,
+	// which holds no payments.
+	Merchant *merchant.Merchant
+}
+
+// Who is the caller as the payment-intent operations take it. A partner acting for itself has no
+// merchant: payment intents and methods belong to merchants.
+func (c Caller) Who(requestID string) (Who, error) {
+	if c.Merchant == nil {
+		return Who{}, fault.New(http.StatusForbidden, "merchant_account_required",
+			"%s is a partner's account, which holds no payments: send in %s a merchant account that has authorized this partner.",
+			c.Account, HeaderAccount)
+	}
+	return Who{Merchant: *c.Merchant, ClientID: c.Key.ID, RequestID: requestID}, nil
+}
+
+type callerKey struct{}
+
+// CallerFrom returns the caller that protect put in ctx.
+func CallerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// protect authenticates a v1 request and authorizes it for need, then runs h with the Caller in the
+// context, POSTs through the idempotency layer:
+//
+//   - no payments-api-key, or one that is not a live key: 401;
+//   - a key without the permission the endpoint needs: 403 naming it;
+//   - no payments-account: 400 naming the header;
+//   - an account the key may not act for: 403. "A key may act for its own account, and a partner's key
+//     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page").
+func (s *Service) protect(need Permissions, h http.Handler) http.Handler {
+	idem := s.idem.Middleware(idempotencyScope, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		secret := r.Header.Get(HeaderAPIKey)
+		if secret == "" {
+			unauthorized(w, r, "The "+HeaderAPIKey+" header is required: send your secret API key in it.")
+			return
+		}
+		key, ok, err := s.keys.lookup(ctx, secret)
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		if !ok {
+			unauthorized(w, r, "The API key in "+HeaderAPIKey+" is not a valid key; it may have been deleted.")
+			return
+		}
+		if !key.Permissions.Has(need) {
+			httpapi.WriteError(w, r, fault.New(http.StatusForbidden, "insufficient_permissions",
+				"This API key lacks the permission %s, which %s needs.", strings.Join((need&^key.Permissions).Names(), ", "), r.Pattern))
+			return
+		}
+		caller, err := s.resolve(ctx, key, r.Header.Get(HeaderAccount))
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		idem.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callerKey{}, caller)))
+	})
+}
+
+// idempotencyScope keeps Idempotency-Keys of the v1 API apart from the gateway API's, and the keys of
+// each pair of acting account and key owner apart from every other: a partner and a merchant it acts
+// for never replay each other's responses.
+func idempotencyScope(r *http.Request) string {
+	c := CallerFrom(r.Context())
+	return "v1 " + c.Account + " " + c.Key.AccountID()
+}
+
+// resolve decides whether key may act for account.
+func (s *Service) resolve(ctx context.Context, key APIKey, account string) (Caller, error) {
+	if account == "" {
+		return Caller{}, fault.Invalid(HeaderAccount, "The %s header is required: the account (acct_…) the request acts for.", HeaderAccount)
+	}
+	forbidden := fault.New(http.StatusForbidden, "account_forbidden", "This API key may not act for account %.40q.", account)
+	id, ok := strings.CutPrefix(account, accountPrefix)
+	if !ok {
+		return Caller{}, forbidden
+	}
+	c := Caller{Key: key, Account: account}
+	switch {
+	case id == key.MerchantID:
+	case id == key.PartnerID:
+		return c, nil // the partner's own account
+	case key.PartnerID != "" && validAccountID(id):
+		yes, err := s.keys.partnerAuthorized(ctx, key.PartnerID, id)
+		if err != nil {
+			return Caller{}, err
+		}
+		if !yes {
+			return Caller{}, forbidden
+		}
+	default:
+		return Caller{}, forbidden
+	}
+	m, err := s.merchants.Get(ctx, id)
+	if errors.Is(err, merchant.ErrNotFound) {
+		return Caller{}, forbidden
+	}
+	if err != nil {
+		return Caller{}, err
+	}
+	c.Merchant = &m
+	return c, nil
+}
+
+// validAccountID reports whether id has the shape of a merchant or partner id: 10 lowercase hex digits.
+func validAccountID(id string) bool {
+	if len(id) != 10 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !(id[i] >= '0' && id[i] <= '9' || id[i] >= 'a' && id[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}

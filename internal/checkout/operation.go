@@ -1,0 +1,393 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
+)
+
+// Every money operation on an intent runs in three steps, as the ledger's own do:
+//
+//  1. claim: one transaction locks the intent, checks that its status allows the operation, and
+//     records the operation as pending with the next attempt number and a lease. Two confirmations or
+//     two captures racing for one intent: one claims it, the other is a 409.
+//  2. the ledger: a transaction of the payments core whose idempotency key is derived from the intent
+//     and the attempt number (attemptKey). The ledger records the attempt before it asks the processor,
+//     and binds the key to it, so that doing the operation again under the same number finds that
+//     transaction instead of charging again.
+//  3. settle: one transaction records the outcome on the intent (transition), the end of the pending
+//     operation, and the audit record; a confirmation also deletes the sealed number of the payment
+//     method it used.
+//
+// A node that dies between the steps leaves the operation pending. Once its lease has run out (twice
+// the processor timeout, as for a ledger attempt) it is presumed dead, and the next request to the
+// intent, or the sweep, settles it from the ledger: a resolved transaction is settled as above, one
+// still pending waits for the ledger's recovery, and none at all (the node died before the ledger saw
+// it) ends the claim with nothing charged.
+
+// ConfirmParams are the parameters of a confirmation.
+type ConfirmParams struct {
+	// PaymentMethod is the payment method to pay with; "" for the one the intent has.
+	PaymentMethod string
+	// CVC, when the caller has it in memory in the same request (the hosted page), is handed to the
+	// processor. It is never stored (PCI DSS 3.3.1).
+	CVC string
+	// Source is the ledger's transaction_source: payment.SourceEcommerce from the v1 API,
+	// payment.SourceHPP from the hosted page.
+	Source string
+}
+
+// Confirm pays who's intent id with a payment method. The answer is the intent with its outcome: a
+// decline is not an error but an intent back in requires_payment_method with last_payment_error.
+func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmParams) (Intent, error) {
+	var pm vault.Method
+	in, err := s.claim(ctx, who, id, opConfirm, func(tx *store.Tx, in *Intent) (bool, error) {
+		if in.Status != StatusRequiresPaymentMethod && in.Status != StatusRequiresConfirmation {
+			return false, unexpected(*in, "confirm")
+		}
+		pmID := p.PaymentMethod
+		if pmID == "" {
+			pmID = in.PaymentMethod
+		}
+		if pmID == "" {
+			return false, fault.Invalid("payment_method", "payment_method is required: payment intent %s has none", in.IntentID)
+		}
+		var err error
+		if pm, err = s.vault.AttachMethod(ctx, tx, who.Merchant.ID, pmID, in.IntentID); err != nil {
+			return false, err
+		}
+		in.PaymentMethod, in.Status = pmID, StatusProcessing
+		return true, nil
+	})
+	if err != nil {
+		return Intent{}, err
+	}
+	number, err := s.vault.OpenMethod(ctx, who.Merchant.ID, pm.ID)
+	if err != nil {
+		return s.afterFailure(ctx, who, in, err)
+	}
+	kind := payment.KindSale
+	if in.CaptureMethod == CaptureManual {
+		kind = payment.KindAuthorization
+	}
+	source := p.Source
+	if source == "" {
+		source = payment.SourceEcommerce
+	}
+	t, err := s.ledger.Charge(ctx, payment.Charge{Actor: who.actor(), Kind: kind, Amount: in.Amount, Currency: in.Currency,
+		Card: number, Expiry: pm.Expiry, CVV: p.CVC, Customer: customerOf(in, pm), Source: source,
+		IdempotencyKey: attemptKey(in.IntentID, in.Attempts)})
+	if err != nil {
+		return s.afterFailure(ctx, who, in, err)
+	}
+	return s.settle(ctx, in, t, who.ClientID)
+}
+
+// Capture collects amount (nil: all of amount_capturable) of who's intent in requires_capture.
+func (s *Service) Capture(ctx context.Context, who Who, id string, amount *int64) (Intent, error) {
+	var amt int64
+	in, err := s.claim(ctx, who, id, opCapture, func(tx *store.Tx, in *Intent) (bool, error) {
+		if in.Status != StatusRequiresCapture {
+			return false, unexpected(*in, "capture")
+		}
+		amt = in.AmountCapturable
+		if amount != nil {
+			if *amount <= 0 || *amount > in.AmountCapturable {
+				return false, fault.Invalid("amount_to_capture", "amount_to_capture must be a positive integer no greater than amount_capturable (%d)",
+					in.AmountCapturable)
+			}
+			amt = *amount
+		}
+		return true, nil
+	})
+	if err != nil {
+		return Intent{}, err
+	}
+	t, err := s.ledger.Capture(ctx, payment.FollowUp{Actor: who.actor(), ParentID: in.ChargeID, Amount: amt,
+		IdempotencyKey: attemptKey(in.IntentID, in.Attempts)})
+	if err != nil {
+		return s.afterFailure(ctx, who, in, err)
+	}
+	return s.settle(ctx, in, t, who.ClientID)
+}
+
+// Cancellation reasons a client may give.
+var cancellationReasons = []string{"duplicate", "fraudulent", "requested_by_customer", "abandoned"}
+
+// Cancel cancels who's intent. One that holds an authorization (requires_capture) has it voided
+// through the ledger first; one that holds no money is canceled at once.
+func (s *Service) Cancel(ctx context.Context, who Who, id, reason string) (Intent, error) {
+	now := time.UnixMilli(s.now().UnixMilli())
+	in, err := s.claim(ctx, who, id, opCancel, func(tx *store.Tx, in *Intent) (bool, error) {
+		switch in.Status {
+		case StatusRequiresPaymentMethod, StatusRequiresConfirmation, StatusRequiresAction:
+			in.Status, in.CanceledAt, in.CancellationReason = StatusCanceled, now, reason
+			return false, nil
+		case StatusRequiresCapture:
+			in.CancellationReason = reason
+			return true, nil
+		}
+		return false, unexpected(*in, "cancel")
+	})
+	if err != nil || in.PendingOp == "" {
+		return in, err
+	}
+	t, err := s.ledger.Void(ctx, payment.FollowUp{Actor: who.actor(), ParentID: in.ChargeID,
+		IdempotencyKey: attemptKey(in.IntentID, in.Attempts)})
+	if err != nil {
+		return s.afterFailure(ctx, who, in, err)
+	}
+	return s.settle(ctx, in, t, who.ClientID)
+}
+
+// errStale ends a claim's transaction when it finds an operation presumed dead, to settle it first.
+var errStale = errors.New("checkout: a pending operation's lease has run out")
+
+// claim locks who's intent id and lets check decide, in the same transaction, whether op may run: it
+// may change the intent, and says whether the operation needs the ledger. When it does, the intent is
+// recorded with op pending under the next attempt number; otherwise the change is final (a cancel that
+// holds no money) and recorded as it stands.
+func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(*store.Tx, *Intent) (bool, error)) (Intent, error) {
+	for range 2 {
+		var in Intent
+		err := s.db.Write(ctx, func(tx *store.Tx) error {
+			now := s.now()
+			var err error
+			if in, err = lockIntent(ctx, tx, who.Merchant.ID, id, now); err != nil {
+				return err
+			}
+			if in.stale(now) {
+				return errStale
+			}
+			if in.PendingOp != "" {
+				return unexpected(in, op)
+			}
+			ledger, err := check(tx, &in)
+			if err != nil {
+				return err
+			}
+			in.UpdatedAt = time.UnixMilli(now.UnixMilli())
+			if ledger {
+				in.Attempts++
+				in.PendingOp, in.LeaseUntil = op, time.UnixMilli(now.Add(s.lease).UnixMilli())
+			}
+			if err := saveIntent(ctx, tx, in); err != nil {
+				return err
+			}
+			if !ledger {
+				return s.audit(ctx, tx, who, "payment_intent."+op, in, in.UpdatedAt)
+			}
+			return nil
+		})
+		if !errors.Is(err, errStale) {
+			return in, err
+		}
+		if _, err := s.reconcile(ctx, in); err != nil {
+			return Intent{}, err
+		}
+	}
+	return Intent{}, fault.Conflict("operation_in_progress", "An operation on payment intent %s is in progress; retry shortly.", clip(id))
+}
+
+// afterFailure handles an operation whose ledger step failed or never ran, from what the ledger holds
+// under its attempt key: nothing (the claim is released, nothing was charged), a pending attempt (left
+// for the ledger's recovery; the intent settles later), or an outcome after all (settled). The cause is
+// returned unless there is an outcome.
+func (s *Service) afterFailure(ctx context.Context, who Who, in Intent, cause error) (Intent, error) {
+	ctx = context.WithoutCancel(ctx)
+	t, found, err := s.ledger.ByKey(ctx, in.MerchantID, attemptKey(in.IntentID, in.Attempts))
+	switch {
+	case err != nil:
+		s.log.ErrorContext(ctx, "look up an attempt after a failure", "intent", in.IntentID, "err", err)
+		return Intent{}, cause
+	case !found:
+		if _, err := s.release(ctx, in, who.ClientID); err != nil {
+			s.log.ErrorContext(ctx, "release a failed operation", "intent", in.IntentID, "err", err)
+		}
+		return Intent{}, cause
+	case t.Status == payment.StatusPending:
+		return Intent{}, cause
+	}
+	return s.settle(ctx, in, t, who.ClientID)
+}
+
+// reconcile settles the pending operation of in from its ledger transaction: resolved, it is settled;
+// still pending, the answer is a 409 until the ledger's recovery resolves it; absent, the operation
+// never reached the ledger and its claim is released with nothing charged.
+func (s *Service) reconcile(ctx context.Context, in Intent) (Intent, error) {
+	if in.PendingOp == "" {
+		return in, nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	t, found, err := s.ledger.ByKey(ctx, in.MerchantID, attemptKey(in.IntentID, in.Attempts))
+	switch {
+	case err != nil:
+		return Intent{}, err
+	case !found:
+		return s.release(ctx, in, "")
+	case t.Status == payment.StatusPending:
+		return in, &fault.Error{Status: http.StatusConflict, Code: "operation_in_progress",
+			Message: "The " + in.PendingOp + " of payment intent " + in.IntentID + " awaits the processor's answer; retry shortly."}
+	}
+	return s.settle(ctx, in, t, "")
+}
+
+// settleAbandoned settles the operations whose lease has run out, and returns how many it settled.
+func (s *Service) settleAbandoned(ctx context.Context) (int, error) {
+	var stale []Intent
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT `+intentColumns+` FROM payment_intents WHERE pending_op IS NOT NULL AND lease_until <= $1
+			ORDER BY lease_until LIMIT 100`, s.now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			in, err := scanIntent(rows)
+			if err != nil {
+				return err
+			}
+			stale = append(stale, in)
+		}
+		return rows.Err()
+	})
+	n := 0
+	for _, in := range stale {
+		var f *fault.Error
+		if _, err := s.reconcile(ctx, in); err != nil && !errors.As(err, &f) {
+			return n, err
+		}
+		n++
+	}
+	return n, err
+}
+
+// settle records the outcome t of the operation pending on in, unless another request settled it
+// first; either way it returns the intent as it now stands.
+func (s *Service) settle(ctx context.Context, in Intent, t payment.Transaction, clientID string) (Intent, error) {
+	return s.finishOp(ctx, in, clientID, func(cur Intent, now time.Time) Intent { return transition(cur, t, now) })
+}
+
+// release ends the pending operation of in without an outcome: nothing reached the ledger.
+func (s *Service) release(ctx context.Context, in Intent, clientID string) (Intent, error) {
+	return s.finishOp(ctx, in, clientID, func(cur Intent, _ time.Time) Intent {
+		if cur.Status == StatusProcessing {
+			cur.Status = StatusRequiresConfirmation // the payment method stays attached to this intent
+		}
+		if cur.PendingOp == opCancel {
+			cur.CancellationReason = ""
+		}
+		cur.PendingOp, cur.LeaseUntil = "", time.Time{}
+		return cur
+	})
+}
+
+// finishOp applies next to the intent in one transaction if the operation pending on in is still the
+// one pending (same operation, same attempt), with the audit record naming clientID (the API key that
+// asked, or "" for the sweep), and, after a confirmation with an outcome, deletes the sealed number of
+// the payment method it used.
+func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next func(Intent, time.Time) Intent) (Intent, error) {
+	ctx = context.WithoutCancel(ctx) // the outcome must be recorded once the money has moved
+	var out Intent
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		now := time.UnixMilli(s.now().UnixMilli())
+		cur, err := lockIntent(ctx, tx, in.MerchantID, in.IntentID, now)
+		if err != nil {
+			return err
+		}
+		if cur.PendingOp != in.PendingOp || cur.Attempts != in.Attempts {
+			out = cur // settled already
+			return nil
+		}
+		out = next(cur, now)
+		out.UpdatedAt = now
+		if err := saveIntent(ctx, tx, out); err != nil {
+			return err
+		}
+		if cur.PendingOp == opConfirm && out.LatestCharge != cur.LatestCharge {
+			if err := vault.ConsumeMethod(ctx, tx, cur.MerchantID, cur.PaymentMethod); err != nil {
+				return err
+			}
+		}
+		return audit.Write(ctx, tx, audit.Record{MerchantID: cur.MerchantID, ClientID: clientID, Operation: "payment_intent." + cur.PendingOp,
+			TransactionID: out.LatestCharge, Resource: "payment_intent/" + cur.IntentID, Amount: cur.Amount, Currency: cur.Currency.Code,
+			Outcome: audit.Done, Detail: out.Status, RequestID: httpapi.RequestID(ctx), At: now})
+	})
+	return out, err
+}
+
+// transition is the state machine's step for the outcome t of the operation pending on in: a pure
+// function of the intent and the ledger's answer. (3-D Secure will add an answer that asks for a
+// challenge, leading a confirmation to requires_action.)
+func transition(in Intent, t payment.Transaction, now time.Time) Intent {
+	approved := t.Status == payment.StatusApproved
+	op := in.PendingOp
+	in.PendingOp, in.LeaseUntil = "", time.Time{}
+	switch op {
+	case opConfirm:
+		in.ChargeID, in.LatestCharge = t.ID, t.TransactionID
+		switch {
+		case approved && t.Kind == payment.KindSale:
+			in.Status, in.AmountReceived, in.LastError = StatusSucceeded, t.Amount, nil
+		case approved:
+			in.Status, in.AmountCapturable, in.LastError = StatusRequiresCapture, t.Amount, nil
+		default:
+			// "A decline returns the intent to requires_payment_method with last_payment_error": the
+			// payment method is used up; the customer tries again with another.
+			in.Status, in.PaymentMethod, in.LastError = StatusRequiresPaymentMethod, "", declineError(t)
+		}
+	case opCapture:
+		if approved {
+			in.Status, in.AmountReceived, in.AmountCapturable, in.LastError = StatusSucceeded, t.Amount, 0, nil
+		} else {
+			in.LastError = declineError(t) // still requires_capture
+		}
+	case opCancel:
+		if approved {
+			in.Status, in.AmountCapturable, in.CanceledAt = StatusCanceled, 0, now
+		} else {
+			in.LastError, in.CancellationReason = declineError(t), "" // still requires_capture
+		}
+	}
+	return in
+}
+
+// declineError is last_payment_error for a declined transaction: code as the industry standard names
+// it, decline_code the processor's reason.
+func declineError(t payment.Transaction) *PaymentError {
+	e := &PaymentError{Code: "card_declined", DeclineCode: t.DeclineCode, Message: t.Message}
+	switch t.DeclineCode {
+	case processor.CodeDeclined, "":
+		e.DeclineCode = "generic_decline"
+	case processor.CodeExpiredCard:
+		e.Code = "expired_card"
+	case processor.CodeIncorrectCVC:
+		e.Code = "incorrect_cvc"
+	case processor.CodeProcessingError:
+		e.Code = "processing_error"
+	case processor.CodeAuthorizationExpired:
+		e.Code = "charge_expired_for_capture"
+	}
+	return e
+}
+
+// customerOf is the customer detail the ledger records for a confirmation: the billing details of the
+// payment method, the intent's receipt e-mail (else the billing e-mail) and description.
+func customerOf(in Intent, pm vault.Method) payment.Customer {
+	b := pm.Billing
+	email := in.ReceiptEmail
+	if email == "" {
+		email = b.Email
+	}
+	return payment.Customer{Email: email, Telephone: b.Phone, Address1: b.Line1, Address2: b.Line2, City: b.City,
+		Province: b.State, Country: b.Country, PostalCode: b.PostalCode, Description: in.Description}
+}

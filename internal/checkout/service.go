@@ -1,0 +1,259 @@
+package checkout
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Create stores a new payment intent for who. With a payment method it is ready to confirm
+// (requires_confirmation); without, it waits for one (requires_payment_method).
+func (s *Service) Create(ctx context.Context, who Who, p IntentParams) (Intent, error) {
+	now := time.UnixMilli(s.now().UnixMilli())
+	in := Intent{IntentID: "pi_" + rand.Text()[:24], MerchantID: who.Merchant.ID, Status: StatusRequiresPaymentMethod,
+		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod, Description: p.Description,
+		ReceiptEmail: p.ReceiptEmail, StatementDescriptorSuffix: p.StatementDescriptorSuffix, Metadata: p.Metadata,
+		PaymentMethod: p.PaymentMethod, ClientID: who.ClientID, CreatedAt: now, UpdatedAt: now}
+	if in.Metadata == nil {
+		in.Metadata = map[string]string{}
+	}
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		if in.PaymentMethod != "" {
+			if _, err := s.vault.CheckMethod(ctx, tx, who.Merchant.ID, in.PaymentMethod, in.IntentID); err != nil {
+				return err
+			}
+			in.Status = StatusRequiresConfirmation
+		}
+		md, err := json.Marshal(in.Metadata)
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `INSERT INTO payment_intents (intent_id, merchant_id, status, amount, currency, capture_method,
+			description, receipt_email, statement_descriptor_suffix, metadata, payment_method, client_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) RETURNING id`,
+			in.IntentID, in.MerchantID, in.Status, in.Amount, in.Currency.Code, in.CaptureMethod, nullable(in.Description),
+			nullable(in.ReceiptEmail), nullable(in.StatementDescriptorSuffix), string(md), nullable(in.PaymentMethod),
+			nullable(in.ClientID), now.UnixMilli()).Scan(&in.ID)
+		if err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, who, "payment_intent.create", in, now)
+	})
+	return in, err
+}
+
+// Get returns one of who's payment intents. An operation left running by a node presumed dead is
+// settled first.
+func (s *Service) Get(ctx context.Context, who Who, id string) (Intent, error) {
+	var in Intent
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		in, err = getIntent(ctx, q, who.Merchant.ID, id)
+		return err
+	})
+	if err == nil && in.stale(s.now()) {
+		if settled, err := s.reconcile(ctx, in); err == nil {
+			in = settled
+		}
+	}
+	return in, err
+}
+
+// ListParams select a page of payment intents, newest first: at most Limit, older than the intent
+// StartingAfter or newer than the intent EndingBefore.
+type ListParams struct {
+	Limit                       int
+	StartingAfter, EndingBefore string
+}
+
+// List bounds.
+const (
+	DefaultListLimit = 10
+	MaxListLimit     = 100
+)
+
+// ParseListParams reads limit, starting_after and ending_before; each bad one is a 400 naming it.
+func ParseListParams(q map[string][]string) (ListParams, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	p := ListParams{Limit: DefaultListLimit, StartingAfter: get("starting_after"), EndingBefore: get("ending_before")}
+	if v := get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			return p, fault.Invalid("limit", "limit must be a whole number from 1 to %d", MaxListLimit)
+		}
+		p.Limit = n
+	}
+	if p.StartingAfter != "" && p.EndingBefore != "" {
+		return p, fault.Invalid("ending_before", "send starting_after or ending_before, not both")
+	}
+	return p, nil
+}
+
+// List returns a page of who's payment intents, newest first, and whether there are more beyond it
+// (older ones after a page read with starting_after or none, newer ones before a page read with
+// ending_before).
+func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bool, error) {
+	var out []Intent
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		query := `SELECT ` + intentColumns + ` FROM payment_intents WHERE merchant_id = $1`
+		args := []any{who.Merchant.ID}
+		order := "DESC"
+		for _, c := range []struct{ name, id, cond string }{
+			{"starting_after", p.StartingAfter, " AND id < $2"}, {"ending_before", p.EndingBefore, " AND id > $2"},
+		} {
+			if c.id == "" {
+				continue
+			}
+			var pos int64
+			if err := q.QueryRowContext(ctx, `SELECT id FROM payment_intents WHERE merchant_id = $1 AND intent_id = $2`,
+				who.Merchant.ID, c.id).Scan(&pos); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return fault.Invalid(c.name, "%s must be the id of one of this account's payment intents; %s is not", c.name, clip(c.id))
+				}
+				return err
+			}
+			query += c.cond
+			args = append(args, pos)
+			if c.name == "ending_before" {
+				order = "ASC"
+			}
+		}
+		args = append(args, p.Limit+1)
+		rows, err := q.QueryContext(ctx, query+` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			in, err := scanIntent(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, in)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(out) > p.Limit
+	if more {
+		out = out[:p.Limit]
+	}
+	if p.EndingBefore != "" {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, more, nil
+}
+
+// Update changes the fields b sets on one of who's intents. Only an intent not yet confirmed changes
+// (requires_payment_method or requires_confirmation); giving it a payment method makes it
+// requires_confirmation.
+func (s *Service) Update(ctx context.Context, who Who, id string, b IntentBody) (Intent, error) {
+	var in Intent
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if in, err = lockIntent(ctx, tx, who.Merchant.ID, id, s.now()); err != nil {
+			return err
+		}
+		if in.PendingOp != "" || in.Status != StatusRequiresPaymentMethod && in.Status != StatusRequiresConfirmation {
+			return unexpected(in, "update")
+		}
+		if err := b.apply(&in, who.Merchant); err != nil {
+			return err
+		}
+		if b.PaymentMethod != nil {
+			if _, err := s.vault.CheckMethod(ctx, tx, who.Merchant.ID, in.PaymentMethod, in.IntentID); err != nil {
+				return err
+			}
+			in.Status = StatusRequiresConfirmation
+		}
+		in.UpdatedAt = time.UnixMilli(s.now().UnixMilli())
+		if err := saveIntent(ctx, tx, in); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, who, "payment_intent.update", in, in.UpdatedAt)
+	})
+	return in, err
+}
+
+// lockIntent takes the row lock of one of the merchant's intents for the rest of tx, then reads it, so
+// that requests changing one intent happen one after another on both backends (as the vault locks a
+// customer).
+func lockIntent(ctx context.Context, tx *store.Tx, merchantID, id string, now time.Time) (Intent, error) {
+	r, err := tx.ExecContext(ctx, `UPDATE payment_intents SET updated_at = $3 WHERE merchant_id = $1 AND intent_id = $2`,
+		merchantID, id, now.UnixMilli())
+	if err != nil {
+		return Intent{}, err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return Intent{}, fault.NotFound("No payment intent %s.", clip(id))
+	}
+	return getIntent(ctx, tx, merchantID, id)
+}
+
+// saveIntent writes every changeable column of in.
+func saveIntent(ctx context.Context, tx *store.Tx, in Intent) error {
+	md, err := json.Marshal(in.Metadata)
+	if err != nil {
+		return err
+	}
+	var code, decline, msg string
+	if e := in.LastError; e != nil {
+		code, decline, msg = e.Code, e.DeclineCode, e.Message
+	}
+	var charge, canceled, lease any
+	if in.ChargeID != 0 {
+		charge = in.ChargeID
+	}
+	if !in.CanceledAt.IsZero() {
+		canceled = in.CanceledAt.UnixMilli()
+	}
+	if in.PendingOp != "" {
+		lease = in.LeaseUntil.UnixMilli()
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE payment_intents SET status = $2, amount = $3, currency = $4, capture_method = $5,
+		amount_capturable = $6, amount_received = $7, description = $8, receipt_email = $9, statement_descriptor_suffix = $10,
+		metadata = $11, payment_method = $12, last_error_code = $13, last_error_decline_code = $14, last_error_message = $15,
+		charge_id = $16, latest_charge = $17, canceled_at = $18, cancellation_reason = $19, attempts = $20, pending_op = $21,
+		lease_until = $22, updated_at = $23 WHERE id = $1`,
+		in.ID, in.Status, in.Amount, in.Currency.Code, in.CaptureMethod, in.AmountCapturable, in.AmountReceived,
+		nullable(in.Description), nullable(in.ReceiptEmail), nullable(in.StatementDescriptorSuffix), string(md),
+		nullable(in.PaymentMethod), nullable(code), nullable(decline), nullable(msg), charge, nullable(in.LatestCharge),
+		canceled, nullable(in.CancellationReason), in.Attempts, nullable(in.PendingOp), lease, in.UpdatedAt.UnixMilli())
+	return err
+}
+
+// audit records a change to an intent in tx (the ledger records the money operations themselves).
+func (s *Service) audit(ctx context.Context, tx *store.Tx, who Who, op string, in Intent, at time.Time) error {
+	return audit.Write(ctx, tx, audit.Record{MerchantID: in.MerchantID, ClientID: who.ClientID, Operation: op,
+		Resource: "payment_intent/" + in.IntentID, Amount: in.Amount, Currency: in.Currency.Code, Outcome: audit.Done,
+		Detail: in.Status, RequestID: who.RequestID, At: at})
+}
+
+// unexpected is the 409 of an operation that the intent's status forbids.
+func unexpected(in Intent, op string) error {
+	status := in.Status
+	if in.PendingOp != "" {
+		return &fault.Error{Status: http.StatusConflict, Code: "operation_in_progress",
+			Message: "Another operation (" + in.PendingOp + ") on payment intent " + in.IntentID + " is in progress; retry shortly."}
+	}
+	return &fault.Error{Status: http.StatusConflict, Code: "payment_intent_unexpected_state",
+		Message: "You cannot " + op + " payment intent " + in.IntentID + " because its status is " + status + "."}
+}
