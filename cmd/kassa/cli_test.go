@@ -35,6 +35,7 @@ func TestCLIFailures(t *testing.T) {
 		{"update unknown merchant", []string{"merchant", "update", "--merchant-id", "0000000000"}, 1, "no merchant"},
 		{"update to an unknown profile", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--simulator-profile", "lucky"}, 1, "simulator_profile must be"},
 		{"update to a bad currency", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--currencies", "CAD,XXX"}, 1, "ISO 4217"},
+		{"update to a bad origin", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--allowed-origins", "https://shop.example/pay"}, 1, "is not an origin"},
 		{"update to a bad maximum", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--max-amount", "-5"}, 1, "max_amount"},
 		{"bad simulator latency", []string{"serve", "--simulator-latency", "-1s"}, 2, "--simulator-latency"},
 		{"bad database url", []string{"migrate", "--database-url", "mysql://x"}, 1, "postgres://"},
@@ -69,10 +70,13 @@ func TestCLIFailures(t *testing.T) {
 		})
 	}
 	u := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--simulator-profile", "payfirma",
-		"--currencies", "usd,EUR", "--max-amount", "5000.00", "--data-dir", dir)
+		"--currencies", "usd,EUR", "--max-amount", "5000.00", "--allowed-origins", "https://Shop.example, http://localhost:3000", "--data-dir", dir)
 	if u["simulator_profile"] != "payfirma" || u["max_amount"] != "5000.00" || u["default_currency"] != "CAD" ||
-		fmt.Sprint(u["currencies"]) != "[CAD USD EUR]" {
+		fmt.Sprint(u["currencies"]) != "[CAD USD EUR]" || fmt.Sprint(u["allowed_origins"]) != "[https://shop.example http://localhost:3000]" {
 		t.Fatalf("merchant update printed %v", u)
+	}
+	if d := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--allowed-origins", "default", "--data-dir", dir); fmt.Sprint(d["allowed_origins"]) != "[]" {
+		t.Fatalf("allowed origins back to the default: %v", d["allowed_origins"])
 	}
 	if out := cliJSON(t, "migrate", "--data-dir", dir); out["status"] != "migrated" {
 		t.Fatalf("migrate printed %v", out)

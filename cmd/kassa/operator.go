@@ -146,6 +146,7 @@ type merchantSettings struct {
 	MaxAmount        string   `json:"max_amount"`
 	SimulatorProfile string   `json:"simulator_profile"`
 	Timezone         string   `json:"timezone"`
+	AllowedOrigins   []string `json:"allowed_origins"`
 }
 
 func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -154,6 +155,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	currencies := fs.String("currencies", "", "accepted currencies, comma-separated ISO 4217 codes; the default currency is always kept")
 	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
 	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by, e.g. America/Toronto")
+	origins := fs.String("allowed-origins", "", `origins whose pages may embed the hosted payment page, comma-separated (e.g. https://shop.example); "default" for any https origin and localhost`)
 	return func(ctx context.Context, e *env) error {
 		if err := required([2]string{"merchant-id", *id}); err != nil {
 			return err
@@ -170,6 +172,13 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		if *timezone != "" {
 			u.Timezone = timezone
+		}
+		switch *origins {
+		case "":
+		case "default":
+			u.AllowedOrigins = []string{}
+		default:
+			u.AllowedOrigins = strings.Split(*origins, ",")
 		}
 		db, err := e.db.open(ctx)
 		if err != nil {
@@ -188,8 +197,16 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
-			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone})
+			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins)})
 	}
+}
+
+// orEmpty prints a missing list as [], not null.
+func orEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // publicKeyOut is what "kassa merchant keys" and "kassa keys rotate" print.

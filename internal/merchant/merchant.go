@@ -8,7 +8,9 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/mail"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +45,45 @@ type Settings struct {
 	SimulatorProfile string
 	// Timezone is the IANA time zone whose calendar subscriptions bill by (default UTC).
 	Timezone string
+	// AllowedOrigins are the origins whose pages may embed the merchant's hosted payment page; none
+	// means the default (see FrameAncestors).
+	AllowedOrigins []string
+}
+
+// DefaultFrameAncestors is who may embed a hosted payment page when the merchant names no origins:
+// any https origin, and http on localhost and 127.0.0.1 for development.
+const DefaultFrameAncestors = "https: http://localhost:* http://127.0.0.1:*"
+
+// FrameAncestors is the frame-ancestors source list of the merchant's hosted payment page.
+func (s Settings) FrameAncestors() string {
+	if len(s.AllowedOrigins) == 0 {
+		return DefaultFrameAncestors
+	}
+	return strings.Join(s.AllowedOrigins, " ")
+}
+
+// MayEmbed reports whether a page of origin (scheme://host[:port]) may embed the merchant's hosted
+// payment page.
+func (s Settings) MayEmbed(origin string) bool {
+	if len(s.AllowedOrigins) > 0 {
+		return slices.Contains(s.AllowedOrigins, origin)
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return false
+	}
+	return u.Scheme == "https" || (u.Scheme == "http" && (u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1"))
+}
+
+// ParseOrigin checks that s is an origin, scheme://host[:port] with scheme http or https, and returns
+// it in canonical form (lower-case scheme and host).
+func ParseOrigin(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(u.Host, "*,; ") {
+		return "", fmt.Errorf("%q is not an origin such as https://shop.example", s)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }
 
 // Location is the merchant's time zone.
@@ -171,10 +212,10 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	m := Merchant{ID: id}
 	var hash sql.NullString
 	var created int64
-	var currencies string
+	var currencies, origins string
 	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at,
-		currencies, max_amount_cents, simulator_profile, timezone FROM merchants WHERE id = $1`, id).
-		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone)
+		currencies, max_amount_cents, simulator_profile, timezone, allowed_origins FROM merchants WHERE id = $1`, id).
+		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &origins)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Merchant{}, ErrNotFound
 	}
@@ -184,6 +225,7 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	m.CanSignIn = hash.Valid
 	m.CreatedAt = time.UnixMilli(created)
 	m.Currencies = strings.Fields(currencies)
+	m.AllowedOrigins = strings.Fields(origins)
 	return m, nil
 }
 
@@ -206,6 +248,7 @@ type Update struct {
 	MaxAmount        *string // decimal, e.g. "5000.00"
 	SimulatorProfile *string
 	Timezone         *string // IANA name, e.g. America/Toronto
+	AllowedOrigins   []string // origins that may embed the hosted payment page; an empty non-nil list restores the default
 }
 
 // ApplyUpdate validates u and stores it in the caller's transaction.
@@ -246,8 +289,21 @@ func ApplyUpdate(ctx context.Context, tx store.Querier, id string, u Update) (Me
 		}
 		m.Timezone = *u.Timezone
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4, timezone = $5
-		WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile, m.Timezone)
+	if u.AllowedOrigins != nil {
+		m.AllowedOrigins = nil
+		for _, o := range u.AllowedOrigins {
+			origin, err := ParseOrigin(o)
+			if err != nil {
+				return Merchant{}, fault.Invalid("allowed_origins", "%s", err)
+			}
+			if !slices.Contains(m.AllowedOrigins, origin) {
+				m.AllowedOrigins = append(m.AllowedOrigins, origin)
+			}
+		}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4, timezone = $5,
+		allowed_origins = $6 WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile, m.Timezone,
+		strings.Join(m.AllowedOrigins, " "))
 	return m, err
 }
 

@@ -95,3 +95,45 @@ func TestCreateValidation(t *testing.T) {
 		t.Fatalf("invalid merchants were stored: %d", n)
 	}
 }
+
+// Who may embed the hosted payment page: by default any https origin and http on localhost and
+// 127.0.0.1; with origins named, exactly those.
+func TestEmbeddingOrigins(t *testing.T) {
+	t.Parallel()
+	var def merchant.Settings
+	named := merchant.Settings{AllowedOrigins: []string{"https://shop.example", "http://localhost:3000"}}
+	for _, tc := range []struct {
+		origin     string
+		def, named bool
+	}{
+		{"https://shop.example", true, true},
+		{"https://other.example", true, false},
+		{"http://shop.example", false, false},
+		{"http://localhost:3000", true, true},
+		{"http://localhost:4000", true, false},
+		{"http://127.0.0.1:8080", true, false},
+		{"https://shop.example/path", false, false},
+		{"null", false, false},
+		{"", false, false},
+	} {
+		if got := def.MayEmbed(tc.origin); got != tc.def {
+			t.Errorf("default MayEmbed(%q) = %v", tc.origin, got)
+		}
+		if got := named.MayEmbed(tc.origin); got != tc.named {
+			t.Errorf("named MayEmbed(%q) = %v", tc.origin, got)
+		}
+	}
+	if def.FrameAncestors() != merchant.DefaultFrameAncestors || named.FrameAncestors() != "https://shop.example http://localhost:3000" {
+		t.Fatalf("frame ancestors %q / %q", def.FrameAncestors(), named.FrameAncestors())
+	}
+	for in, want := range map[string]string{"HTTPS://Shop.Example": "https://shop.example", "http://localhost:3000/": "http://localhost:3000"} {
+		if got, err := merchant.ParseOrigin(in); err != nil || got != want {
+			t.Errorf("ParseOrigin(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"shop.example", "ftp://shop.example", "https://shop.example/pay", "https://*.shop.example", "https://u@shop.example", "https://shop.example?x=1"} {
+		if _, err := merchant.ParseOrigin(bad); err == nil {
+			t.Errorf("ParseOrigin(%q) accepted", bad)
+		}
+	}
+}
