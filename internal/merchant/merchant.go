@@ -247,7 +247,7 @@ type Update struct {
 	Currencies       []string
 	MaxAmount        *string // decimal, e.g. "5000.00"
 	SimulatorProfile *string
-	Timezone         *string // IANA name, e.g. America/Toronto
+	Timezone         *string  // IANA name, e.g. America/Toronto
 	AllowedOrigins   []string // origins that may embed the hosted payment page; an empty non-nil list restores the default
 }
 
