@@ -2,7 +2,8 @@
 // payment page"): API keys, the account they act for, and payment intents — one payment from creation
 // to its end, whose every money operation is a transaction of the payments core. Payment methods live
 // in the vault; this package serves them on the v1 API. Hosted-page sessions build on the service
-// methods here (Create, Confirm, …), which take the caller and, for a confirmation, the source.
+// methods here (Create, Confirm, CompleteChallenge, …), which take the caller and, for a
+// confirmation, the source and whether the cardholder can be shown a 3-D Secure challenge.
 package checkout
 
 import (
