@@ -289,6 +289,45 @@ func TestConcurrentChallenges(t *testing.T) {
 	})
 }
 
+// A challenge nobody completes ends after ChallengeLifetime: the sweep returns the intent to
+// requires_payment_method with authentication_required and deletes the payment method's number.
+func TestChallengeExpires(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Now())
+		srv := start(t, db, server.Config{Now: clk.Now})
+		a := newAccount(t, srv)
+		ctx := context.Background()
+		w := who(t, a)
+		id := a.intent(t, map[string]any{"amount": 1500, "currency": "cad"}).Str("id")
+		pm := a.method(t, cardtest.ThreeDSecure)
+		in, err := hppConfirm(srv, w, id, pm)
+		awaiting(t, a, db, in, err, pm)
+		clk.Advance(checkout.ChallengeLifetime - time.Second)
+		if err := srv.Checkout().Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		status(t, a.ok(t, "GET", path(id), nil), "requires_action")
+		clk.Advance(time.Second)
+		if err := srv.Checkout().Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := status(t, a.ok(t, "GET", path(id), nil), "requires_payment_method")
+		if e, _ := r.Body["last_payment_error"].(map[string]any); e["code"] != "authentication_required" || r.Body["payment_method"] != nil {
+			t.Fatalf("expired challenge: %s", r.Raw)
+		}
+		if sealed(t, db, pm) {
+			t.Fatal("the payment method of an expired challenge kept its number")
+		}
+		_, err = srv.Checkout().CompleteChallenge(ctx, w, id, true, payment.SourceHPP)
+		wantFault(t, err, 409, "payment_intent_unexpected_state")
+		if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE resource = $1 AND operation = 'payment_intent.challenge_expired'`,
+			"payment_intent/"+id); n != 1 || charges(t, db, id) != 0 {
+			t.Fatalf("%d audit records of the expiry, %d charges", n, charges(t, db, id))
+		}
+		status(t, a.do(t, "POST", path(id, "confirm"), map[string]any{"payment_method": a.method(t, cardtest.Visa)}), "succeeded")
+	})
+}
+
 // unsure is the simulator, except that while down it cannot say whether a card needs 3-D Secure.
 type unsure struct {
 	*simulator.Simulator

@@ -94,9 +94,13 @@ func (s *Service) Routes(r *httpapi.Router) {
 }
 
 // Sweep does the periodic work of the v1 API: it deletes the sealed card numbers of payment methods
-// that expired unused, and settles operations on intents whose node died while running them.
+// that expired unused, ends the 3-D Secure challenges that nobody completed (ChallengeLifetime), and
+// settles operations on intents whose node died while running them.
 func (s *Service) Sweep(ctx context.Context) error {
 	if _, err := s.vault.ExpireMethods(ctx); err != nil {
+		return err
+	}
+	if err := s.expireChallenges(ctx); err != nil {
 		return err
 	}
 	_, err := s.settleAbandoned(ctx)

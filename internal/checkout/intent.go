@@ -28,6 +28,7 @@ import (
 //	                                          requires_action, nothing charged
 //	requires_action --complete the challenge (passed or failed)--> processing --> the outcome, as above
 //	    (a failed challenge is declined: requires_payment_method, last_payment_error authentication_failed)
+//	requires_action --ChallengeLifetime without an answer--> requires_payment_method (authentication_required)
 //	requires_capture --capture--> succeeded
 //	requires_payment_method, requires_confirmation, requires_action, requires_capture --cancel--> canceled
 //
