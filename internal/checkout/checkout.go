@@ -2,7 +2,8 @@
 // payment page"): API keys, the account they act for, and payment intents — one payment from creation
 // to its end, whose every money operation is a transaction of the payments core. Payment methods live
 // in the vault; this package serves them on the v1 API. Hosted-page sessions build on the service
-// methods here (Create, Confirm, …), which take the caller and, for a confirmation, the source.
+// methods here (Create, Confirm, CompleteChallenge, …), which take the caller and, for a
+// confirmation, the source and whether the cardholder can be shown a 3-D Secure challenge.
 package checkout
 
 import (
@@ -93,9 +94,13 @@ func (s *Service) Routes(r *httpapi.Router) {
 }
 
 // Sweep does the periodic work of the v1 API: it deletes the sealed card numbers of payment methods
-// that expired unused, and settles operations on intents whose node died while running them.
+// that expired unused, ends the 3-D Secure challenges that nobody completed (ChallengeLifetime), and
+// settles operations on intents whose node died while running them.
 func (s *Service) Sweep(ctx context.Context) error {
 	if _, err := s.vault.ExpireMethods(ctx); err != nil {
+		return err
+	}
+	if err := s.expireChallenges(ctx); err != nil {
 		return err
 	}
 	_, err := s.settleAbandoned(ctx)

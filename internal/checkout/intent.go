@@ -24,11 +24,16 @@ import (
 //	    approved, capture_method automatic -> succeeded
 //	    approved, capture_method manual    -> requires_capture
 //	    declined                           -> requires_payment_method, with last_payment_error
-//	    (3-D Secure, later: challenge      -> requires_action)
+//	    interactive (the hosted page), and the card requires a 3-D Secure challenge:
+//	                                          requires_action, nothing charged
+//	requires_action --complete the challenge (passed or failed)--> processing --> the outcome, as above
+//	    (a failed challenge is declined: requires_payment_method, last_payment_error authentication_failed)
+//	requires_action --ChallengeLifetime without an answer--> requires_payment_method (authentication_required)
 //	requires_capture --capture--> succeeded
 //	requires_payment_method, requires_confirmation, requires_action, requires_capture --cancel--> canceled
 //
-// succeeded and canceled are final.
+// succeeded and canceled are final. processing lasts while an operation is pending; requires_action
+// holds no pending operation and no money, only the attached payment method's sealed number.
 const (
 	StatusRequiresPaymentMethod = "requires_payment_method"
 	StatusRequiresConfirmation  = "requires_confirmation"
@@ -47,9 +52,10 @@ const (
 
 // Operations that run on an intent with a ledger transaction; one at a time.
 const (
-	opConfirm = "confirm"
-	opCapture = "capture"
-	opCancel  = "cancel"
+	opConfirm   = "confirm"
+	opChallenge = "challenge" // the charge after a 3-D Secure challenge (CompleteChallenge)
+	opCapture   = "capture"
+	opCancel    = "cancel"
 )
 
 // Intent is a payment intent.
@@ -184,8 +190,19 @@ type WireIntent struct {
 	CanceledAt                *int64            `json:"canceled_at"`
 	CancellationReason        *string           `json:"cancellation_reason"`
 	LatestCharge              *string           `json:"latest_charge"`
+	NextAction                *NextAction       `json:"next_action"`
 	Livemode                  bool              `json:"livemode"`
 }
+
+// NextAction is what an intent in requires_action waits for: next_action, null in every other status.
+type NextAction struct {
+	// Type is NextActionUseHostedPage: the cardholder completes the 3-D Secure challenge on the hosted
+	// page that confirmed the intent; the merchant's server waits for the page's result (or cancels).
+	Type string `json:"type"`
+}
+
+// NextActionUseHostedPage is the type of next_action of an intent waiting for a 3-D Secure challenge.
+const NextActionUseHostedPage = "use_hosted_page"
 
 // Wire renders in.
 func (in Intent) Wire() WireIntent {
@@ -201,6 +218,9 @@ func (in Intent) Wire() WireIntent {
 	if !in.CanceledAt.IsZero() {
 		s := in.CanceledAt.Unix()
 		w.CanceledAt = &s
+	}
+	if in.Status == StatusRequiresAction {
+		w.NextAction = &NextAction{Type: NextActionUseHostedPage}
 	}
 	return w
 }

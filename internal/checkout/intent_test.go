@@ -31,7 +31,7 @@ func TestCreateIntent(t *testing.T) {
 		json.Unmarshal(bare.Raw, &fields)
 		want := `{"amount":1099,"amount_capturable":0,"amount_received":0,"canceled_at":null,"cancellation_reason":null,` +
 			`"capture_method":"automatic","currency":"cad","description":null,"last_payment_error":null,"latest_charge":null,` +
-			`"livemode":false,"metadata":{},"object":"payment_intent","payment_method":null,"payment_method_types":["card"],` +
+			`"livemode":false,"metadata":{},"next_action":null,"object":"payment_intent","payment_method":null,"payment_method_types":["card"],` +
 			`"receipt_email":null,"statement_descriptor_suffix":null,"status":"requires_payment_method"}`
 		delete(fields, "id")
 		delete(fields, "created")

@@ -39,15 +39,24 @@ type ConfirmParams struct {
 	// PaymentMethod is the payment method to pay with; "" for the one the intent has.
 	PaymentMethod string
 	// CVC, when the caller has it in memory in the same request (the hosted page), is handed to the
-	// processor. It is never stored (PCI DSS 3.3.1).
+	// processor. It is never stored (PCI DSS 3.3.1): a confirmation that stops for a 3-D Secure
+	// challenge drops it, and the charge that follows the challenge goes without it.
 	CVC string
 	// Source is the ledger's transaction_source: payment.SourceEcommerce from the v1 API,
 	// payment.SourceHPP from the hosted page.
 	Source string
+	// Interactive says that the caller can show the cardholder the issuer's 3-D Secure challenge (the
+	// hosted page). Then a card whose issuer requires one takes the intent to requires_action with
+	// nothing charged, and CompleteChallenge charges it with the challenge's outcome. Without it (the
+	// v1 API, where no cardholder is there) the card is charged without authentication, and the
+	// processor declines it with authentication_required if its issuer requires a challenge.
+	Interactive bool
 }
 
 // Confirm pays who's intent id with a payment method. The answer is the intent with its outcome: a
-// decline is not an error but an intent back in requires_payment_method with last_payment_error.
+// decline is not an error but an intent back in requires_payment_method with last_payment_error; an
+// interactive confirmation of a card that requires a 3-D Secure challenge is an intent in
+// requires_action.
 func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmParams) (Intent, error) {
 	var pm vault.Method
 	in, err := s.claim(ctx, who, id, opConfirm, func(tx *store.Tx, in *Intent) (bool, error) {
@@ -61,6 +70,12 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 		if pmID == "" {
 			return false, fault.Invalid("payment_method", "payment_method is required: payment intent %s has none", in.IntentID)
 		}
+		if in.PaymentMethod != "" && in.PaymentMethod != pmID {
+			// A method an interrupted confirmation attached is replaced: nothing will charge it now.
+			if err := vault.ConsumeMethod(ctx, tx, who.Merchant.ID, in.PaymentMethod, in.IntentID); err != nil {
+				return false, err
+			}
+		}
 		var err error
 		if pm, err = s.vault.AttachMethod(ctx, tx, who.Merchant.ID, pmID, in.IntentID); err != nil {
 			return false, err
@@ -71,6 +86,15 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 	if err != nil {
 		return Intent{}, err
 	}
+	return s.charge(ctx, who, in, pm, p, processor.AuthenticationNone)
+}
+
+// charge is the ledger step of a claimed confirmation (or challenge completion) and its settling: a
+// sale, or an authorization for manual capture, of the intent's amount on its payment method pm, with
+// the cardholder's 3-D Secure outcome authentication. Before it, an interactive confirmation asks
+// whether the card requires a challenge; if so, nothing is charged and the intent waits in
+// requires_action (awaitChallenge).
+func (s *Service) charge(ctx context.Context, who Who, in Intent, pm vault.Method, p ConfirmParams, authentication string) (Intent, error) {
 	number, err := s.vault.OpenMethod(ctx, who.Merchant.ID, pm.ID)
 	if err != nil {
 		return s.afterFailure(ctx, who, in, err)
@@ -83,9 +107,19 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 	if source == "" {
 		source = payment.SourceEcommerce
 	}
-	t, err := s.ledger.Charge(ctx, payment.Charge{Actor: who.actor(), Kind: kind, Amount: in.Amount, Currency: in.Currency,
-		Card: number, Expiry: pm.Expiry, CVV: p.CVC, Customer: customerOf(in, pm), Source: source,
-		IdempotencyKey: attemptKey(in.IntentID, in.Attempts)})
+	c := payment.Charge{Actor: who.actor(), Kind: kind, Amount: in.Amount, Currency: in.Currency, Card: number, Expiry: pm.Expiry,
+		CVV: p.CVC, Authentication: authentication, Customer: customerOf(in, pm), Source: source,
+		IdempotencyKey: attemptKey(in.IntentID, in.Attempts)}
+	if p.Interactive && authentication == processor.AuthenticationNone {
+		required, err := s.ledger.ChallengeRequired(ctx, c)
+		if err != nil {
+			return s.afterFailure(ctx, who, in, err)
+		}
+		if required {
+			return s.finishOp(ctx, in, who.ClientID, awaitChallenge)
+		}
+	}
+	t, err := s.ledger.Charge(ctx, c)
 	if err != nil {
 		return s.afterFailure(ctx, who, in, err)
 	}
@@ -130,6 +164,13 @@ func (s *Service) Cancel(ctx context.Context, who Who, id, reason string) (Inten
 	in, err := s.claim(ctx, who, id, opCancel, func(tx *store.Tx, in *Intent) (bool, error) {
 		switch in.Status {
 		case StatusRequiresPaymentMethod, StatusRequiresConfirmation, StatusRequiresAction:
+			// A method attached by a confirmation that did not charge it (one waiting for its 3-D Secure
+			// challenge, or an interrupted one) is discarded with the intent: no number outlives its use.
+			if in.PaymentMethod != "" {
+				if err := vault.ConsumeMethod(ctx, tx, who.Merchant.ID, in.PaymentMethod, in.IntentID); err != nil {
+					return false, err
+				}
+			}
 			in.Status, in.CanceledAt, in.CancellationReason = StatusCanceled, now, reason
 			return false, nil
 		case StatusRequiresCapture:
@@ -280,7 +321,11 @@ func (s *Service) settle(ctx context.Context, in Intent, t payment.Transaction, 
 // release ends the pending operation of in without an outcome: nothing reached the ledger.
 func (s *Service) release(ctx context.Context, in Intent, clientID string) (Intent, error) {
 	return s.finishOp(ctx, in, clientID, func(cur Intent, _ time.Time) Intent {
-		if cur.Status == StatusProcessing {
+		switch {
+		case cur.Status != StatusProcessing:
+		case cur.PendingOp == opChallenge:
+			cur.Status = StatusRequiresAction // the challenge's outcome can be given again
+		default:
 			cur.Status = StatusRequiresConfirmation // the payment method stays attached to this intent
 		}
 		if cur.PendingOp == opCancel {
@@ -293,8 +338,9 @@ func (s *Service) release(ctx context.Context, in Intent, clientID string) (Inte
 
 // finishOp applies next to the intent in one transaction if the operation pending on in is still the
 // one pending (same operation, same attempt), with the audit record naming clientID (the API key that
-// asked, or "" for the sweep), and, after a confirmation with an outcome, deletes the sealed number of
-// the payment method it used.
+// asked, or "" for the sweep), and, after a charge with an outcome (a confirmation's or a challenge
+// completion's), deletes the sealed number of the payment method it used. A confirmation that waits for
+// a 3-D Secure challenge has no outcome yet: the method keeps its number for the charge to come.
 func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next func(Intent, time.Time) Intent) (Intent, error) {
 	ctx = context.WithoutCancel(ctx) // the outcome must be recorded once the money has moved
 	var out Intent
@@ -313,8 +359,8 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next
 		if err := saveIntent(ctx, tx, out); err != nil {
 			return err
 		}
-		if cur.PendingOp == opConfirm && out.LatestCharge != cur.LatestCharge {
-			if err := vault.ConsumeMethod(ctx, tx, cur.MerchantID, cur.PaymentMethod); err != nil {
+		if (cur.PendingOp == opConfirm || cur.PendingOp == opChallenge) && out.LatestCharge != cur.LatestCharge {
+			if err := vault.ConsumeMethod(ctx, tx, cur.MerchantID, cur.PaymentMethod, cur.IntentID); err != nil {
 				return err
 			}
 		}
@@ -326,14 +372,15 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next
 }
 
 // transition is the state machine's step for the outcome t of the operation pending on in: a pure
-// function of the intent and the ledger's answer. (3-D Secure will add an answer that asks for a
-// challenge, leading a confirmation to requires_action.)
+// function of the intent and the ledger's answer. A confirmation and a challenge completion end alike:
+// the charge decides. (A confirmation that stops for a 3-D Secure challenge has no ledger answer; its
+// step is awaitChallenge.)
 func transition(in Intent, t payment.Transaction, now time.Time) Intent {
 	approved := t.Status == payment.StatusApproved
 	op := in.PendingOp
 	in.PendingOp, in.LeaseUntil = "", time.Time{}
 	switch op {
-	case opConfirm:
+	case opConfirm, opChallenge:
 		in.ChargeID, in.LatestCharge = t.ID, t.TransactionID
 		switch {
 		case approved && t.Kind == payment.KindSale:
@@ -376,6 +423,8 @@ func declineError(t payment.Transaction) *PaymentError {
 		e.Code = "processing_error"
 	case processor.CodeAuthorizationExpired:
 		e.Code = "charge_expired_for_capture"
+	case processor.CodeAuthenticationRequired, processor.CodeAuthenticationFailed:
+		e.Code = t.DeclineCode // 3-D Secure: the card was not authenticated, or failed its challenge
 	}
 	return e
 }

@@ -80,6 +80,7 @@ type Charge struct {
 	Card           card.Number
 	Expiry         card.Expiry
 	CVV            string
+	Authentication string // the cardholder's 3-D Secure outcome (processor.Payment.Authentication); "" for none
 	Customer       Customer
 	TestMode       bool
 	Source         string
@@ -123,13 +124,39 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 		return deref(prior), err
 	}
 	res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
-		return l.proc.Authorize(ctx, processor.Payment{Reference: t.TransactionID, Merchant: processor.Merchant{ID: c.MerchantID, SimulatorProfile: c.Profile},
-			Amount: c.Amount, Currency: c.Currency, Capture: c.Kind == KindSale, Card: c.Card, Expiry: c.Expiry, CVV: c.CVV})
+		return l.proc.Authorize(ctx, c.payment(t.TransactionID))
 	})
 	if err != nil {
 		return Transaction{}, l.unavailable(ctx, t, err)
 	}
 	return l.finish(ctx, t, res, operation(t.Kind))
+}
+
+// payment is what the processor is asked to authorize for c, under Kassa's reference ref.
+func (c Charge) payment(ref string) processor.Payment {
+	return processor.Payment{Reference: ref, Merchant: processor.Merchant{ID: c.MerchantID, SimulatorProfile: c.Profile},
+		Amount: c.Amount, Currency: c.Currency, Capture: c.Kind == KindSale, Card: c.Card, Expiry: c.Expiry, CVV: c.CVV,
+		Authentication: c.Authentication}
+}
+
+// ChallengeRequired reports whether the cardholder of c must pass the issuer's 3-D Secure challenge
+// before c is charged; false when the processor does not run 3-D Secure (processor.Authenticator).
+// Nothing is recorded, since nothing is authorized; the question is bounded by the processor timeout,
+// and a processor that does not answer is a 502 with nothing charged.
+func (l *Ledger) ChallengeRequired(ctx context.Context, c Charge) (bool, error) {
+	a, ok := l.proc.(processor.Authenticator)
+	if !ok {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	required, err := a.ChallengeRequired(ctx, c.payment(""))
+	if err != nil {
+		l.log.WarnContext(ctx, "processor did not say whether a payment needs 3-D Secure", "err", err)
+		return false, &fault.Error{Status: http.StatusBadGateway, Code: "processor_unavailable",
+			Message: "The processor did not say whether the card requires 3-D Secure. Nothing was charged; retry."}
+	}
+	return required, nil
 }
 
 // Capture collects f.Amount (at most the authorized amount) of an authorization. One capture per

@@ -34,6 +34,25 @@ type Processor interface {
 	Lookup(ctx context.Context, ref string) (Result, error)
 }
 
+// Authenticator is implemented by a processor that runs 3-D Secure (EMV 3DS): before a payment is
+// authorized, it says whether the card's issuer requires the cardholder to pass a challenge. The
+// payments core asks only when the cardholder is there to be challenged (the hosted page); a payment
+// that needs no challenge, or whose caller cannot show one, goes straight to Authorize.
+//
+// The rules every Authenticator follows in Authorize:
+//   - a payment whose Authentication is AuthenticationFailed is declined with CodeAuthenticationFailed,
+//     whatever the card;
+//   - a payment of a card for which ChallengeRequired answers true, arriving without
+//     AuthenticationSucceeded, is declined with CodeAuthenticationRequired (a soft decline: the same
+//     card may pass once authenticated);
+//   - a payment with AuthenticationSucceeded is decided as any other.
+type Authenticator interface {
+	// ChallengeRequired reports whether p's cardholder must pass the issuer's challenge before p is
+	// authorized. p.Reference is empty and p.Authentication none: nothing is authorized yet. An error
+	// is an unknown answer, never a decision.
+	ChallengeRequired(ctx context.Context, p Payment) (bool, error)
+}
+
 // ErrNotFound is Lookup's answer for an operation the processor never received.
 var ErrNotFound = errors.New("processor: operation not found")
 
@@ -47,7 +66,21 @@ type Payment struct {
 	Card      card.Number
 	Expiry    card.Expiry
 	CVV       string // never stored; may be empty for a stored card
+	// Authentication is the outcome of the cardholder's 3-D Secure challenge, when one was run (see
+	// Authenticator): AuthenticationNone, AuthenticationSucceeded or AuthenticationFailed.
+	Authentication string
 }
+
+// Outcomes of cardholder authentication (3-D Secure), for Payment.Authentication.
+const (
+	// AuthenticationNone: no challenge was run.
+	AuthenticationNone = ""
+	// AuthenticationSucceeded: the cardholder passed the issuer's challenge.
+	AuthenticationSucceeded = "succeeded"
+	// AuthenticationFailed: the cardholder failed (or refused) the issuer's challenge; the payment is
+	// declined with CodeAuthenticationFailed.
+	AuthenticationFailed = "failed"
+)
 
 // FollowUp is an operation on an earlier one: a capture, refund or void.
 type FollowUp struct {
@@ -84,4 +117,9 @@ const (
 	CodeIncorrectCVC         = "incorrect_cvc"
 	CodeProcessingError      = "processing_error"
 	CodeAuthorizationExpired = "authorization_expired"
+	// CodeAuthenticationRequired: the issuer requires 3-D Secure and the payment came without a
+	// successful authentication.
+	CodeAuthenticationRequired = "authentication_required"
+	// CodeAuthenticationFailed: the cardholder failed the 3-D Secure challenge.
+	CodeAuthenticationFailed = "authentication_failed"
 )

@@ -177,10 +177,14 @@ func (s *Service) OpenMethod(ctx context.Context, merchantID, id string) (card.N
 	return card.ParseNumber(string(pan))
 }
 
-// ConsumeMethod deletes the sealed number of a payment method whose confirmation has its outcome,
-// inside tx: nothing will charge it again.
-func ConsumeMethod(ctx context.Context, tx *store.Tx, merchantID, id string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE payment_methods SET pan = NULL WHERE merchant_id = $1 AND pm_id = $2`, merchantID, id)
+// ConsumeMethod deletes, inside tx, the sealed number of the merchant's payment method id if it is
+// attached to intentID: the confirmation that used it has its outcome, or the intent ends without
+// charging it (canceled, for one, while it waits for a 3-D Secure challenge). Nothing will charge it
+// again. A method only named by the intent, not attached, is left alone: it is not the
+// intent's to discard, and expires by itself.
+func ConsumeMethod(ctx context.Context, tx *store.Tx, merchantID, id, intentID string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE payment_methods SET pan = NULL WHERE merchant_id = $1 AND pm_id = $2 AND attached_to = $3`,
+		merchantID, id, intentID)
 	return err
 }
 

@@ -31,10 +31,16 @@ const (
 	ProcessingError   = "4000000000000119"
 )
 
+// Cards of the simulator whose issuer requires a 3-D Secure challenge: approved once the cardholder
+// passes it, declined with authentication_required without it.
+const (
+	ThreeDSecure  = "4000002500003155"
+	ThreeDSecure2 = "4000002760003184"
+)
+
 // All is every card number the tests use; none may ever appear in full in a log or a response.
 var All = []string{Visa, Visa2, Mastercard, Amex, Discover, Declined, InsufficientFunds, LostCard,
-	StolenCard, ExpiredCard, IncorrectCVC, ProcessingError,
-	"4000002500003155", "4000002760003184", "3566002020360505", "36227206271667", "6200000000000005",
+	StolenCard, ExpiredCard, IncorrectCVC, ProcessingError, ThreeDSecure, ThreeDSecure2, "3566002020360505", "36227206271667", "6200000000000005",
 	"5200828282828210", "4012888888881881", "371449635398431"}
 
 // Find returns the first test card number that text contains in full, or "".

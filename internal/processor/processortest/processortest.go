@@ -16,6 +16,9 @@ import (
 type Cards struct {
 	Approve string // a card that is approved
 	Decline string // a card that is declined
+	// Challenge is a card whose issuer requires a 3-D Secure challenge; required when the processor
+	// is a processor.Authenticator.
+	Challenge string
 }
 
 // Run checks the behaviour the payments core relies on:
@@ -25,7 +28,11 @@ type Cards struct {
 //   - an approved authorization can be captured, a sale refunded, an authorization voided;
 //   - a zero-amount authorization (card verification) is approved for a good card;
 //   - Lookup of a reference never sent answers ErrNotFound;
-//   - a canceled context makes a call fail with an error, never with a decision.
+//   - a canceled context makes a call fail with an error, never with a decision;
+//   - for a processor.Authenticator, the rules of its documentation: the challenge card requires a
+//     challenge and the approving card none; the challenge card is declined with
+//     CodeAuthenticationRequired without authentication, approved with a successful one; a failed
+//     authentication declines any card with CodeAuthenticationFailed.
 func Run(t *testing.T, p processor.Processor, cards Cards) {
 	cad, _ := money.Lookup("CAD")
 	future := card.Expiry{Month: 12, Year: time.Now().Year() + 3}
@@ -95,6 +102,41 @@ func Run(t *testing.T, p processor.Processor, cards Cards) {
 		cancel()
 		if r, err := p.Authorize(cctx, payment(ref("x"), cards.Approve, 1000, true)); err == nil {
 			t.Fatalf("Authorize with a canceled context decided %+v", r)
+		}
+	})
+	a, ok := p.(processor.Authenticator)
+	if !ok {
+		return
+	}
+	t.Run("3-D Secure", func(t *testing.T) {
+		if cards.Challenge == "" {
+			t.Fatal("the processor is an Authenticator: Cards.Challenge must name a card that requires a challenge")
+		}
+		for pan, want := range map[string]bool{cards.Approve: false, cards.Challenge: true} {
+			if got, err := a.ChallengeRequired(ctx, payment("", pan, 1000, true)); err != nil || got != want {
+				t.Errorf("ChallengeRequired(%s…) = %v, %v; want %v", pan[:6], got, err, want)
+			}
+		}
+		for _, tc := range []struct {
+			pan, auth, code string // code "" for approved
+		}{
+			{cards.Challenge, processor.AuthenticationNone, processor.CodeAuthenticationRequired},
+			{cards.Challenge, processor.AuthenticationFailed, processor.CodeAuthenticationFailed},
+			{cards.Challenge, processor.AuthenticationSucceeded, ""},
+			{cards.Approve, processor.AuthenticationFailed, processor.CodeAuthenticationFailed},
+			{cards.Approve, processor.AuthenticationSucceeded, ""},
+		} {
+			pay := payment(ref("3ds"+tc.auth), tc.pan, 1000, true)
+			pay.Authentication = tc.auth
+			r, err := p.Authorize(ctx, pay)
+			if err != nil || r.Approved != (tc.code == "") || r.Code != tc.code || r.Message == "" {
+				t.Errorf("Authorize(%s…, authentication %q) = %+v, %v; want code %q", tc.pan[:6], tc.auth, r, err, tc.code)
+			}
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if got, err := a.ChallengeRequired(cctx, payment("", cards.Challenge, 1000, true)); err == nil {
+			t.Fatalf("ChallengeRequired with a canceled context decided %v", got)
 		}
 	})
 }

@@ -1,7 +1,7 @@
 // Package simulator is Kassa's built-in processor. It moves no money: it decides by the well-known
 // test card numbers (or, for a merchant on the "payfirma" profile, by the original sandbox's amount
-// rule), declines expired cards, and lets authorization holds lapse after a configurable number of
-// days.
+// rule), declines expired cards, asks for a 3-D Secure challenge for two test cards, and lets
+// authorization holds lapse after a configurable number of days.
 //
 // The simulator keeps no state. Lookup therefore reports every operation as never received: an
 // attempt cut off by a crash is failed by the payments core and its reservation released, which is
@@ -50,7 +50,13 @@ func New(cfg Config) *Simulator {
 	return s
 }
 
-var _ processor.Processor = (*Simulator)(nil)
+var (
+	_ processor.Processor     = (*Simulator)(nil)
+	_ processor.Authenticator = (*Simulator)(nil)
+)
+
+// challenged are the test cards whose issuer requires a 3-D Secure challenge, under every profile.
+var challenged = map[string]bool{"4000002500003155": true, "4000002760003184": true}
 
 // declines maps the test cards that decline to their answer.
 var declines = map[string]processor.Result{
@@ -86,13 +92,29 @@ func (s *Simulator) wait(ctx context.Context) error {
 	}
 }
 
-// Authorize decides a payment: an expired card declines; then the merchant's profile rules.
+// ChallengeRequired answers true for the two 3-D Secure test cards and false for every other card.
+func (s *Simulator) ChallengeRequired(ctx context.Context, p processor.Payment) (bool, error) {
+	if err := s.wait(ctx); err != nil {
+		return false, err
+	}
+	return challenged[p.Card.Digits()], nil
+}
+
+// Authorize decides a payment: an expired card declines; then 3-D Secure, as processor.Authenticator
+// rules (a failed authentication declines any card; a card that requires a challenge declines
+// without a successful one); then the merchant's profile rules.
 func (s *Simulator) Authorize(ctx context.Context, p processor.Payment) (processor.Result, error) {
 	if err := s.wait(ctx); err != nil {
 		return processor.Result{}, err
 	}
 	if p.Expiry.Expired(s.now()) {
 		return declined(p.Reference, processor.CodeExpiredCard, "Expired card"), nil
+	}
+	switch {
+	case p.Authentication == processor.AuthenticationFailed:
+		return declined(p.Reference, processor.CodeAuthenticationFailed, "Authentication failed"), nil
+	case challenged[p.Card.Digits()] && p.Authentication != processor.AuthenticationSucceeded:
+		return declined(p.Reference, processor.CodeAuthenticationRequired, "Authentication required"), nil
 	}
 	if p.Merchant.SimulatorProfile == ProfilePayfirma {
 		if p.Amount == 0 || wholeUnits(p.Amount, p.Currency.Digits)%2 == 1 {

@@ -15,12 +15,14 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	processortest.Run(t, simulator.New(simulator.Config{}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined})
+	processortest.Run(t, simulator.New(simulator.Config{}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined,
+		Challenge: cardtest.ThreeDSecure})
 }
 
 func TestConformanceWithLatency(t *testing.T) {
 	t.Parallel()
-	processortest.Run(t, simulator.New(simulator.Config{Latency: 5 * time.Millisecond}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined})
+	processortest.Run(t, simulator.New(simulator.Config{Latency: 5 * time.Millisecond}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined,
+		Challenge: cardtest.ThreeDSecure})
 }
 
 func pay(t *testing.T, pan string, amount int64, profile string) processor.Payment {
@@ -96,5 +98,52 @@ func TestExpiredCardDeclines(t *testing.T) {
 	p.Expiry = card.Expiry{Month: 11, Year: 2026}
 	if r, _ := s.Authorize(context.Background(), p); !r.Approved {
 		t.Fatalf("card expiring this month: %+v", r)
+	}
+}
+
+// The two 3-D Secure test cards require a challenge; no other card does. Without a successful
+// authentication they decline with authentication_required, after a failed one with
+// authentication_failed (as does any card), and after a successful one the other rules decide.
+func TestThreeDSecure(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	s := simulator.New(simulator.Config{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	for _, pan := range []string{cardtest.Visa, cardtest.Visa2, cardtest.Mastercard, cardtest.Amex, cardtest.Discover, cardtest.Declined,
+		cardtest.InsufficientFunds, cardtest.ExpiredCard, cardtest.ProcessingError, cardtest.ThreeDSecure, cardtest.ThreeDSecure2} {
+		want := pan == cardtest.ThreeDSecure || pan == cardtest.ThreeDSecure2
+		for _, profile := range []string{simulator.ProfileStandard, simulator.ProfilePayfirma} {
+			if got, err := s.ChallengeRequired(ctx, pay(t, pan, 1000, profile)); err != nil || got != want {
+				t.Errorf("ChallengeRequired(%s…, %s) = %v, %v; want %v", pan[:6], profile, got, err, want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name, pan, auth, profile string
+		amount                   int64
+		expired                  bool
+		code, msg                string
+	}{
+		{"no authentication", cardtest.ThreeDSecure, processor.AuthenticationNone, simulator.ProfileStandard, 1000, false, "authentication_required", "Authentication required"},
+		{"no authentication, second card", cardtest.ThreeDSecure2, processor.AuthenticationNone, simulator.ProfileStandard, 1000, false, "authentication_required", "Authentication required"},
+		{"no authentication, payfirma", cardtest.ThreeDSecure, processor.AuthenticationNone, simulator.ProfilePayfirma, 5100, false, "authentication_required", "Authentication required"},
+		{"failed", cardtest.ThreeDSecure, processor.AuthenticationFailed, simulator.ProfileStandard, 1000, false, "authentication_failed", "Authentication failed"},
+		{"failed, second card", cardtest.ThreeDSecure2, processor.AuthenticationFailed, simulator.ProfileStandard, 1000, false, "authentication_failed", "Authentication failed"},
+		{"failed, any card", cardtest.Visa, processor.AuthenticationFailed, simulator.ProfileStandard, 1000, false, "authentication_failed", "Authentication failed"},
+		{"succeeded", cardtest.ThreeDSecure, processor.AuthenticationSucceeded, simulator.ProfileStandard, 1000, false, "", "Approved"},
+		{"succeeded, second card", cardtest.ThreeDSecure2, processor.AuthenticationSucceeded, simulator.ProfileStandard, 0, false, "", "Approved"},
+		{"succeeded, any card", cardtest.Visa, processor.AuthenticationSucceeded, simulator.ProfileStandard, 1000, false, "", "Approved"},
+		{"succeeded, then the profile decides", cardtest.ThreeDSecure, processor.AuthenticationSucceeded, simulator.ProfilePayfirma, 4000, false, "card_declined", "Declined"},
+		{"succeeded, then the expiry decides", cardtest.ThreeDSecure, processor.AuthenticationSucceeded, simulator.ProfileStandard, 1000, true, "expired_card", "Expired card"},
+	} {
+		p := pay(t, tc.pan, tc.amount, tc.profile)
+		p.Authentication = tc.auth
+		if tc.expired {
+			p.Expiry = card.Expiry{Month: 10, Year: 2026}
+		}
+		r, err := s.Authorize(ctx, p)
+		if err != nil || r.Approved != (tc.code == "") || r.Code != tc.code || r.Message != tc.msg {
+			t.Errorf("%s: %+v, %v; want %q %q", tc.name, r, err, tc.code, tc.msg)
+		}
 	}
 }
