@@ -2,9 +2,12 @@
  * Kassa's hosted card form: the page a shop embeds in an iframe (hosted-payment-page-api.md).
  *
  * The server renders the page with its state in <script type="application/json" id="hpp-state">:
- *   {state: "open" | "expired" | "error" | "completed" | "canceled", parent_origin, expires_at (epoch
- *    ms), prefill: {name, postal_code}, endpoints: {pay, challenge, cancel}, result (the result message
- *    of a session that has ended), error: {code, message}}
+ *   {state: "open" | "requires_action" | "expired" | "error" | "completed" | "canceled", parent_origin,
+ *    expires_in (milliseconds left by the server's clock), prefill: {name, postal_code},
+ *    endpoints: {pay, challenge, cancel}, result (the result of a session that has ended),
+ *    error: {code, message}}
+ * The endpoints answer {outcome: "completed" | "canceled" | "requires_action" | "failed",
+ * payment_intent, attempts, last_error}, or an error {error, message, field}.
  * and this script runs the form. It talks to the parent page only with window.parent.postMessage,
  * only to parent_origin (the origin the browser sent as the referrer, never "*"), and only the
  * messages of the spec: {source, type: "resize", height} and {source, type: "result", outcome,
@@ -198,6 +201,11 @@
     var b = r.body || {};
     if (r.status === 410) return expire();
     if (r.status !== 200) {
+      var field = serverFields[b.field];
+      if (field) {
+        setError(field, b.message);
+        fields[field].focus();
+      }
       announce((b.message || 'The payment could not be sent.') + ' Try again.');
       return;
     }
@@ -220,7 +228,8 @@
         return;
       default: // declined or failed: the form stays open for another try
         form.hidden = false;
-        announce(((b.last_error && b.last_error.message) || 'The payment was declined.') + ' Check the card or use another one.');
+        var reason = ((b.last_error && b.last_error.message) || 'Declined').replace(/\.$/, '');
+        announce('Payment declined: ' + reason + '. Check the card or use another one.');
         fields.number.focus();
     }
   }
@@ -234,17 +243,23 @@
     finish('expired', null);
   }
 
+  // payload is the card as POST /v1/payment-methods takes it.
   function payload() {
     var exp = parseExpiry(fields.expiry.value);
+    var billing = { name: fields.name.value.trim() };
+    if (fields.postal.value.trim()) billing.address = { postal_code: fields.postal.value.trim() };
     return {
-      number: onlyDigits(fields.number.value),
-      exp_month: exp.month,
-      exp_year: exp.year,
-      cvc: onlyDigits(fields.cvc.value),
-      name: fields.name.value.trim(),
-      postal_code: fields.postal.value.trim(),
+      type: 'card',
+      card: { number: onlyDigits(fields.number.value), exp_month: exp.month, exp_year: exp.year, cvc: onlyDigits(fields.cvc.value) },
+      billing_details: billing,
     };
   }
+
+  // serverFields maps the fields a server error names to the form's.
+  var serverFields = {
+    'card.number': 'number', 'card.exp_month': 'expiry', 'card.exp_year': 'expiry', 'card.cvc': 'cvc',
+    'billing_details.name': 'name', 'billing_details.address.postal_code': 'postal',
+  };
 
   function failed() {
     busy(false);
@@ -291,12 +306,12 @@
       if (cfg.prefill.name) fields.name.value = cfg.prefill.name;
       if (cfg.prefill.postal_code) fields.postal.value = cfg.prefill.postal_code;
     }
-    var left = cfg.expires_at - Date.now();
-    setTimeout(expire, Math.max(0, Math.min(left, 2147483647)));
+    setTimeout(expire, Math.max(0, Math.min(cfg.expires_in, 2147483647)));
   }
 
   // ---- Start ----------------------------------------------------------------------------------------
 
+  reportHeight(); // on load, before anything else
   if (typeof ResizeObserver === 'function') new ResizeObserver(reportHeight).observe(document.documentElement);
   switch (cfg.state) {
     case 'open':
@@ -316,5 +331,4 @@
     default: // the session ended before this load: say how, again
       finish(cfg.state, cfg.result);
   }
-  reportHeight();
 })();

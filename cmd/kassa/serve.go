@@ -105,14 +105,6 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		defer db.Close()
-		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
-			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
-			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
-			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
-				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: *publicURL})
-		if err != nil {
-			return err
-		}
 		ln, err := net.Listen("tcp", *addr)
 		if err != nil {
 			return err
@@ -120,6 +112,15 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		base := strings.TrimRight(*publicURL, "/")
 		if base == "" {
 			base = "http://" + ln.Addr().String()
+		}
+		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
+			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
+			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
+			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
+				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base})
+		if err != nil {
+			ln.Close()
+			return err
 		}
 		var banner strings.Builder
 		if *demo {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,18 @@ func ExecPath() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Tab opens a new tab of the browser of ctx and returns its context; the tab closes when t ends.
+func Tab(t testing.TB, ctx context.Context) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	// As in New and Frame: the first Run creates the tab, which lives as long as that Run's context.
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("browser: open a tab: %v", err)
+	}
+	return tab
 }
 
 // New starts a browser for t and returns a context for chromedp actions in its first tab. The
@@ -78,4 +91,34 @@ func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
 		t.Fatalf("browser: evaluate %q: %v", expr, err)
 	}
 	return v
+}
+
+// Frame returns a context for chromedp actions inside the cross-origin iframe whose URL starts with
+// prefix, once it exists (within 30 s). Chromium runs such a frame in a process of its own, as a
+// target of its own: actions on the page's context do not reach into it.
+func Frame(t testing.TB, ctx context.Context, prefix string) context.Context {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		targets, err := chromedp.Targets(ctx)
+		if err != nil {
+			t.Fatalf("browser: list targets: %v", err)
+		}
+		for _, ti := range targets {
+			if ti.Type == "iframe" && strings.HasPrefix(ti.URL, prefix) {
+				fctx, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(ti.TargetID))
+				t.Cleanup(cancel)
+				// The first Run attaches, and the target lives as long as that Run's context: run it
+				// on fctx itself, not on a context with a timeout.
+				if err := chromedp.Do(fctx); err != nil {
+					t.Fatalf("browser: attach to the frame of %s: %v", prefix, err)
+				}
+				return fctx
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("browser: no frame of %s within 30 s", prefix)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -41,13 +41,13 @@ func (c Caller) Who(requestID string) (Who, error) {
 
 type callerKey struct{}
 
-// CallerFrom returns the caller that protect put in ctx.
+// CallerFrom returns the caller that Protect put in ctx.
 func CallerFrom(ctx context.Context) Caller {
 	c, _ := ctx.Value(callerKey{}).(Caller)
 	return c
 }
 
-// protect authenticates a v1 request and authorizes it for need, then runs h with the Caller in the
+// Protect authenticates a v1 request and authorizes it for need, then runs h with the Caller in the
 // context, POSTs through the idempotency layer:
 //
 //   - no payments-api-key, or one that is not a live key: 401;
@@ -55,7 +55,7 @@ func CallerFrom(ctx context.Context) Caller {
 //   - no payments-account: 400 naming the header;
 //   - an account the key may not act for: 403. "A key may act for its own account, and a partner's key
 //     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page").
-func (s *Service) protect(need Permissions, h http.Handler) http.Handler {
+func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
 	idem := s.idem.Middleware(idempotencyScope, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()

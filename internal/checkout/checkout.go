@@ -78,7 +78,7 @@ func New(cfg Config) *Service {
 
 // Routes registers the v1 API. Each route names the permission it needs.
 func (s *Service) Routes(r *httpapi.Router) {
-	h := func(p Permissions, f http.HandlerFunc) http.Handler { return s.protect(p, f) }
+	h := func(p Permissions, f http.HandlerFunc) http.Handler { return s.Protect(p, f) }
 	r.Handle("GET", "/v1/api-keys", h(APIKeysRead, s.handleListKeys))
 	r.Handle("POST", "/v1/api-keys", h(APIKeysWrite, s.handleCreateKey))
 	r.Handle("DELETE", "/v1/api-keys/{id}", h(APIKeysWrite, s.handleDeleteKey))

@@ -19,6 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -60,7 +61,8 @@ type Config struct {
 	NoBillingEngine bool
 	// CodeTTL is how long an authorization code lives (default 60 s, at most 10 min).
 	CodeTTL time.Duration
-	// PublicURL is the base of the URLs the server hands out; with https, cookies are Secure.
+	// PublicURL is the base of the URLs the server hands out (hosted-page sessions); with https,
+	// cookies are Secure.
 	PublicURL string
 	// APIKeyCacheTTL is how long v1 API keys are served from memory (default 5 s): the most a key
 	// deleted on another node keeps working on this one.
@@ -149,6 +151,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.checkout = checkout.New(checkout.Config{DB: cfg.DB, Ledger: s.ledger, Vault: v, Merchants: merchants, Idempotency: s.idem,
 		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout})
 	s.checkout.Routes(r)
+	hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
+		Logger: cfg.Logger, Now: cfg.Now}).Routes(r)
 	plan.New(cfg.DB, merchants, cfg.Now).Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now

@@ -51,11 +51,15 @@ func Start(t testing.TB, db *store.DB, cfg server.Config) *Server {
 	if cfg.MerchantCacheTTL == 0 {
 		cfg.MerchantCacheTTL = time.Nanosecond // tests change settings and expect them at once
 	}
+	hs := httptest.NewUnstartedServer(nil)
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + hs.Listener.Addr().String()
+	}
 	srv, err := server.New(context.Background(), cfg)
 	if err != nil {
+		hs.Close()
 		t.Fatal(err)
 	}
-	hs := httptest.NewUnstartedServer(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ready := make(chan struct{})

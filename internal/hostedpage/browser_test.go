@@ -1,0 +1,416 @@
+package hostedpage_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kassapay/kassa/internal/browsertest"
+	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// readmeShopPage is the shop page of the README, as it stands.
+func readmeShopPage(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- hosted-page-shop")
+	if !ok {
+		t.Fatal("README.md has no hosted-page-shop block")
+	}
+	_, rest, _ = strings.Cut(rest, "```html\n")
+	page, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("the README's shop page is not closed")
+	}
+	return page
+}
+
+// recorder keeps every message a page receives, with its origin, for the test to read.
+const recorder = `<script>window.__messages = []; addEventListener('message', function (e) { __messages.push({origin: e.origin, data: e.data}); });</script>`
+
+// world is Kassa (127.0.0.1), the shop that embeds its hosted page (localhost), and a page of a third
+// origin (127.0.0.2) that embeds the shop's page: three sites, three renderer processes. The test
+// reads the shop's page through its frame; the third page reports what it receives to its server.
+type world struct {
+	*shop
+	shopOrigin, thirdOrigin string
+	browser                 context.Context
+	mu                      sync.Mutex
+	thirdGot                []string // the messages the third origin's page received
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{shop: newShop(t, storetest.SQLite(t))}
+	readme := readmeShopPage(t)
+	shopSrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		// The README's page as a shop would serve it for one order: its session's URL filled in.
+		page := strings.NewReplacer("KASSA_URL", w.srv.URL, "SESSION_URL", r.URL.Query().Get("session")).Replace(readme)
+		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+		rw.Write([]byte(strings.Replace(page, "<body>", "<body>"+recorder, 1)))
+	}))
+	t.Cleanup(shopSrv.Close)
+	w.shopOrigin = strings.Replace(shopSrv.URL, "127.0.0.1", "localhost", 1)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/record" {
+			b, _ := io.ReadAll(r.Body)
+			w.mu.Lock()
+			w.thirdGot = append(w.thirdGot, string(b))
+			w.mu.Unlock()
+			return
+		}
+		// The third origin's page reports every message it receives to its server.
+		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+		rw.Write([]byte(`<!doctype html><html><body><script>addEventListener('message', function (e) {
+			fetch('/record', {method: 'POST', body: JSON.stringify({origin: e.origin, data: e.data})}); });</script>` +
+			`<iframe width="800" height="900" src="` + strings.ReplaceAll(r.URL.Query().Get("shop"), `"`, "") + `"></iframe></body></html>`))
+	}))
+	third.Listener = ln
+	third.Start()
+	t.Cleanup(third.Close)
+	w.thirdOrigin = third.URL
+	// Both outer pages may embed the hosted page: frame-ancestors checks every ancestor.
+	w.m.Update(t, merchant.Update{AllowedOrigins: []string{w.shopOrigin, w.thirdOrigin}})
+	w.clock.Advance(time.Second) // the merchant cache counts by the server's clock
+	w.browser = browsertest.New(t)
+	return w
+}
+
+// checkoutTab is one order's checkout in a fresh tab: the third origin's page, the shop's page in it,
+// and the hosted page in that.
+type checkoutTab struct {
+	tab, shop, kassa context.Context
+	sessionURL       string
+}
+
+// open loads the shop's checkout page for sessionURL inside the third origin's page; with withForm,
+// it waits for the hosted page's form.
+func (w *world) open(t *testing.T, sessionURL string, withForm bool) *checkoutTab {
+	t.Helper()
+	tab := browsertest.Tab(t, w.browser)
+	w.mu.Lock()
+	w.thirdGot = nil
+	w.mu.Unlock()
+	shopURL := w.shopOrigin + "/checkout?session=" + url.QueryEscape(sessionURL)
+	browsertest.Step(t, tab, 30*time.Second, chromedp.Navigate(w.thirdOrigin+"/?shop="+url.QueryEscape(shopURL)))
+	c := &checkoutTab{tab: tab, shop: browsertest.Frame(t, tab, w.shopOrigin), sessionURL: sessionURL}
+	c.kassa = browsertest.Frame(t, tab, sessionURL)
+	// The third origin's page hears what is posted to it: a probe from the shop's frame arrives.
+	browsertest.Eval[bool](t, c.shop, `window.top.postMessage({probe: location.origin}, '*'), true`)
+	w.waitThird(t, 1)
+	if withForm {
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#card-number")))
+	}
+	return c
+}
+
+// pay fills the card form and submits it.
+func (c *checkoutTab) pay(t *testing.T, number, expiry, cvc string) {
+	t.Helper()
+	browsertest.Eval[bool](t, c.kassa, `['card-number', 'card-expiry', 'card-cvc', 'card-name'].forEach(id => document.getElementById(id).value = ''), true`)
+	browsertest.Step(t, c.kassa, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#card-number"), number),
+		chromedp.SendKeys(chromedp.CSS("#card-expiry"), expiry),
+		chromedp.SendKeys(chromedp.CSS("#card-cvc"), cvc),
+		chromedp.SendKeys(chromedp.CSS("#card-name"), "Ada Lovelace"),
+		chromedp.Click(chromedp.CSS("#pay-button")),
+	)
+}
+
+// message is one message a page received.
+type message struct {
+	Origin string         `json:"origin"`
+	Data   map[string]any `json:"data"`
+}
+
+// messages reads what a page's recorder holds.
+func messages(t *testing.T, ctx context.Context) []message {
+	t.Helper()
+	var out []message
+	if err := json.Unmarshal([]byte(browsertest.Eval[string](t, ctx, `JSON.stringify(window.__messages || [])`)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// result waits for the shop's page to receive the result message, then checks every message it
+// received: from Kassa's origin, with the spec's source; resizes with a height, and exactly one
+// result, with exactly the spec's fields. The third origin's page must have received nothing, and
+// the iframe must have followed the last resize. It returns the result.
+func (w *world) result(t *testing.T, c *checkoutTab) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var got []message
+	for {
+		got = messages(t, c.shop)
+		if slices.ContainsFunc(got, func(m message) bool { return m.Data["type"] == "result" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result message within 30 s; received %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // anything posted after the result arrives too
+	got = messages(t, c.shop)
+	var res map[string]any
+	lastHeight := 0.0
+	for i, m := range got {
+		if m.Origin != w.srv.URL || m.Data["source"] != "service-hosted-payment-page" {
+			t.Fatalf("message %d from %s: %v", i, m.Origin, m.Data)
+		}
+		switch m.Data["type"] {
+		case "resize":
+			h, ok := m.Data["height"].(float64)
+			if !ok || h <= 0 || len(m.Data) != 3 {
+				t.Fatalf("resize message %v", m.Data)
+			}
+			lastHeight = h
+		case "result":
+			if res != nil {
+				t.Fatalf("a second result: %v", m.Data)
+			}
+			res = m.Data
+			for k := range res {
+				if !slices.Contains([]string{"source", "type", "outcome", "payment_intent", "attempts", "last_error"}, k) {
+					t.Fatalf("result carries %q: %v", k, res)
+				}
+			}
+			if _, ok := res["attempts"].([]any); !ok || !hasKey(res, "last_error") {
+				t.Fatalf("result without attempts or last_error: %v", res)
+			}
+		default:
+			t.Fatalf("a message of type %v", m.Data["type"])
+		}
+	}
+	if got[0].Data["type"] != "resize" || lastHeight == 0 {
+		t.Fatalf("the first message is not a resize: %v", got)
+	}
+	if h := browsertest.Eval[string](t, c.shop, `document.querySelector('iframe').style.height`); h != strconv.Itoa(int(lastHeight))+"px" {
+		t.Fatalf("iframe height %s after a resize to %v", h, lastHeight)
+	}
+	if third := w.waitThird(t, 1); len(third) != 1 {
+		t.Fatalf("the third origin's page received %v", third)
+	}
+	return res
+}
+
+// waitThird waits until the third origin's page has reported at least n messages since the last
+// checkout opened, and returns them.
+func (w *world) waitThird(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		got := append([]string(nil), w.thirdGot...)
+		w.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the third origin's page reported %d messages, want %d", len(got), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+// attempts renders the result's attempts as "status code" strings.
+func attempts(t *testing.T, res map[string]any) []string {
+	t.Helper()
+	var out []string
+	for _, a := range res["attempts"].([]any) {
+		m := a.(map[string]any)
+		s := m["status"].(string)
+		if e, ok := m["error"].(map[string]any); ok {
+			s += " " + e["code"].(string)
+			if e["message"] == "" {
+				t.Fatalf("an attempt's error without a message: %v", m)
+			}
+		}
+		if _, ok := m["created_at"].(float64); !ok {
+			t.Fatalf("an attempt without created_at: %v", m)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func intentOf(res map[string]any) map[string]any {
+	pi, _ := res["payment_intent"].(map[string]any)
+	return pi
+}
+
+// The hosted page in headless Chromium, one checkout per outcome, in the README's shop page embedded
+// in a page of a third origin.
+func TestHostedPageInBrowser(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	session := func(body map[string]any) string {
+		return w.session(t, body).Str("url")
+	}
+	order := func(extra ...any) map[string]any {
+		b := map[string]any{"amount": 2599, "currency": "cad"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i].(string)] = extra[i+1]
+		}
+		return b
+	}
+
+	t.Run("completed with automatic capture", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		// The helper made the iframe as the spec asks.
+		if attrs := browsertest.Eval[string](t, c.shop, `(f => f.getAttribute('allow') + '|' + f.getAttribute('referrerpolicy'))(document.querySelector('iframe'))`); attrs != "payment; publickey-credentials-get|origin" {
+			t.Fatalf("iframe attributes %q", attrs)
+		}
+		c.pay(t, "4242 4242 4242 4242", "1234", "123")
+		res := w.result(t, c)
+		if res["outcome"] != "completed" || intentOf(res)["status"] != "succeeded" || intentOf(res)["amount_received"] != 2599.0 ||
+			strings.Join(attempts(t, res), ",") != "succeeded" || res["last_error"] != nil {
+			t.Fatalf("result %v", res)
+		}
+		if text := browsertest.Eval[string](t, c.shop, `document.getElementById('outcome').textContent`); !strings.Contains(text, "succeeded") {
+			t.Fatalf("the shop's page shows %q", text)
+		}
+		list := w.m.Do(t, "GET", "/transaction-service/transaction", nil)
+		if e := list.Body["entities"].([]any)[0].(map[string]any); e["transaction_source"] != "HPP" || e["transaction_result"] != "APPROVED" {
+			t.Fatalf("the gateway's list shows %v", e)
+		}
+	})
+
+	t.Run("completed with manual capture", func(t *testing.T) {
+		c := w.open(t, session(order("capture_method", "manual")), true)
+		c.pay(t, "5555555555554444", "0939", "321")
+		res := w.result(t, c)
+		if res["outcome"] != "completed" || intentOf(res)["status"] != "requires_capture" || intentOf(res)["amount_capturable"] != 2599.0 {
+			t.Fatalf("result %v", res)
+		}
+		cap := w.do(t, "POST", "/v1/payment-intents/"+intentOf(res)["id"].(string)+"/capture", map[string]any{})
+		if cap.Str("status") != "succeeded" {
+			t.Fatalf("capture after the page: %s", cap.Raw)
+		}
+	})
+
+	t.Run("a decline, then a success", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		c.pay(t, cardtest.Declined, "1234", "123")
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#card-form")))
+		waitText(t, c.kassa, "#form-status", "declined")
+		if got := messages(t, c.shop); slices.ContainsFunc(got, func(m message) bool { return m.Data["type"] == "result" }) {
+			t.Fatal("a decline ended the checkout")
+		}
+		c.pay(t, cardtest.Visa, "1234", "123")
+		res := w.result(t, c)
+		if res["outcome"] != "completed" || strings.Join(attempts(t, res), ",") != "failed card_declined,succeeded" ||
+			res["last_error"].(map[string]any)["code"] != "card_declined" {
+			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("3-D Secure completed", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		c.pay(t, "4000002500003155", "1234", "123")
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")), chromedp.Click(chromedp.CSS("#challenge-complete")))
+		res := w.result(t, c)
+		if res["outcome"] != "completed" || intentOf(res)["status"] != "succeeded" || strings.Join(attempts(t, res), ",") != "succeeded" {
+			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("3-D Secure failed, then canceled", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		c.pay(t, "4000002760003184", "1234", "123")
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-fail")), chromedp.Click(chromedp.CSS("#challenge-fail")),
+			chromedp.WaitVisible(chromedp.CSS("#card-form")))
+		waitText(t, c.kassa, "#form-status", "uthentication")
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#cancel-button")))
+		res := w.result(t, c)
+		if res["outcome"] != "canceled" || strings.Join(attempts(t, res), ",") != "failed authentication_failed" ||
+			res["last_error"].(map[string]any)["code"] != "authentication_failed" || intentOf(res) == nil ||
+			intentOf(res)["last_payment_error"].(map[string]any)["code"] != "authentication_failed" {
+			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("canceled", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#cancel-button")))
+		res := w.result(t, c)
+		if res["outcome"] != "canceled" || len(attempts(t, res)) != 0 || res["last_error"] != nil || hasKey(res, "payment_intent") {
+			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("expired at load", func(t *testing.T) {
+		u := session(order())
+		w.clock.Advance(time.Hour)
+		c := w.open(t, u, false)
+		res := w.result(t, c)
+		if res["outcome"] != "expired" || len(attempts(t, res)) != 0 {
+			t.Fatalf("result %v", res)
+		}
+		if visible := browsertest.Eval[bool](t, c.kassa, `!document.getElementById('card-form').hidden`); visible {
+			t.Fatal("an expired page shows the card form")
+		}
+	})
+
+	t.Run("expired while open", func(t *testing.T) {
+		u := session(order())
+		w.clock.Advance(time.Hour - 2*time.Second) // two seconds left when the page loads
+		c := w.open(t, u, true)
+		res := w.result(t, c)
+		if res["outcome"] != "expired" {
+			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("error", func(t *testing.T) {
+		c := w.open(t, w.srv.URL+"/hpp/"+strings.Repeat("Z", 43), false)
+		res := w.result(t, c)
+		if res["outcome"] != "error" || res["last_error"].(map[string]any)["code"] != "session_not_found" || hasKey(res, "payment_intent") {
+			t.Fatalf("result %v", res)
+		}
+		if n := browsertest.Eval[int](t, c.kassa, `document.querySelectorAll('#card-form').length`); n != 0 {
+			t.Fatal("the error page shows a card form")
+		}
+	})
+}
+
+// waitText waits until the element's text contains want.
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := browsertest.Eval[string](t, ctx, `document.querySelector('`+sel+`').textContent`)
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s says %q; want it to mention %q", sel, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,97 @@
+package hostedpage
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+)
+
+// wireSession is the session response: "id", "payment_intent" (its id, or the whole object when the
+// request asks expand=payment_intent) and "url"; and when the URL stops working.
+type wireSession struct {
+	ID            string `json:"id"`
+	Object        string `json:"object"`
+	PaymentIntent any    `json:"payment_intent"`
+	URL           string `json:"url"`
+	ExpiresAt     int64  `json:"expires_at"`
+}
+
+// handleCreate serves POST /v1/checkout/hosted-payment-page/sessions. The body is a payment-intent
+// creation ("every payment-intent field is accepted and validated as there") with two differences:
+// billing_details "is removed from the body before it is passed on" and prefills the form, and
+// payment_method_types is "always set to ["card"] by the service". expand (in the query string or
+// the body) may ask for the payment intent as an object.
+func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	who, err := checkout.CallerFrom(ctx).Who(httpapi.RequestID(ctx))
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpapi.WriteError(w, r, httpapi.BodyError(err))
+		return
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		httpapi.WriteError(w, r, fault.Invalid("", "The body must be a JSON object of payment-intent fields."))
+		return
+	}
+	expand := r.URL.Query()["expand"]
+	if raw, ok := fields["expand"]; ok {
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			httpapi.WriteError(w, r, fault.Invalid("expand", "expand must be a list of strings, such as [\"payment_intent\"]"))
+			return
+		}
+		expand = append(expand, list...)
+		delete(fields, "expand")
+	}
+	for _, e := range expand {
+		if e != "payment_intent" {
+			httpapi.WriteError(w, r, fault.Invalid("expand", "expand may name only payment_intent"))
+			return
+		}
+	}
+	var billing Billing
+	if raw, ok := fields["billing_details"]; ok {
+		if billing, err = parseBilling(raw); err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		delete(fields, "billing_details")
+	}
+	delete(fields, "payment_method_types") // forced to ["card"]: the intent's only type
+	rest, _ := json.Marshal(fields)
+	ib, err := checkout.ParseIntentBody(rest)
+	var p checkout.IntentParams
+	if err == nil {
+		p, err = ib.Params(who.Merchant)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	in, err := s.checkout.Create(ctx, who, p)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	ss, url, err := s.create(ctx, who, in, billing)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	out := wireSession{ID: ss.SessionID, Object: "hosted_payment_page.session", PaymentIntent: in.IntentID, URL: url,
+		ExpiresAt: ss.ExpiresAt.Unix()}
+	if slices.Contains(expand, "payment_intent") {
+		out.PaymentIntent = in.Wire()
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,282 @@
+package hostedpage
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/web"
+)
+
+// result is what the page's endpoints answer, and what the page puts in its "result" message:
+// outcome, payment_intent (may be absent), attempts, last_error. Besides the spec's outcomes, the
+// endpoints answer "requires_action" (show the issuer's challenge) and "failed" (declined: the form
+// stays open for another try).
+type result struct {
+	Outcome       string               `json:"outcome"`
+	PaymentIntent *checkout.WireIntent `json:"payment_intent,omitempty"`
+	Attempts      []Attempt            `json:"attempts"`
+	LastError     *LastError           `json:"last_error"`
+}
+
+// pageConfig is the state the page's script starts from (web/hosted-page.js).
+type pageConfig struct {
+	State        string     `json:"state"`         // open, requires_action, expired, error, completed, canceled
+	ParentOrigin string     `json:"parent_origin"` // where messages go; "" for nowhere
+	ExpiresIn    int64      `json:"expires_in"`    // milliseconds left, by the server's clock
+	Prefill      prefill    `json:"prefill"`
+	Endpoints    endpoints  `json:"endpoints"`
+	Result       *result    `json:"result,omitempty"`
+	Error        *LastError `json:"error,omitempty"`
+}
+
+type prefill struct {
+	Name       string `json:"name,omitempty"`
+	PostalCode string `json:"postal_code,omitempty"`
+}
+
+type endpoints struct {
+	Pay       string `json:"pay"`
+	Challenge string `json:"challenge"`
+	Cancel    string `json:"cancel"`
+}
+
+// pageData is what the template renders.
+type pageData struct {
+	Nonce    string
+	State    string
+	Merchant string
+	Amount   string
+	Error    *LastError
+	Config   pageConfig
+	Script   string
+}
+
+// handlePage serves the page at a session's URL. The parent's origin is learned from the referrer,
+// which the iframe's referrerpolicy="origin" makes the parent's exact origin; it must be an origin
+// the merchant allows to embed the page, or the page posts no message at all.
+func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	tok := r.PathValue("token")
+	var ss Session
+	var m merchant.Merchant
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		ss, err = s.byToken(ctx, q, tok)
+		return err
+	})
+	if err == nil {
+		m, err = s.merchants.Get(ctx, ss.MerchantID)
+	}
+	var in checkout.Intent
+	if err == nil {
+		in, err = s.checkout.Get(ctx, s.who(r, m, ss), ss.IntentID)
+	}
+	if err != nil {
+		status, e := http.StatusInternalServerError, &LastError{Code: "session_unavailable", Message: "The payment page could not be loaded. Try again."}
+		if errors.Is(err, errNoSession) {
+			status, e = http.StatusNotFound, &LastError{Code: "session_not_found", Message: "This payment page does not exist."}
+		} else {
+			httpapi.Logger(ctx).ErrorContext(ctx, "hosted page", "err", err)
+		}
+		// The page of no session holds nothing to protect: any page may frame it, to be told.
+		s.render(w, r, status, "*", pageData{State: "error", Error: e,
+			Config: pageConfig{State: "error", ParentOrigin: parentOrigin(r, merchant.Settings{}), Error: e}})
+		return
+	}
+	now := s.now()
+	base := "/hpp/" + url.PathEscape(tok)
+	cfg := pageConfig{ParentOrigin: parentOrigin(r, m.Settings), ExpiresIn: ss.ExpiresAt.Sub(now).Milliseconds(),
+		Prefill:   prefill{Name: ss.Billing.Name, PostalCode: ss.Billing.Address.Zip},
+		Endpoints: endpoints{Pay: base + "/pay", Challenge: base + "/challenge", Cancel: base + "/cancel"}}
+	switch {
+	case ss.Outcome != "":
+		cfg.State = ss.Outcome
+		r := resultOf(ss, in, ss.Outcome)
+		cfg.Result = &r
+	case ss.expired(now):
+		cfg.State = "expired"
+	case in.Status == checkout.StatusRequiresAction:
+		cfg.State = "requires_action"
+	default:
+		cfg.State = "open"
+	}
+	s.render(w, r, http.StatusOK, m.FrameAncestors(), pageData{State: cfg.State, Merchant: m.Name,
+		Amount: money.Format(in.Amount, in.Currency) + " " + in.Currency.Code, Config: cfg})
+}
+
+// render writes the page with its Content-Security-Policy: scripts only from Kassa, styles only by
+// this response's nonce, requests only to Kassa, and frame-ancestors the origins that may embed it.
+func (s *Service) render(w http.ResponseWriter, r *http.Request, status int, ancestors string, d pageData) {
+	d.Nonce, d.Script = rand.Text(), web.HostedPage.Path()
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'nonce-"+d.Nonce+
+		"'; connect-src 'self'; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors "+ancestors)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := web.HostedPageTemplate.Execute(w, d); err != nil {
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "render the hosted page", "err", err)
+	}
+}
+
+// parentOrigin is the origin of the page that embeds this one, from the referrer, when the merchant
+// allows it to embed the page; "" otherwise.
+func parentOrigin(r *http.Request, m merchant.Settings) string {
+	u, err := url.Parse(r.Referer())
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	origin := u.Scheme + "://" + u.Host
+	if !m.MayEmbed(origin) {
+		return ""
+	}
+	return origin
+}
+
+// who is who the page acts as on the payments core: the session's merchant, named by the session.
+func (s *Service) who(r *http.Request, m merchant.Merchant, ss Session) checkout.Who {
+	return checkout.Who{Merchant: m, ClientID: ss.SessionID, RequestID: httpapi.RequestID(r.Context())}
+}
+
+// resultOf is the result of a session whose intent stands as in. The payment intent is shown once
+// the customer has tried to pay ("payment_intent may be present when an earlier attempt failed").
+func resultOf(ss Session, in checkout.Intent, outcome string) result {
+	out := result{Outcome: outcome, Attempts: ss.Attempts, LastError: ss.lastError()}
+	if len(ss.Attempts) > 0 || outcome == "completed" {
+		wi := in.Wire()
+		out.PaymentIntent = &wi
+	}
+	return out
+}
+
+// act runs one of the page's actions on the session of the URL's secret, records what it did to the
+// payment, and answers with the result.
+func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error)) {
+	ctx := r.Context()
+	var ss Session
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		ss, err = s.byToken(ctx, q, r.PathValue("token"))
+		return err
+	})
+	switch {
+	case errors.Is(err, errNoSession):
+		httpapi.WriteError(w, r, fault.NotFound("This payment page does not exist."))
+		return
+	case err != nil:
+		httpapi.WriteError(w, r, err)
+		return
+	case ss.Outcome != "":
+		httpapi.WriteError(w, r, fault.Conflict("session_ended", "This payment page has ended (%s).", ss.Outcome))
+		return
+	case ss.expired(s.now()):
+		httpapi.WriteError(w, r, fault.New(http.StatusGone, "session_expired", "This payment page has expired."))
+		return
+	}
+	m, err := s.merchants.Get(ctx, ss.MerchantID)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpapi.WriteError(w, r, httpapi.BodyError(err))
+		return
+	}
+	in, err := do(ctx, ss, s.who(r, m, ss), body)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	var attempt *Attempt
+	outcome := ""
+	at := s.now().Unix()
+	switch in.Status {
+	case checkout.StatusSucceeded, checkout.StatusRequiresCapture:
+		attempt, outcome = &Attempt{CreatedAt: at, Status: in.Status}, "completed"
+	case checkout.StatusRequiresPaymentMethod:
+		e := &LastError{Code: "card_declined", Message: "The payment was declined."}
+		if in.LastError != nil {
+			e = &LastError{Code: in.LastError.Code, Message: in.LastError.Message}
+		}
+		attempt = &Attempt{CreatedAt: at, Status: "failed", Error: e}
+	case checkout.StatusCanceled:
+		outcome = "canceled"
+	case checkout.StatusRequiresAction:
+	default:
+		httpapi.WriteError(w, r, fault.Conflict("operation_in_progress", "The payment is still being processed; try again shortly."))
+		return
+	}
+	if ss, err = s.record(ctx, ss, attempt, outcome); err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	answer := outcome
+	switch {
+	case in.Status == checkout.StatusRequiresAction:
+		answer = "requires_action"
+	case answer == "":
+		answer = "failed"
+	}
+	httpapi.WriteJSON(w, http.StatusOK, resultOf(ss, in, answer))
+}
+
+// handlePay serves the card form's submission: the body is a payment method as POST
+// /v1/payment-methods takes it, read and validated the same way. The card pays the session's intent
+// at once; its CVC goes to the processor in memory and is never stored.
+func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
+	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
+		nm, err := vault.ParseMethodRequest(body, s.now())
+		if err != nil {
+			return checkout.Intent{}, err
+		}
+		b, a := &nm.Billing, ss.Billing.Address
+		if b.City == "" && b.State == "" && b.Country == "" {
+			b.City, b.State, b.Country = a.City, a.State, a.Country
+		}
+		pm, err := s.vault.CreateMethod(ctx, who.Merchant.ID, ss.SessionID, nm)
+		if err != nil {
+			return checkout.Intent{}, err
+		}
+		return s.checkout.Confirm(ctx, who, ss.IntentID, checkout.ConfirmParams{PaymentMethod: pm.ID, CVC: nm.CVC,
+			Source: payment.SourceHPP, Interactive: true})
+	})
+}
+
+// handleChallenge serves the simulated issuer's challenge: {"result": "complete" | "fail"}.
+func (s *Service) handleChallenge(w http.ResponseWriter, r *http.Request) {
+	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
+		var b struct {
+			Result *string `json:"result"`
+		}
+		if err := httpapi.UnmarshalStrict(body, &b, ""); err != nil {
+			return checkout.Intent{}, err
+		}
+		if b.Result == nil || (*b.Result != "complete" && *b.Result != "fail") {
+			return checkout.Intent{}, fault.Invalid("result", "result must be complete or fail")
+		}
+		return s.checkout.CompleteChallenge(ctx, who, ss.IntentID, *b.Result == "complete", payment.SourceHPP)
+	})
+}
+
+// handleCancel serves the cancel button: the customer leaves, and the intent is canceled as
+// abandoned.
+func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
+	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, _ []byte) (checkout.Intent, error) {
+		return s.checkout.Cancel(ctx, who, ss.IntentID, "abandoned")
+	})
+}

@@ -1,0 +1,289 @@
+// Package hostedpage is the hosted payment page (hosted-payment-page-api.md): a shop's server creates
+// a session — a payment intent and the secret URL of a card form that pays it — and the shop's page
+// embeds that URL in an iframe. The form collects the card, pays through the payment intents of package
+// checkout, shows a simulated 3-D Secure challenge when the card asks for one, and reports to the
+// parent page with window.postMessage: "resize" as its height changes, and one "result" at every end
+// (completed, canceled, expired, error).
+//
+// The URL is the page's only credential: 256 random bits, of which only a hash is stored, valid for an
+// hour. The page sets no cookie.
+package hostedpage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
+)
+
+// Lifetime is how long a session's URL works: "Iframe source; expires 1 hour after creation".
+const Lifetime = time.Hour
+
+// Config configures a Service.
+type Config struct {
+	DB        *store.DB
+	Checkout  *checkout.Service
+	Vault     *vault.Service
+	Merchants *merchant.Cache
+	// PublicURL is the base of the page URLs handed out, e.g. https://pay.example.com.
+	PublicURL string
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Service serves hosted-page sessions and the page.
+type Service struct {
+	db        *store.DB
+	checkout  *checkout.Service
+	vault     *vault.Service
+	merchants *merchant.Cache
+	base      string
+	log       *slog.Logger
+	now       func() time.Time
+	csrf      *http.CrossOriginProtection
+}
+
+// New returns the service.
+func New(cfg Config) *Service {
+	s := &Service{db: cfg.DB, checkout: cfg.Checkout, vault: cfg.Vault, merchants: cfg.Merchants,
+		base: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Routes registers the session endpoint (behind the v1 API's key check: rule 2 asks for all six
+// permissions), the page and the page's own endpoints.
+func (s *Service) Routes(r *httpapi.Router) {
+	r.Handle("POST", "/v1/checkout/hosted-payment-page/sessions", s.checkout.Protect(checkout.AllPermissions, http.HandlerFunc(s.handleCreate)))
+	r.HandleFunc("GET", "/hpp/{token}", s.handlePage)
+	r.Handle("POST", "/hpp/{token}/pay", s.csrf.Handler(http.HandlerFunc(s.handlePay)))
+	r.Handle("POST", "/hpp/{token}/challenge", s.csrf.Handler(http.HandlerFunc(s.handleChallenge)))
+	r.Handle("POST", "/hpp/{token}/cancel", s.csrf.Handler(http.HandlerFunc(s.handleCancel)))
+}
+
+// Session is a hosted-page session.
+type Session struct {
+	ID         int64
+	SessionID  string
+	MerchantID string
+	IntentID   string
+	Billing    Billing
+	ClientID   string
+	Outcome    string // "", completed or canceled
+	Attempts   []Attempt
+	ExpiresAt  time.Time
+	CreatedAt  time.Time
+}
+
+// Billing is the session's billing_details, which prefill the form: "Fields: name (string) and
+// address (object with city, state, zip, country, all strings)".
+type Billing struct {
+	Name    string         `json:"name,omitempty"`
+	Address BillingAddress `json:"address"`
+}
+
+// BillingAddress is the address of Billing.
+type BillingAddress struct {
+	City    string `json:"city,omitempty"`
+	State   string `json:"state,omitempty"`
+	Zip     string `json:"zip,omitempty"`
+	Country string `json:"country,omitempty"`
+}
+
+// Attempt is one try to pay on the page, as the result message lists it.
+type Attempt struct {
+	CreatedAt int64      `json:"created_at"` // Unix seconds
+	Status    string     `json:"status"`     // succeeded, requires_capture or failed
+	Error     *LastError `json:"error"`
+}
+
+// LastError is why an attempt failed: {code, message}.
+type LastError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// expired reports whether the session's hour is over.
+func (ss Session) expired(now time.Time) bool { return !now.Before(ss.ExpiresAt) }
+
+// lastError is "the latest {code, message}": the error of the latest attempt that failed, or nil.
+func (ss Session) lastError() *LastError {
+	for i := len(ss.Attempts) - 1; i >= 0; i-- {
+		if e := ss.Attempts[i].Error; e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// newToken returns the secret of a page URL and its stored hash.
+func newToken() (string, []byte) {
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	return tok, hashOf(tok)
+}
+
+func hashOf(tok string) []byte {
+	sum := sha256.Sum256([]byte(tok))
+	return sum[:]
+}
+
+const sessionColumns = `id, session_id, merchant_id, intent_id, billing_details, COALESCE(client_id, ''), COALESCE(outcome, ''),
+	attempts, expires_at, created_at`
+
+func scanSession(row interface{ Scan(...any) error }) (Session, error) {
+	var ss Session
+	var billing, attempts string
+	var expires, created int64
+	if err := row.Scan(&ss.ID, &ss.SessionID, &ss.MerchantID, &ss.IntentID, &billing, &ss.ClientID, &ss.Outcome, &attempts,
+		&expires, &created); err != nil {
+		return Session{}, err
+	}
+	ss.ExpiresAt, ss.CreatedAt = time.UnixMilli(expires), time.UnixMilli(created)
+	if err := json.Unmarshal([]byte(billing), &ss.Billing); err != nil {
+		return Session{}, err
+	}
+	return ss, json.Unmarshal([]byte(attempts), &ss.Attempts)
+}
+
+// errNoSession is the answer to a URL that names no session.
+var errNoSession = errors.New("hostedpage: no session")
+
+// byToken reads the session of a page URL's secret.
+func (s *Service) byToken(ctx context.Context, q store.Querier, tok string) (Session, error) {
+	ss, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions WHERE url_hash = $1`, hashOf(tok)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, errNoSession
+	}
+	return ss, err
+}
+
+// create stores a session for an intent just created, and returns its page URL.
+func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Intent, b Billing) (Session, string, error) {
+	now := time.UnixMilli(s.now().UnixMilli())
+	tok, hash := newToken()
+	ss := Session{SessionID: "cs_" + rand.Text()[:24], MerchantID: who.Merchant.ID, IntentID: in.IntentID, Billing: b,
+		ClientID: who.ClientID, Attempts: []Attempt{}, ExpiresAt: now.Add(Lifetime), CreatedAt: now}
+	billing, _ := json.Marshal(b)
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO checkout_sessions (session_id, url_hash, merchant_id, intent_id, billing_details,
+			client_id, attempts, expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8) RETURNING id`,
+			ss.SessionID, hash, ss.MerchantID, ss.IntentID, string(billing), nullable(ss.ClientID), ss.ExpiresAt.UnixMilli(),
+			now.UnixMilli()).Scan(&ss.ID)
+		if err != nil {
+			return err
+		}
+		return audit.Write(ctx, tx, audit.Record{MerchantID: ss.MerchantID, ClientID: ss.ClientID, Operation: "hosted_page_session.create",
+			Resource: "hosted_page_session/" + ss.SessionID, Outcome: audit.Done, Detail: ss.IntentID, RequestID: who.RequestID, At: now})
+	})
+	return ss, s.base + "/hpp/" + tok, err
+}
+
+// record updates a session after a try, in one transaction with its row locked: it appends the
+// attempt (when not nil) and sets the outcome (when not ""), and returns the session as it stands.
+func (s *Service) record(ctx context.Context, ss Session, a *Attempt, outcome string) (Session, error) {
+	ctx = context.WithoutCancel(ctx) // what happened to the money must be recorded
+	var out Session
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		now := s.now().UnixMilli()
+		if _, err := tx.ExecContext(ctx, `UPDATE checkout_sessions SET updated_at = $2 WHERE id = $1`, ss.ID, now); err != nil {
+			return err
+		}
+		cur, err := scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions WHERE id = $1`, ss.ID))
+		if err != nil {
+			return err
+		}
+		if a != nil {
+			cur.Attempts = append(cur.Attempts, *a)
+		}
+		if outcome != "" && cur.Outcome == "" {
+			cur.Outcome = outcome
+		}
+		attempts, _ := json.Marshal(cur.Attempts)
+		if _, err := tx.ExecContext(ctx, `UPDATE checkout_sessions SET attempts = $2, outcome = $3 WHERE id = $1`,
+			cur.ID, string(attempts), nullable(cur.Outcome)); err != nil {
+			return err
+		}
+		out = cur
+		return nil
+	})
+	return out, err
+}
+
+// billingRequest is a session's billing_details as sent: "name (string) and address (object with
+// city, state, zip, country, all strings)". It is read strictly, like every v1 body.
+type billingRequest struct {
+	Name    *string         `json:"name"`
+	Address *addressRequest `json:"address"`
+}
+
+// UnmarshalJSON reads billing details strictly.
+func (b *billingRequest) UnmarshalJSON(raw []byte) error {
+	type plain billingRequest
+	return httpapi.UnmarshalStrict(raw, (*plain)(b), "billing_details.")
+}
+
+type addressRequest struct {
+	City    *string `json:"city"`
+	State   *string `json:"state"`
+	Zip     *string `json:"zip"`
+	Country *string `json:"country"`
+}
+
+// UnmarshalJSON reads an address strictly.
+func (a *addressRequest) UnmarshalJSON(raw []byte) error {
+	type plain addressRequest
+	return httpapi.UnmarshalStrict(raw, (*plain)(a), "billing_details.address.")
+}
+
+// parseBilling reads a session's billing_details: each field at most a line of text.
+func parseBilling(raw json.RawMessage) (Billing, error) {
+	var b billingRequest
+	if err := httpapi.UnmarshalStrict(raw, &b, "billing_details."); err != nil {
+		return Billing{}, err
+	}
+	var out Billing
+	var err error
+	text := func(name string, v *string, max int) string {
+		if err != nil || v == nil {
+			return ""
+		}
+		t := strings.TrimSpace(*v)
+		if utf8.RuneCountInString(t) > max || strings.IndexFunc(t, unicode.IsControl) >= 0 {
+			err = fault.Invalid(name, "%s must be at most %d characters of text", name, max)
+		}
+		return t
+	}
+	out.Name = text("billing_details.name", b.Name, 200)
+	if a := b.Address; a != nil {
+		out.Address = BillingAddress{City: text("billing_details.address.city", a.City, 100),
+			State: text("billing_details.address.state", a.State, 100), Zip: text("billing_details.address.zip", a.Zip, 20),
+			Country: strings.ToUpper(text("billing_details.address.country", a.Country, 2))}
+	}
+	return out, err
+}
+
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
