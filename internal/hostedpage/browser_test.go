@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/kassapay/kassa/internal/browsertest"
@@ -384,6 +386,70 @@ func TestHostedPageInBrowser(t *testing.T) {
 		res := w.result(t, c)
 		if res["outcome"] != "expired" {
 			t.Fatalf("result %v", res)
+		}
+	})
+
+	t.Run("the form's own checks, for keyboard and screen reader", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		browsertest.Step(t, c.kassa, 30*time.Second,
+			chromedp.SendKeys(chromedp.CSS("#card-number"), "4242424242424241"), // fails the Luhn check
+			chromedp.SendKeys(chromedp.CSS("#card-expiry"), "0120"),             // January 2020
+			chromedp.SendKeys(chromedp.CSS("#card-cvc"), "12"),
+			chromedp.Click(chromedp.CSS("#pay-button")),
+		)
+		state := browsertest.Eval[string](t, c.kassa, `JSON.stringify({
+			number: document.getElementById('card-number').value, brand: document.getElementById('card-brand').textContent,
+			invalid: [...document.querySelectorAll('[aria-invalid=true]')].map(e => e.id),
+			errors: [...document.querySelectorAll('.field-error')].map(e => e.textContent).filter(Boolean),
+			focus: document.activeElement.id, alert: document.querySelector('[role=alert]').textContent,
+			labels: [...document.querySelectorAll('input')].every(i => i.labels.length === 1)})`)
+		want := `{"number":"4242 4242 4242 4241","brand":"Visa","invalid":["card-number","card-expiry","card-cvc","card-name"],` +
+			`"errors":["The card number is not valid.","The card has expired.","The security code is 3 digits.","Enter the name on the card."],` +
+			`"focus":"card-number","alert":"Check the highlighted fields.","labels":true}`
+		if state != want {
+			t.Fatalf("after a bad submission:\n got %s\nwant %s", state, want)
+		}
+		// American Express: its own grouping and a four-digit CVC; a short number says so.
+		browsertest.Eval[bool](t, c.kassa, `['card-number', 'card-cvc'].forEach(id => document.getElementById(id).value = ''), true`)
+		browsertest.Step(t, c.kassa, 30*time.Second,
+			chromedp.SendKeys(chromedp.CSS("#card-number"), "37828224631"), chromedp.SendKeys(chromedp.CSS("#card-cvc"), "123"),
+			chromedp.Click(chromedp.CSS("#pay-button")))
+		amex := browsertest.Eval[string](t, c.kassa, `[document.getElementById('card-number').value, document.getElementById('card-brand').textContent,
+			document.getElementById('card-number-error').textContent, document.getElementById('card-cvc-error').textContent].join('|')`)
+		if amex != "3782 822463 1|American Express|The card number is too short.|The security code is 4 digits." {
+			t.Fatalf("amex: %q", amex)
+		}
+		if got := messages(t, c.shop); slices.ContainsFunc(got, func(m message) bool { return m.Data["type"] == "result" }) {
+			t.Fatal("a form that did not pass its checks ended the checkout")
+		}
+	})
+
+	t.Run("light and dark", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		bg := func(scheme string) string {
+			browsertest.Step(t, c.kassa, 10*time.Second, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+				return chromedp.Void{}, err
+			})
+			return browsertest.Eval[string](t, c.kassa, `getComputedStyle(document.body).backgroundColor`)
+		}
+		if light, dark := bg("light"), bg("dark"); light != "rgb(255, 255, 255)" || dark != "rgb(13, 17, 23)" {
+			t.Fatalf("background light %s, dark %s", light, dark)
+		}
+	})
+
+	t.Run("hpp.js ignores messages that are not the page's", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		// From the shop's own origin, and from Kassa's origin without the spec's source: both ignored.
+		browsertest.Eval[bool](t, c.shop, `window.postMessage({source: 'service-hosted-payment-page', type: 'result', outcome: 'completed'}, '*'),
+			window.postMessage({source: 'service-hosted-payment-page', type: 'resize', height: 5}, '*'), true`)
+		browsertest.Eval[bool](t, c.kassa, `parent.postMessage({source: 'someone-else', type: 'result', outcome: 'completed'}, '*'),
+			parent.postMessage({source: 'someone-else', type: 'resize', height: 5}, '*'), true`)
+		time.Sleep(300 * time.Millisecond)
+		got := browsertest.Eval[string](t, c.shop, `document.getElementById('outcome').textContent + '|' + (document.querySelector('iframe').style.height !== '5px')`)
+		if got != "|true" {
+			t.Fatalf("the shop's page acted on a forged message: %q", got)
 		}
 	})
 
