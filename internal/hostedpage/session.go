@@ -21,12 +21,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/checkout"
-	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
@@ -259,31 +256,22 @@ func (a *addressRequest) UnmarshalJSON(raw []byte) error {
 	return httpapi.UnmarshalStrict(raw, (*plain)(a), "billing_details.address.")
 }
 
-// parseBilling reads a session's billing_details: each field at most a line of text.
+// parseBilling reads a session's billing_details: each field a short text.
 func parseBilling(raw json.RawMessage) (Billing, error) {
 	var b billingRequest
 	if err := httpapi.UnmarshalStrict(raw, &b, "billing_details."); err != nil {
 		return Billing{}, err
 	}
 	var out Billing
-	var err error
-	text := func(name string, v *string, max int) string {
-		if err != nil || v == nil {
-			return ""
-		}
-		t := strings.TrimSpace(*v)
-		if utf8.RuneCountInString(t) > max || strings.IndexFunc(t, unicode.IsControl) >= 0 {
-			err = fault.Invalid(name, "%s must be at most %d characters of text", name, max)
-		}
-		return t
-	}
+	var t httpapi.Texts
+	text := t.Read
 	out.Name = text("billing_details.name", b.Name, 200)
 	if a := b.Address; a != nil {
 		out.Address = BillingAddress{City: text("billing_details.address.city", a.City, 100),
 			State: text("billing_details.address.state", a.State, 100), Zip: text("billing_details.address.zip", a.Zip, 20),
 			Country: strings.ToUpper(text("billing_details.address.country", a.Country, 2))}
 	}
-	return out, err
+	return out, t.Err
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kassapay/kassa/internal/fault"
 )
@@ -141,4 +143,22 @@ func fieldNames(t reflect.Type) map[string]bool {
 	}
 	fieldCache.Store(t, m)
 	return m
+}
+
+// Texts reads the optional text fields of a strict body one after another and keeps the first fault:
+// each is trimmed, and must be at most its maximum of characters of valid UTF-8 without control
+// characters.
+type Texts struct{ Err error }
+
+// Read returns the trimmed text of the field name ("" when absent or once a fault was found).
+func (t *Texts) Read(name string, v *string, max int) string {
+	if t.Err != nil || v == nil {
+		return ""
+	}
+	s := strings.TrimSpace(*v)
+	if utf8.RuneCountInString(s) > max || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		t.Err = fault.Invalid(name, "%s must be at most %d characters of text", name, max)
+		return ""
+	}
+	return s
 }

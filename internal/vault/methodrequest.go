@@ -3,8 +3,6 @@ package vault
 import (
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/fault"
@@ -166,23 +164,14 @@ func (r MethodRequest) validate(now time.Time) (NewMethod, error) {
 
 func (d BillingDetails) validate() (Billing, error) {
 	var b Billing
-	var err error
-	text := func(name string, v *string, max int) string {
-		if err != nil || v == nil {
-			return ""
-		}
-		s := strings.TrimSpace(*v)
-		if utf8.RuneCountInString(s) > max || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-			err = fault.Invalid(name, "%s must be at most %d characters of text", name, max)
-		}
-		return s
-	}
+	var t httpapi.Texts
+	text := t.Read
 	const p = "billing_details."
 	b.Name = text(p+"name", d.Name, 200)
 	b.Email = text(p+"email", d.Email, 254)
-	if err == nil && b.Email != "" {
+	if t.Err == nil && b.Email != "" {
 		if e := merchant.ValidateEmail(b.Email); e != nil {
-			err = fault.Invalid(p+"email", "%semail %s", p, e)
+			t.Err = fault.Invalid(p+"email", "%semail %s", p, e)
 		}
 	}
 	b.Phone = text(p+"phone", d.Phone, 50)
@@ -194,9 +183,9 @@ func (d BillingDetails) validate() (Billing, error) {
 		b.State = text(pa+"state", a.State, 100)
 		b.PostalCode = text(pa+"postal_code", a.PostalCode, 20)
 		b.Country = strings.ToUpper(text(pa+"country", a.Country, 2))
-		if err == nil && b.Country != "" && (len(b.Country) != 2 || b.Country[0] < 'A' || b.Country[0] > 'Z' || b.Country[1] < 'A' || b.Country[1] > 'Z') {
-			err = fault.Invalid(pa+"country", "%scountry must be a two-letter country code (ISO 3166-1 alpha-2), such as CA", pa)
+		if t.Err == nil && b.Country != "" && (len(b.Country) != 2 || b.Country[0] < 'A' || b.Country[0] > 'Z' || b.Country[1] < 'A' || b.Country[1] > 'Z') {
+			t.Err = fault.Invalid(pa+"country", "%scountry must be a two-letter country code (ISO 3166-1 alpha-2), such as CA", pa)
 		}
 	}
-	return b, err
+	return b, t.Err
 }
