@@ -95,6 +95,20 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 			Config: pageConfig{State: "error", ParentOrigin: parentOrigin(r, merchant.Settings{}), Error: e}})
 		return
 	}
+	if ss.Outcome == "" {
+		// The payment ended elsewhere, or its outcome was not recorded here (a crash between the
+		// two): the intent says how the session ended.
+		switch in.Status {
+		case checkout.StatusSucceeded, checkout.StatusRequiresCapture:
+			ss, err = s.record(ctx, ss, nil, "completed")
+		case checkout.StatusCanceled:
+			ss, err = s.record(ctx, ss, nil, "canceled")
+		}
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+	}
 	now := s.now()
 	base := "/hpp/" + url.PathEscape(tok)
 	cfg := pageConfig{ParentOrigin: parentOrigin(r, m.Settings), ExpiresIn: ss.ExpiresAt.Sub(now).Milliseconds(),

@@ -243,6 +243,12 @@ func TestPageHeadersAndStates(t *testing.T) {
 			t.Fatalf("unknown session: %d %v", status, st)
 		}
 
+		// An intent that ended through the API ends its session too.
+		other := s.session(t, map[string]any{"amount": 1000, "currency": "cad"})
+		s.do(t, "POST", "/v1/payment-intents/"+other.Str("payment_intent")+"/cancel", map[string]any{})
+		if st := state(t, mustPage(t, other.Str("url"))); st["state"] != "canceled" || st["result"].(map[string]any)["outcome"] != "canceled" {
+			t.Fatalf("the page of a canceled intent: %v", st)
+		}
 		s.clock.Advance(time.Hour)
 		if st := state(t, mustPage(t, u)); st["state"] != "expired" {
 			t.Fatalf("after an hour: %v", st)
