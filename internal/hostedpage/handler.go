@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
@@ -38,41 +37,10 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, httpapi.BodyError(err))
 		return
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		httpapi.WriteError(w, r, fault.Invalid("", "The body must be a JSON object of payment-intent fields."))
-		return
-	}
-	expand := r.URL.Query()["expand"]
-	if raw, ok := fields["expand"]; ok {
-		var list []string
-		if err := json.Unmarshal(raw, &list); err != nil {
-			httpapi.WriteError(w, r, fault.Invalid("expand", "expand must be a list of strings, such as [\"payment_intent\"]"))
-			return
-		}
-		expand = append(expand, list...)
-		delete(fields, "expand")
-	}
-	for _, e := range expand {
-		if e != "payment_intent" {
-			httpapi.WriteError(w, r, fault.Invalid("expand", "expand may name only payment_intent"))
-			return
-		}
-	}
-	var billing Billing
-	if raw, ok := fields["billing_details"]; ok {
-		if billing, err = parseBilling(raw); err != nil {
-			httpapi.WriteError(w, r, err)
-			return
-		}
-		delete(fields, "billing_details")
-	}
-	delete(fields, "payment_method_types") // forced to ["card"]: the intent's only type
-	rest, _ := json.Marshal(fields)
-	ib, err := checkout.ParseIntentBody(rest)
+	req, err := parseSessionRequest(body, r.URL.Query()["expand"])
 	var p checkout.IntentParams
 	if err == nil {
-		p, err = ib.Params(who.Merchant)
+		p, err = req.intent.Params(who.Merchant)
 	}
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -83,15 +51,58 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	ss, url, err := s.create(ctx, who, in, billing)
+	ss, url, err := s.create(ctx, who, in, req.billing)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
 	out := wireSession{ID: ss.SessionID, Object: "hosted_payment_page.session", PaymentIntent: in.IntentID, URL: url,
 		ExpiresAt: ss.ExpiresAt.Unix()}
-	if slices.Contains(expand, "payment_intent") {
+	if req.expandIntent {
 		out.PaymentIntent = in.Wire()
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// sessionRequest is a session creation, read.
+type sessionRequest struct {
+	intent       checkout.IntentBody
+	billing      Billing
+	expandIntent bool
+}
+
+// parseSessionRequest reads a session creation's body, with the expand values of the query string.
+// Every fault is a 400 naming its field.
+func parseSessionRequest(body []byte, expand []string) (sessionRequest, error) {
+	var req sessionRequest
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return req, fault.Invalid("", "The body must be a JSON object of payment-intent fields.")
+	}
+	if raw, ok := fields["expand"]; ok {
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return req, fault.Invalid("expand", "expand must be a list of strings, such as [\"payment_intent\"]")
+		}
+		expand = append(expand, list...)
+		delete(fields, "expand")
+	}
+	for _, e := range expand {
+		if e != "payment_intent" {
+			return req, fault.Invalid("expand", "expand may name only payment_intent")
+		}
+	}
+	req.expandIntent = len(expand) > 0
+	if raw, ok := fields["billing_details"]; ok {
+		var err error
+		if req.billing, err = parseBilling(raw); err != nil {
+			return req, err
+		}
+		delete(fields, "billing_details")
+	}
+	delete(fields, "payment_method_types") // forced to ["card"]: the intent's only type
+	rest, _ := json.Marshal(fields)
+	var err error
+	req.intent, err = checkout.ParseIntentBody(rest)
+	return req, err
 }
