@@ -249,11 +249,18 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 	httpapi.WriteJSON(w, http.StatusOK, resultOf(ss, in, answer))
 }
 
+// MaxAttempts bounds the tries of one session, so that its URL cannot serve to test stolen cards.
+const MaxAttempts = 10
+
 // handlePay serves the card form's submission: the body is a payment method as POST
 // /v1/payment-methods takes it, read and validated the same way. The card pays the session's intent
 // at once; its CVC goes to the processor in memory and is never stored.
 func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
+		if len(ss.Attempts) >= MaxAttempts {
+			return checkout.Intent{}, fault.New(http.StatusTooManyRequests, "too_many_attempts",
+				"This payment page has had %d tries; start the checkout again.", MaxAttempts)
+		}
 		nm, err := vault.ParseMethodRequest(body, s.now())
 		if err != nil {
 			return checkout.Intent{}, err

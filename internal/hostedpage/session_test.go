@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -264,4 +266,21 @@ func mustPage(t *testing.T, u string) string {
 	t.Helper()
 	_, _, body := page(t, u, "")
 	return body
+}
+
+// A session takes at most MaxAttempts tries: its URL cannot serve to test cards one after another.
+func TestAttemptsAreBounded(t *testing.T) {
+	t.Parallel()
+	s := newShop(t, storetest.SQLite(t))
+	path := strings.Replace(s.session(t, map[string]any{"amount": 1000, "currency": "cad"}).Str("url"), s.srv.URL, "", 1) + "/pay"
+	card := map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Declined, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}
+	for i := range hostedpage.MaxAttempts {
+		if r := s.srv.Do(t, "POST", path, card); r.Status != 200 || r.Str("outcome") != "failed" || len(r.Body["attempts"].([]any)) != i+1 {
+			t.Fatalf("try %d: %d %s", i+1, r.Status, r.Raw)
+		}
+	}
+	card["card"].(map[string]any)["number"] = cardtest.Visa
+	if r := s.srv.Do(t, "POST", path, card); r.Status != 429 || r.Str("error") != "too_many_attempts" {
+		t.Fatalf("one try more: %d %s", r.Status, r.Raw)
+	}
 }
