@@ -164,6 +164,24 @@ func clip(s string) string {
 	return s
 }
 
+// queryIntents reads the intents that a WHERE clause (with its ORDER BY and LIMIT) selects.
+func queryIntents(ctx context.Context, q store.Querier, where string, args ...any) ([]Intent, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+intentColumns+` FROM payment_intents `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Intent
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
 // stale reports whether an operation was left running by a node presumed dead.
 func (in Intent) stale(now time.Time) bool {
 	return in.PendingOp != "" && !now.Before(in.LeaseUntil)

@@ -286,20 +286,10 @@ func (s *Service) reconcile(ctx context.Context, in Intent) (Intent, error) {
 func (s *Service) settleAbandoned(ctx context.Context) (int, error) {
 	var stale []Intent
 	err := s.db.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT `+intentColumns+` FROM payment_intents WHERE pending_op IS NOT NULL AND lease_until <= $1
-			ORDER BY lease_until LIMIT 100`, s.now().UnixMilli())
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			in, err := scanIntent(rows)
-			if err != nil {
-				return err
-			}
-			stale = append(stale, in)
-		}
-		return rows.Err()
+		var err error
+		stale, err = queryIntents(ctx, q, `WHERE pending_op IS NOT NULL AND lease_until <= $1 ORDER BY lease_until LIMIT 100`,
+			s.now().UnixMilli())
+		return err
 	})
 	n := 0
 	for _, in := range stale {

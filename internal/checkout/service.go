@@ -109,7 +109,7 @@ func ParseListParams(q map[string][]string) (ListParams, error) {
 func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bool, error) {
 	var out []Intent
 	err := s.db.Read(ctx, func(q store.Querier) error {
-		query := `SELECT ` + intentColumns + ` FROM payment_intents WHERE merchant_id = $1`
+		where := `WHERE merchant_id = $1`
 		args := []any{who.Merchant.ID}
 		order := "DESC"
 		for _, c := range []struct{ name, id, cond string }{
@@ -126,26 +126,16 @@ func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bo
 				}
 				return err
 			}
-			query += c.cond
+			where += c.cond
 			args = append(args, pos)
 			if c.name == "ending_before" {
 				order = "ASC"
 			}
 		}
 		args = append(args, p.Limit+1)
-		rows, err := q.QueryContext(ctx, query+` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			in, err := scanIntent(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, in)
-		}
-		return rows.Err()
+		var err error
+		out, err = queryIntents(ctx, q, where+` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
