@@ -21,6 +21,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
@@ -37,13 +38,29 @@ type fixture struct {
 	srv   *httptest.Server
 	clock *clock.Manual
 	creds auth.Credentials
+	ring  *envelope.Keyring
+}
+
+// newKeyring returns a keyring under a fresh key-encryption key over db.
+func newKeyring(t testing.TB, db *store.DB) *envelope.Keyring {
+	t.Helper()
+	kek, err := envelope.ParseKEK(envelope.NewKEKText())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := envelope.NewKeyring(context.Background(), db, kek, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
 }
 
 func newFixture(t testing.TB, db *store.DB) *fixture {
 	t.Helper()
 	f := &fixture{db: db, clock: clock.NewManual(time.Now())}
+	f.ring = newKeyring(t, db)
 	svc, err := auth.NewService(context.Background(), auth.Config{DB: db, Now: f.clock.Now, RevocationPoll: 20 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), Keyring: f.ring})
 	if err != nil {
 		t.Fatal(err)
 	}

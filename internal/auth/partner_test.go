@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -575,7 +576,7 @@ func (f *fixture) postRaw(t *testing.T, path string, form url.Values, header htt
 func (f *fixture) secondNode(t *testing.T) *auth.Service {
 	t.Helper()
 	svc, err := auth.NewService(context.Background(), auth.Config{DB: f.db, Now: f.clock.Now, RevocationPoll: 20 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), Keyring: f.ring})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +591,7 @@ func TestCodeTTLIsConfigurable(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, storetest.SQLite(t))
 	svc, err := auth.NewService(context.Background(), auth.Config{DB: f.db, Now: f.clock.Now, CodeTTL: 5 * time.Minute,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), Keyring: f.ring})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,4 +612,41 @@ func TestCodeTTLIsConfigurable(t *testing.T) {
 	if s := exchange(code); s != 400 {
 		t.Fatalf("a 5-minute code after 5:00: %d", s)
 	}
+}
+
+// Token keys are sealed under the key-encryption key at rest; a key an earlier version stored in
+// clear is sealed in place at start, and tokens it sealed keep working.
+func TestTokenKeysAreSealedAtRest(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		old := f.clientCredentialsToken(t)
+		legacy := bytes.Repeat([]byte{7}, 32)
+		if _, err := db.Exec(context.Background(), `INSERT INTO token_keys (id, secret, created_at) VALUES (2, $1, 0)`, legacy); err != nil {
+			t.Fatal(err)
+		}
+		svc, err := auth.NewService(context.Background(), auth.Config{DB: db, Keyring: f.ring, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored [][]byte
+		rows, err := db.Reader().QueryContext(context.Background(), `SELECT secret FROM token_keys ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var b []byte
+			rows.Scan(&b)
+			stored = append(stored, b)
+		}
+		rows.Close()
+		if len(stored) != 2 || len(stored[0]) == 32 || len(stored[1]) == 32 || bytes.Contains(stored[1], legacy) {
+			t.Fatalf("token keys at rest: %x", stored)
+		}
+		if _, err := svc.Verify(old); err != nil {
+			t.Fatalf("a token of key 1 after the restart: %v", err)
+		}
+		if _, err := auth.NewService(context.Background(), auth.Config{DB: db, Logger: slog.New(slog.DiscardHandler)}); err == nil {
+			t.Fatal("a token service without a keyring started")
+		}
+	})
 }

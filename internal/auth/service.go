@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -27,6 +28,9 @@ type Config struct {
 	Now            func() time.Time // defaults to time.Now
 	RevocationPoll time.Duration    // defaults to DefaultRevocationPoll
 	CodeTTL        time.Duration    // authorization code lifetime; defaults to DefaultCodeTTL, at most MaxCodeTTL
+	// Keyring seals the token keys at rest under the key-encryption key (required): whoever reads the
+	// database could otherwise forge tokens for every merchant.
+	Keyring *envelope.Keyring
 }
 
 // Service issues and checks access tokens.
@@ -56,7 +60,10 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	keys, current, err := loadKeys(ctx, cfg.DB, s.now())
+	if cfg.Keyring == nil {
+		return nil, errors.New("auth: a keyring for the token keys is required")
+	}
+	keys, current, err := loadKeys(ctx, cfg.DB, cfg.Keyring, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -81,18 +88,18 @@ func (s *Service) loadRevocations(ctx context.Context) error {
 }
 
 // loadKeys reads the token keys, creating key 1 when there is none. Concurrent first starts of several
-// nodes agree on one key: the insert does nothing when another node got there first.
-func loadKeys(ctx context.Context, db *store.DB, now time.Time) (map[byte][]byte, byte, error) {
+// nodes agree on one key: the insert does nothing when another node got there first. Keys are stored
+// sealed under ring; a key stored in clear by an earlier version is sealed in place.
+func loadKeys(ctx context.Context, db *store.DB, ring *envelope.Keyring, now time.Time) (map[byte][]byte, byte, error) {
 	err := db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO token_keys (id, secret, created_at) VALUES (1, $1, $2)
-			ON CONFLICT (id) DO NOTHING`, randomKey(), now.UnixMilli())
+			ON CONFLICT (id) DO NOTHING`, ring.Seal(randomKey(), tokenKeyAAD(1)), now.UnixMilli())
 		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("auth: create token key: %w", err)
 	}
-	keys := map[byte][]byte{}
-	var current byte
+	stored := map[byte][]byte{}
 	err = db.Read(ctx, func(q store.Querier) error {
 		rows, err := q.QueryContext(ctx, `SELECT id, secret FROM token_keys ORDER BY id`)
 		if err != nil {
@@ -105,21 +112,42 @@ func loadKeys(ctx context.Context, db *store.DB, now time.Time) (map[byte][]byte
 			if err := rows.Scan(&id, &secret); err != nil {
 				return err
 			}
-			if id < 1 || id > 255 || len(secret) != 32 {
+			if id < 1 || id > 255 {
 				return fmt.Errorf("auth: token key %d is malformed", id)
 			}
-			keys[byte(id)], current = secret, byte(id)
+			stored[byte(id)] = secret
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, 0, err
 	}
+	keys := map[byte][]byte{}
+	var current byte
+	for id, secret := range stored {
+		key := secret
+		if len(secret) == 32 { // stored in clear by an earlier version: seal it now
+			if err := db.Write(ctx, func(tx *store.Tx) error {
+				_, err := tx.ExecContext(ctx, `UPDATE token_keys SET secret = $2 WHERE id = $1 AND secret = $3`,
+					int64(id), ring.Seal(secret, tokenKeyAAD(id)), secret)
+				return err
+			}); err != nil {
+				return nil, 0, fmt.Errorf("auth: seal token key %d: %w", id, err)
+			}
+		} else if key, err = ring.Open(secret, tokenKeyAAD(id)); err != nil || len(key) != 32 {
+			return nil, 0, fmt.Errorf("auth: token key %d does not open under the key-encryption key", id)
+		}
+		keys[id] = key
+		current = max(current, id)
+	}
 	if len(keys) == 0 {
 		return nil, 0, errors.New("auth: no token key")
 	}
 	return keys, current, nil
 }
+
+// tokenKeyAAD binds a sealed token key to its id.
+func tokenKeyAAD(id byte) []byte { return []byte{'k', 't', 'k', id} }
 
 func randomKey() []byte {
 	k := make([]byte, 32)

@@ -105,14 +105,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		cfg.Processor = simulator.New(sim)
 	}
-	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll, CodeTTL: cfg.CodeTTL})
-	if err != nil {
-		return nil, err
-	}
 	if cfg.KEK == nil {
 		return nil, errors.New("server: a key-encryption key is required")
 	}
 	ring, err := envelope.NewKeyring(ctx, cfg.DB, cfg.KEK, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll,
+		CodeTTL: cfg.CodeTTL, Keyring: ring})
 	if err != nil {
 		return nil, err
 	}
