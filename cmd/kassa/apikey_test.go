@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/readmetest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -103,25 +104,6 @@ func TestAPIKeyCommandFailures(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the code block of README.md that follows the marker line.
-func readmeBlock(t *testing.T, marker string) string {
-	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), marker)
-	if !ok {
-		t.Fatalf("README.md has no %q block", marker)
-	}
-	_, rest, _ = strings.Cut(rest, "```sh\n")
-	block, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatal("the README's block is not closed")
-	}
-	return block
-}
-
 // The README's curl walk-through of the v1 API works as it stands against kassa serve.
 func TestREADMEPaymentsAPI(t *testing.T) {
 	t.Parallel()
@@ -130,7 +112,7 @@ func TestREADMEPaymentsAPI(t *testing.T) {
 			storetest.Unavailable(t, "the README's example needs %s", tool)
 		}
 	}
-	block := readmeBlock(t, "<!-- payments-api-v1:")
+	block := readmetest.Block(t, "<!-- payments-api-v1:", "sh")
 	dir := t.TempDir()
 	m := cliJSON(t, "merchant", "create", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
 	k := cliJSON(t, "apikey", "create", "--account-id", m["account_id"].(string), "--permissions", allPermissions, "--data-dir", dir)

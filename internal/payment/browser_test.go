@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,28 +15,10 @@ import (
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/processor/simulator"
+	"github.com/kassapay/kassa/internal/readmetest"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/web"
 )
-
-// readmeForm is the card form of the README, as it stands.
-func readmeForm(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), "<!-- card-encryption-form")
-	if !ok {
-		t.Fatal("README.md has no card-encryption-form block")
-	}
-	_, rest, _ = strings.Cut(rest, "```html\n")
-	form, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatal("the README's card form is not closed")
-	}
-	return form
-}
 
 // The README's form, served by a shop on one origin, loads the script from Kassa on another (pinned
 // with subresource integrity), encrypts a typed card in headless Chromium, and posts only the token;
@@ -52,7 +33,7 @@ func TestReadmeCardFormInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := strings.NewReplacer("SCRIPT_URL", f.srv.URL+web.CardEncryption.Path(), "SCRIPT_INTEGRITY", web.CardEncryption.Integrity,
-		"PUBLIC_ENCRYPTION_KEY", key.Encoded()).Replace(readmeForm(t))
+		"PUBLIC_ENCRYPTION_KEY", key.Encoded()).Replace(readmetest.Block(t, "<!-- card-encryption-form", "html"))
 	var mu sync.Mutex
 	var posted url.Values
 	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
