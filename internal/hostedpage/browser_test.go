@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,27 +22,9 @@ import (
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/readmetest"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
-
-// readmeShopPage is the shop page of the README, as it stands.
-func readmeShopPage(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), "<!-- hosted-page-shop")
-	if !ok {
-		t.Fatal("README.md has no hosted-page-shop block")
-	}
-	_, rest, _ = strings.Cut(rest, "```html\n")
-	page, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatal("the README's shop page is not closed")
-	}
-	return page
-}
 
 // recorder keeps every message a page receives, with its origin, for the test to read.
 const recorder = `<script>window.__messages = []; addEventListener('message', function (e) { __messages.push({origin: e.origin, data: e.data}); });</script>`
@@ -62,7 +43,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	w := &world{shop: newShop(t, storetest.SQLite(t))}
-	readme := readmeShopPage(t)
+	readme := readmetest.Block(t, "<!-- hosted-page-shop", "html")
 	shopSrv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		// The README's page as a shop would serve it for one order: its session's URL filled in.
 		page := strings.NewReplacer("KASSA_URL", w.srv.URL, "SESSION_URL", r.URL.Query().Get("session")).Replace(readme)
@@ -128,9 +109,23 @@ func (w *world) open(t *testing.T, sessionURL string, withForm bool) *checkoutTa
 	return c
 }
 
+// fitted waits until the iframe has grown to its page's height, as hpp.js does on each resize: a click
+// computed while the frame is still shorter than its content can miss what it aims at.
+func (c *checkoutTab) fitted(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !browsertest.Eval[bool](t, c.kassa, `window.innerHeight >= Math.ceil(document.documentElement.getBoundingClientRect().height)`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the iframe never grew to its page's height")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // pay fills the card form and submits it.
 func (c *checkoutTab) pay(t *testing.T, number, expiry, cvc string) {
 	t.Helper()
+	c.fitted(t)
 	browsertest.Eval[bool](t, c.kassa, `['card-number', 'card-expiry', 'card-cvc', 'card-name'].forEach(id => document.getElementById(id).value = ''), true`)
 	browsertest.Step(t, c.kassa, 30*time.Second,
 		chromedp.SendKeys(chromedp.CSS("#card-number"), number),
@@ -335,7 +330,9 @@ func TestHostedPageInBrowser(t *testing.T) {
 	t.Run("3-D Secure completed", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
 		c.pay(t, "4000002500003155", "1234", "123")
-		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")), chromedp.Click(chromedp.CSS("#challenge-complete")))
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")))
+		c.fitted(t)
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")))
 		res := w.result(t, c)
 		if res["outcome"] != "completed" || intentOf(res)["status"] != "succeeded" || strings.Join(attempts(t, res), ",") != "succeeded" {
 			t.Fatalf("result %v", res)
@@ -345,9 +342,11 @@ func TestHostedPageInBrowser(t *testing.T) {
 	t.Run("3-D Secure failed, then canceled", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
 		c.pay(t, "4000002760003184", "1234", "123")
-		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-fail")), chromedp.Click(chromedp.CSS("#challenge-fail")),
-			chromedp.WaitVisible(chromedp.CSS("#card-form")))
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-fail")))
+		c.fitted(t)
+		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-fail")), chromedp.WaitVisible(chromedp.CSS("#card-form")))
 		waitText(t, c.kassa, "#form-status", "uthentication")
+		c.fitted(t)
 		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#cancel-button")))
 		res := w.result(t, c)
 		if res["outcome"] != "canceled" || strings.Join(attempts(t, res), ",") != "failed authentication_failed" ||
@@ -359,6 +358,7 @@ func TestHostedPageInBrowser(t *testing.T) {
 
 	t.Run("canceled", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
+		c.fitted(t)
 		browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#cancel-button")))
 		res := w.result(t, c)
 		if res["outcome"] != "canceled" || len(attempts(t, res)) != 0 || res["last_error"] != nil || hasKey(res, "payment_intent") {
