@@ -51,7 +51,8 @@ func (s *Service) Require(want Scopes, next http.Handler) http.Handler {
 			httpapi.WriteError(w, r, fault.New(http.StatusForbidden, "insufficient_scope", "The access token lacks the scope %q.", want.String()))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, &c)))
+		ctx := httpapi.WithPrincipal(context.WithValue(r.Context(), claimsKey{}, &c), c.Principal())
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/kassapay/kassa/internal/httpapi"
 )
 
 // Claims is what an access token carries: whose it is, for which merchant, with which scopes, until
@@ -26,6 +28,17 @@ type Claims struct {
 
 // ClientIDString is the client id as the API shows it: 32 hex characters.
 func (c Claims) ClientIDString() string { return hex.EncodeToString(c.ClientID[:]) }
+
+// Principal is who a request with the token acts as (httpapi.Principal): the merchant's account, and
+// the grant the token descends from, or its client for a client-credentials token. A partner's tokens
+// for two merchants, and a merchant's client-credentials and password-grant tokens, are thus apart.
+func (c Claims) Principal() httpapi.Principal {
+	cred := "client:" + c.ClientIDString()
+	if c.GrantID != ([16]byte{}) {
+		cred = "grant:" + hex.EncodeToString(c.GrantID[:])
+	}
+	return httpapi.Principal{Account: "acct_" + c.MerchantID, Credential: cred}
+}
 
 // An access token is "kat_" followed by the unpadded base64url encoding of
 //

@@ -85,3 +85,18 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+func TestPrincipal(t *testing.T) {
+	t.Parallel()
+	c := testClaims()
+	c.ClientID = [16]byte{0xab}
+	p := c.Principal()
+	if p.Account != "acct_0a1b2c3d4e" || p.Credential != "client:ab000000000000000000000000000000" {
+		t.Fatalf("client-credentials token: principal %+v", p)
+	}
+	c.GrantID = [16]byte{0xcd}
+	p = c.Principal()
+	if p.Account != "acct_0a1b2c3d4e" || p.Credential != "grant:cd000000000000000000000000000000" {
+		t.Fatalf("token of a grant: principal %+v", p)
+	}
+}

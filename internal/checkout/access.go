@@ -39,6 +39,11 @@ func (c Caller) Who(requestID string) (Who, error) {
 	return Who{Merchant: *c.Merchant, ClientID: c.Key.ID, RequestID: requestID}, nil
 }
 
+// Principal is who the request acts as (httpapi.Principal): the account it acts for, and the key.
+func (c Caller) Principal() httpapi.Principal {
+	return httpapi.Principal{Account: c.Account, Credential: "key:" + c.Key.ID}
+}
+
 type callerKey struct{}
 
 // CallerFrom returns the caller that Protect put in ctx.
@@ -83,7 +88,8 @@ func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
 			httpapi.WriteError(w, r, err)
 			return
 		}
-		idem.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callerKey{}, caller)))
+		ctx = httpapi.WithPrincipal(context.WithValue(ctx, callerKey{}, caller), caller.Principal())
+		idem.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

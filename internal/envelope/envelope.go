@@ -219,6 +219,34 @@ func (k *Keyring) Open(sealed, aad []byte) ([]byte, error) {
 	return out, nil
 }
 
+// Secret returns the server secret called name: 32 random bytes, created the first time any node asks
+// for it and the same on every node of a cluster afterwards. It is stored sealed under the keyring
+// (the row of vault_secrets holds no secret in clear), and survives a change of the key-encryption
+// key, which re-wraps only data keys. Keys for keyed MACs (card fingerprints, request fingerprints)
+// are server secrets: each purpose has its own name, so that no MAC of one purpose can be compared
+// with another's.
+func (k *Keyring) Secret(ctx context.Context, name string) ([]byte, error) {
+	aad := []byte("kassa vault secret\x00" + name)
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	err := k.db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO vault_secrets (name, sealed, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO NOTHING`, name, k.Seal(fresh, aad), k.now().UnixMilli())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("envelope: store secret %s: %w", name, err)
+	}
+	var sealed []byte
+	err = k.db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT sealed FROM vault_secrets WHERE name = $1`, name).Scan(&sealed)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("envelope: load secret %s: %w", name, err)
+	}
+	return k.Open(sealed, aad)
+}
+
 // Rewrap re-wraps every data key of the database from the KEK from to the KEK to, in one transaction,
 // and returns how many it re-wrapped. Running servers keep working: they hold the data keys unwrapped;
 // once it is done they must be restarted with the new KEK (a server started with the old one refuses

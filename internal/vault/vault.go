@@ -7,11 +7,9 @@ package vault
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kassapay/kassa/internal/cardenc"
@@ -53,37 +51,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	key, err := s.secret(ctx, "card-fingerprint-key")
+	key, err := s.ring.Secret(ctx, "card-fingerprint-key")
 	if err != nil {
 		return nil, err
 	}
 	s.fpKey = key
 	return s, nil
-}
-
-// secret returns the vault secret called name, creating 32 random bytes for it the first time. Every
-// node of a cluster reads the same one; the secret is sealed, and survives a change of the
-// key-encryption key (only data keys are re-wrapped).
-func (s *Service) secret(ctx context.Context, name string) ([]byte, error) {
-	aad := []byte("kassa vault secret\x00" + name)
-	fresh := make([]byte, 32)
-	rand.Read(fresh)
-	err := s.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO vault_secrets (name, sealed, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO NOTHING`, name, s.ring.Seal(fresh, aad), s.now().UnixMilli())
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("vault: store %s: %w", name, err)
-	}
-	var sealed []byte
-	err = s.db.Read(ctx, func(q store.Querier) error {
-		return q.QueryRowContext(ctx, `SELECT sealed FROM vault_secrets WHERE name = $1`, name).Scan(&sealed)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("vault: load %s: %w", name, err)
-	}
-	return s.ring.Open(sealed, aad)
 }
 
 // fingerprint is the keyed HMAC-SHA256 of a card number.
