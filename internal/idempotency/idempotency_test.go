@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // server answers with the body it was sent, a counter and the key it sees; status 503 when the body
 // says "fail". A request's principal is the account and credential of its Account and Credential
-// headers.
+// headers; without Account it has none.
 func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
 	ctx := context.Background()
 	kek, err := envelope.ParseKEK(envelope.NewKEKText())
@@ -56,8 +56,11 @@ func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *ide
 		w.Write([]byte(`{"run":` + strconv.FormatInt(n, 10) + `,"key":"` + idempotency.Key(r.Context()) + `"}`))
 	}))
 	authenticated := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := httpapi.Principal{Account: r.Header.Get("Account"), Credential: r.Header.Get("Credential")}
-		h.ServeHTTP(w, r.WithContext(httpapi.WithPrincipal(r.Context(), p)))
+		if r.Header.Get("Account") != "" {
+			p := httpapi.Principal{Account: r.Header.Get("Account"), Credential: r.Header.Get("Credential")}
+			r = r.WithContext(httpapi.WithPrincipal(r.Context(), p))
+		}
+		h.ServeHTTP(w, r)
 	})
 	srv := httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), authenticated))
 	t.Cleanup(srv.Close)
@@ -134,6 +137,16 @@ func TestRecordsArePerPrincipal(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A request without a principal (the middleware mounted before authentication) is refused rather
+// than recorded in a scope that every such request would share.
+func TestRequestWithoutPrincipal(t *testing.T) {
+	t.Parallel()
+	srv, _, runs := server(t, storetest.SQLite(t), clock.NewManual(time.Now()))
+	if code, body, _ := send(t, srv.URL, "", "k", "a"); code != 500 || runs.Load() != 0 {
+		t.Fatalf("%d %s, runs %d", code, body, runs.Load())
+	}
 }
 
 // Issue 14: the records hold no secret in clear. The request is known by a keyed MAC, not a plain
