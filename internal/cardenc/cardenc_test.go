@@ -287,3 +287,57 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// A used token is remembered as long as it could open, even one made an hour ahead of the server's
+// clock (the skew Open allows), and forgotten by Purge once it is too old to open.
+func TestUsedTokensAreKeptWhileTheyCouldOpen(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newFixture(t, db)
+		k, err := f.svc.Current(ctx, f.m1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := f.clock.Now().Add(time.Hour - time.Minute)
+		tok := goToken(t, k, payload(cardtest.Visa, "12", "2040", "123", made))
+		use := func() error {
+			c, err := f.svc.Open(ctx, f.m1, tok)
+			if err != nil {
+				return err
+			}
+			return db.Write(ctx, func(tx *store.Tx) error { return c.Token.Consume(ctx, tx) })
+		}
+		purge := func() int {
+			if err := f.svc.Purge(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM used_card_tokens`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if err := use(); err != nil {
+			t.Fatalf("first use: %v", err)
+		}
+		if err := use(); !errors.Is(err, cardenc.ErrInvalidToken) {
+			t.Fatalf("second use: %v", err)
+		}
+		// The last minute in which the token opens: its use is still remembered.
+		f.clock.Advance(made.Add(24*time.Hour - time.Minute).Sub(f.clock.Now()))
+		if n := purge(); n != 1 {
+			t.Fatalf("%d used tokens kept", n)
+		}
+		if err := use(); !errors.Is(err, cardenc.ErrInvalidToken) {
+			t.Fatalf("use on the token's last day: %v", err)
+		}
+		// Too old to open: forgotten.
+		f.clock.Advance(2 * time.Minute)
+		if n := purge(); n != 0 {
+			t.Fatalf("%d used tokens kept after they expired", n)
+		}
+		if err := use(); !errors.Is(err, cardenc.ErrInvalidToken) {
+			t.Fatalf("use of a token too old: %v", err)
+		}
+	})
+}

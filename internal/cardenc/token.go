@@ -13,13 +13,52 @@ import (
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/store"
 )
 
-// Card is what a token carries.
+// Card is what a token carries, and the token it came from.
 type Card struct {
 	Number card.Number
 	Expiry card.Expiry
 	CVV    string
+	// Token is the token, to be consumed by the use of the card (Token.Consume).
+	Token Token
+}
+
+// Token is one card token, known by the SHA-256 of its RSA-OAEP ciphertext. OAEP encryption is
+// randomized, so the hash says nothing about the card: two tokens of one card have unrelated hashes.
+// The ciphertext has one encoding (strict base64url, and crypto/rsa refuses a ciphertext that is not
+// below the modulus), so a token cannot be re-spelled into another identity.
+type Token struct {
+	hash       [sha256.Size]byte
+	merchantID string
+	expiresAt  time.Time // when the token is too old to open anyway
+}
+
+// Consume records in tx that the token has been used. Issue 14: "A card token is single-use. A token
+// is consumed by its first successful use (sale, authorization or stored card add), recorded in the
+// same transaction as the attempt; a second use answers 400 invalid_card_token, the same answer as any
+// other unusable token (no oracle). Racing uses: exactly one wins." A token used before is
+// ErrInvalidToken; of racing transactions, the one that inserts the row first wins, and the others find
+// it (PostgreSQL makes them wait for the winner's commit, SQLite has one writer).
+func (t Token) Consume(ctx context.Context, tx *store.Tx) error {
+	r, err := tx.ExecContext(ctx, `INSERT INTO used_card_tokens (token_hash, merchant_id, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (token_hash) DO NOTHING`, t.hash[:], t.merchantID, t.expiresAt.UnixMilli())
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return ErrInvalidToken
+	}
+	return nil
+}
+
+// Purge forgets the used tokens that are too old to open anyway.
+func (s *Service) Purge(ctx context.Context) error {
+	return s.db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM used_card_tokens WHERE expires_at <= $1`, s.now().UnixMilli())
+		return err
+	})
 }
 
 // ErrInvalidToken is the one answer to a token that cannot be used — it does not decrypt, was made
@@ -79,6 +118,9 @@ func (s *Service) Open(ctx context.Context, merchantID, token string) (Card, err
 	if err != nil {
 		return Card{}, ErrInvalidToken
 	}
+	// A token opens for at most maxAge after it was made, and it may have been made up to maxFuture
+	// ahead of this clock: after that its use cannot be repeated anyway.
+	c.Token = Token{hash: sha256.Sum256(ct), merchantID: merchantID, expiresAt: s.now().Add(maxAge + maxFuture)}
 	return c, nil
 }
 

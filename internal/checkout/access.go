@@ -52,8 +52,9 @@ func CallerFrom(ctx context.Context) Caller {
 	return c
 }
 
-// Protect authenticates a v1 request and authorizes it for need, then runs h with the Caller in the
-// context, POSTs through the idempotency layer:
+// Protect authenticates a v1 request and authorizes it for need, then runs h with the Caller and its
+// Principal in the context, POSTs through the idempotency layer (whose records are the key's own for
+// the account it acts for):
 //
 //   - no payments-api-key, or one that is not a live key: 401;
 //   - a key without the permission the endpoint needs: 403 naming it;
@@ -61,7 +62,7 @@ func CallerFrom(ctx context.Context) Caller {
 //   - an account the key may not act for: 403. "A key may act for its own account, and a partner's key
 //     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page").
 func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
-	idem := s.idem.Middleware(idempotencyScope, h)
+	idem := s.idem.Middleware(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		secret := r.Header.Get(HeaderAPIKey)
@@ -91,14 +92,6 @@ func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
 		ctx = httpapi.WithPrincipal(context.WithValue(ctx, callerKey{}, caller), caller.Principal())
 		idem.ServeHTTP(w, r.WithContext(ctx))
 	})
-}
-
-// idempotencyScope keeps Idempotency-Keys of the v1 API apart from the gateway API's, and the keys of
-// each pair of acting account and key owner apart from every other: a partner and a merchant it acts
-// for never replay each other's responses.
-func idempotencyScope(r *http.Request) string {
-	c := CallerFrom(r.Context())
-	return "v1 " + c.Account + " " + c.Key.AccountID()
 }
 
 // resolve decides whether key may act for account.

@@ -175,6 +175,35 @@ func TestAPIKeys(t *testing.T) {
 	})
 }
 
+// Issue 14: "Replaying another key's Idempotency-Key handed a key holding only api_keys:write a
+// full-permission key." Idempotency records are each key's own: a key of the same account sending the
+// same key and body runs as its own request, through its own permission check.
+func TestIdempotencyKeysArePerAPIKey(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := start(t, db, server.Config{})
+		a := newAccount(t, srv)
+		weak := createKey(t, srv, a.id, checkout.APIKeysWrite).Key
+		all := map[string]any{"permissions": checkout.AllPermissions.Names()}
+		full := a.ok(t, "POST", "/v1/api-keys", all, "Idempotency-Key", "X")
+		if !strings.HasPrefix(full.Str("key"), "kk_") {
+			t.Fatalf("created %s", full.Raw)
+		}
+		r := a.do(t, "POST", "/v1/api-keys", all, "Idempotency-Key", "X", checkout.HeaderAPIKey, weak)
+		if strings.Contains(string(r.Raw), full.Str("key")) || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("a key holding only api_keys:write got another key's full-permission key: %d %s", r.Status, r.Raw)
+		}
+		wantError(t, r, 403, "insufficient_permissions", "permissions")
+		// Its own request with the same key, within its permissions, is its own.
+		own := a.ok(t, "POST", "/v1/api-keys", map[string]any{"permissions": []string{"api_keys:write"}}, "Idempotency-Key", "Y", checkout.HeaderAPIKey, weak)
+		if again := a.ok(t, "POST", "/v1/api-keys", map[string]any{"permissions": []string{"api_keys:write"}}, "Idempotency-Key", "Y"); again.Str("id") == own.Str("id") {
+			t.Fatal("the full key replayed the weak key's creation")
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM api_keys`); n != 5 {
+			t.Fatalf("%d keys, want 5: the account's two, X's full key, and each key's own Y", n)
+		}
+	})
+}
+
 // A partner's key acts for the partner's own account (its keys), and for the merchants that authorized
 // the partner (their payments) until they revoke it; never for others, and it never manages a
 // merchant's keys.

@@ -201,6 +201,13 @@ func TestCreateSession(t *testing.T) {
 		if a.Status != 200 || string(a.Raw) != string(b.Raw) {
 			t.Fatalf("retried session: %s / %s", a.Raw, b.Raw)
 		}
+		// Another key of the account with the same Idempotency-Key gets a session of its own, not the
+		// first key's secret URL (issue 14: records are the credential's own).
+		other := s.do(t, "POST", sessionsPath, map[string]any{"amount": 700, "currency": "cad"}, "Idempotency-Key", "order-7",
+			checkout.HeaderAPIKey, s.key(t, checkout.AllPermissions))
+		if other.Status != 200 || other.Str("url") == a.Str("url") || other.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("another key's session: %s / %s", other.Raw, a.Raw)
+		}
 	})
 }
 

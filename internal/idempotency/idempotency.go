@@ -1,23 +1,37 @@
 // Package idempotency makes POST requests safe to retry. A request with an Idempotency-Key header is
-// recorded per merchant for 24 hours: a retry with the same key and body replays the first response
-// (same status and body, plus Idempotent-Replayed: true) without running the handler again; the same
-// key with another body is a 422; a key whose first request is still running is a 409.
+// recorded for 24 hours per principal — the account it acts for and the credential that sent it — so
+// that a retry by the same credential with the same key and body replays the first response (same
+// status and body, plus Idempotent-Replayed: true) without running the handler again; the same key
+// with another body is a 422; a key whose first request is still running is a 409. Another credential,
+// even of the same account, never meets the record: its request with the same key runs as its own,
+// through its own permission checks (issue 14: "Scope every idempotency record to the account and the
+// credential that made it").
 //
-// This layer gives exact replay. The ledger adds the guarantee that matters for money: the key is
-// stored on the transaction it created, unique per merchant, so that even a retry after a crash (when
-// the first response was never recorded here) finds that transaction instead of charging again.
+// A record holds no secret in clear: the request is known by a keyed MAC under a server secret, never
+// by a plain hash of a body that may carry a card number and CVV, and the response body (which may
+// carry an API key or a hosted page's URL) is sealed under the envelope keyring.
+//
+// This layer gives exact replay. The ledger adds the guarantee that matters for money: the key,
+// qualified by the credential (Key), is stored on the transaction it created, unique per merchant, so
+// that even a retry after a crash (when the first response was never recorded here) finds that
+// transaction instead of charging again.
 package idempotency
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"errors"
+	"hash"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/store"
@@ -33,11 +47,15 @@ const (
 	// assumption that the process running it died. It exceeds every timeout of a request.
 	DefaultLock = 2 * time.Minute
 	maxKeyLen   = 255
+	// macSecret names the server secret (envelope.Keyring.Secret) under which requests are MACed.
+	macSecret = "idempotency-request-mac"
 )
 
 // Config configures a Store.
 type Config struct {
-	DB        *store.DB
+	DB *store.DB
+	// Keyring seals the recorded responses and keeps the request MAC's secret.
+	Keyring   *envelope.Keyring
 	Now       func() time.Time
 	Retention time.Duration
 	Lock      time.Duration
@@ -46,14 +64,16 @@ type Config struct {
 // Store keeps idempotency records.
 type Store struct {
 	db        *store.DB
+	ring      *envelope.Keyring
+	macKey    []byte
 	now       func() time.Time
 	retention time.Duration
 	lock      time.Duration
 }
 
-// New returns a Store.
-func New(cfg Config) *Store {
-	s := &Store{db: cfg.DB, now: cfg.Now, retention: cfg.Retention, lock: cfg.Lock}
+// New returns a Store, loading the request MAC's secret (creating it in a new database).
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	s := &Store{db: cfg.DB, ring: cfg.Keyring, now: cfg.Now, retention: cfg.Retention, lock: cfg.Lock}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -63,20 +83,30 @@ func New(cfg Config) *Store {
 	if s.lock <= 0 {
 		s.lock = DefaultLock
 	}
-	return s
+	key, err := s.ring.Secret(ctx, macSecret)
+	if err != nil {
+		return nil, err
+	}
+	s.macKey = key
+	return s, nil
 }
 
 type keyCtx struct{}
 
-// Key returns the idempotency key of the request of ctx, or "".
+// Key returns the idempotency key of the request of ctx qualified by the credential that sent it
+// ("<credential>/<key>"), or "" for a request without one. The ledger binds this to the transaction
+// the request created, so that two credentials of one merchant never find each other's transaction.
+// It contains no space, so it never equals a ledger key that checkout derives (those have spaces), and
+// it begins with the credential's kind ("client:", "grant:", "key:"), so it never equals one that
+// billing derives ("sub-…").
 func Key(ctx context.Context) string {
 	k, _ := ctx.Value(keyCtx{}).(string)
 	return k
 }
 
-// Middleware applies idempotency to POST requests that carry the header. scope names the merchant
-// the key belongs to; keys of different merchants never meet.
-func (s *Store) Middleware(scope func(*http.Request) string, next http.Handler) http.Handler {
+// Middleware applies idempotency to POST requests that carry the header, per principal
+// (httpapi.PrincipalFrom): it must run after the request's authentication.
+func (s *Store) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(Header)
 		if r.Method != http.MethodPost || key == "" {
@@ -87,47 +117,50 @@ func (s *Store) Middleware(scope func(*http.Request) string, next http.Handler) 
 			httpapi.WriteError(w, r, err)
 			return
 		}
+		p, ok := httpapi.PrincipalFrom(r.Context())
+		if !ok {
+			httpapi.WriteError(w, r, errors.New("idempotency: the request has no principal; authenticate before this middleware"))
+			return
+		}
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			httpapi.WriteError(w, r, httpapi.BodyError(err))
 			return
 		}
-		h := sha256.New()
-		io.WriteString(h, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+"\n")
-		h.Write(body)
-		hash := h.Sum(nil)
-		merchant := scope(r)
+		rec := record{scope: p.String(), key: key}
+		mac := s.mac(rec, r, body)
 
-		replay, err := s.claim(r.Context(), merchant, key, hash)
+		replay, err := s.claim(r.Context(), rec, mac)
 		if err != nil {
 			httpapi.WriteError(w, r, err)
 			return
 		}
 		if replay != nil {
 			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store") // the body may carry a secret (an API key, a page's URL)
 			w.Header().Set("Idempotent-Replayed", "true")
 			w.WriteHeader(replay.status)
 			w.Write(replay.body)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &recorder{header: w.Header()}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyCtx{}, key)))
-		if rec.status == 0 {
-			rec.status = http.StatusOK
+		out := &recorder{header: w.Header()}
+		next.ServeHTTP(out, r.WithContext(context.WithValue(r.Context(), keyCtx{}, p.Credential+"/"+key)))
+		if out.status == 0 {
+			out.status = http.StatusOK
 		}
 		// The record outlives a client that went away: finish it on a context of its own.
 		ctx := context.WithoutCancel(r.Context())
-		if rec.status >= 500 {
-			err = s.release(ctx, merchant, key) // a failure on our side: let the client retry afresh
+		if out.status >= 500 {
+			err = s.release(ctx, rec) // a failure on our side: let the client retry afresh
 		} else {
-			err = s.complete(ctx, merchant, key, rec.status, rec.body.Bytes())
+			err = s.complete(ctx, rec, out.status, out.body.Bytes())
 		}
 		if err != nil {
 			httpapi.Logger(ctx).ErrorContext(ctx, "record idempotent response", "err", err)
 		}
-		w.WriteHeader(rec.status)
-		w.Write(rec.body.Bytes())
+		w.WriteHeader(out.status)
+		w.Write(out.body.Bytes())
 	})
 }
 
@@ -143,6 +176,36 @@ func validKey(k string) error {
 	return nil
 }
 
+// record names one idempotency record: the principal's scope (httpapi.Principal.String) and the key.
+type record struct {
+	scope, key string
+}
+
+// mac is the request's fingerprint: HMAC-SHA256, under a server secret sealed under the KEK, of the
+// record's name, the method, path, query and body, each length-prefixed. Issue 14: "make it a keyed
+// MAC under a server secret sealed under the key-encryption key, never a plain hash of card data" —
+// a plain hash of a body whose card number is known but for a few digits, and whose CVV has three or
+// four, falls to a brute force in seconds; without the secret there is nothing to test guesses
+// against. The record's name is in it too, so that equal fingerprints of two records say nothing.
+func (s *Store) mac(rec record, r *http.Request, body []byte) []byte {
+	m := hmac.New(sha256.New, s.macKey)
+	for _, part := range []string{rec.scope, rec.key, r.Method, r.URL.Path, r.URL.RawQuery} {
+		writePart(m, []byte(part))
+	}
+	writePart(m, body)
+	return m.Sum(nil)
+}
+
+func writePart(h hash.Hash, b []byte) {
+	h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+	h.Write(b)
+}
+
+// aad binds a sealed response to its record and status: it opens for no other.
+func (rec record) aad(status int) []byte {
+	return []byte("kassa idempotent response\x00" + rec.scope + "\x00" + rec.key + "\x00" + strconv.Itoa(status))
+}
+
 type stored struct {
 	status int
 	body   []byte
@@ -150,54 +213,61 @@ type stored struct {
 
 // claim records the key as running, or says why the request must not run: a replay, a mismatch or a
 // request still running.
-func (s *Store) claim(ctx context.Context, merchant, key string, hash []byte) (*stored, error) {
+func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, error) {
 	now := s.now()
 	var replay *stored
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		replay = nil
-		var prevHash, body []byte
+		var prevMAC, sealed []byte
 		var status sql.NullInt64
 		var lockedUntil, expiresAt int64
-		err := tx.QueryRowContext(ctx, `SELECT request_hash, status, body, locked_until, expires_at
-			FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2`, merchant, key).
-			Scan(&prevHash, &status, &body, &lockedUntil, &expiresAt)
+		err := tx.QueryRowContext(ctx, `SELECT request_mac, status, body, locked_until, expires_at
+			FROM idempotency_keys WHERE scope = $1 AND idem_key = $2`, rec.scope, rec.key).
+			Scan(&prevMAC, &status, &sealed, &lockedUntil, &expiresAt)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
 		case expiresAt <= now.UnixMilli():
 			// An expired record is as good as none.
-		case !bytes.Equal(prevHash, hash):
+		case !hmac.Equal(prevMAC, mac):
 			return fault.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 				"This Idempotency-Key was used with a different request; use a new key for a new request.")
 		case status.Valid:
+			body, err := s.ring.Open(sealed, rec.aad(int(status.Int64)))
+			if err != nil {
+				return err
+			}
 			replay = &stored{status: int(status.Int64), body: body}
 			return nil
 		case lockedUntil > now.UnixMilli():
 			return fault.Conflict("idempotency_key_in_use",
 				"A request with this Idempotency-Key is still being processed; retry after it completes.")
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (merchant_id, idem_key, request_hash, status, body, locked_until, expires_at)
+		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, request_mac, status, body, locked_until, expires_at)
 			VALUES ($1, $2, $3, NULL, NULL, $4, $5)
-			ON CONFLICT (merchant_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash, status = NULL, body = NULL,
+			ON CONFLICT (scope, idem_key) DO UPDATE SET request_mac = excluded.request_mac, status = NULL, body = NULL,
 				locked_until = excluded.locked_until, expires_at = excluded.expires_at`,
-			merchant, key, hash, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli())
+			rec.scope, rec.key, mac, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli())
 		return err
 	})
 	return replay, err
 }
 
-func (s *Store) complete(ctx context.Context, merchant, key string, status int, body []byte) error {
+// complete records the response, its body sealed: issue 14, "seal stored response bodies under the
+// vault's envelope encryption".
+func (s *Store) complete(ctx context.Context, rec record, status int, body []byte) error {
+	sealed := s.ring.Seal(body, rec.aad(status))
 	return s.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, body = $4 WHERE merchant_id = $1 AND idem_key = $2`,
-			merchant, key, status, body)
+		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, body = $4 WHERE scope = $1 AND idem_key = $2`,
+			rec.scope, rec.key, status, sealed)
 		return err
 	})
 }
 
-func (s *Store) release(ctx context.Context, merchant, key string) error {
+func (s *Store) release(ctx context.Context, rec record) error {
 	return s.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE merchant_id = $1 AND idem_key = $2`, merchant, key)
+		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2`, rec.scope, rec.key)
 		return err
 	})
 }

@@ -1,18 +1,22 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/store"
@@ -21,35 +25,62 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
-// server answers with the body it was sent and a counter; status 503 when the body says "fail".
+// server answers with the body it was sent, a counter and the key it sees; status 503 when the body
+// says "fail". A request's principal is the account and credential of its Account and Credential
+// headers; without Account it has none.
 func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
-	s := idempotency.New(idempotency.Config{DB: db, Now: c.Now, Lock: time.Minute})
+	ctx := context.Background()
+	kek, err := envelope.ParseKEK(envelope.NewKEKText())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := envelope.NewKeyring(ctx, db, kek, c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := idempotency.New(ctx, idempotency.Config{DB: db, Keyring: ring, Now: c.Now, Lock: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var runs atomic.Int64
 	unstick := make(chan struct{})
-	h := s.Middleware(func(r *http.Request) string { return r.Header.Get("Merchant") },
-		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n := runs.Add(1)
-			b, _ := io.ReadAll(r.Body)
-			if string(b) == "hang" && n%2 == 1 {
-				<-unstick // the first of each pair answers only when the test ends
-			}
-			if string(b) == "fail" {
-				w.WriteHeader(503)
-			}
-			if idempotency.Key(r.Context()) == "" {
-				t.Error("the handler does not see the key")
-			}
-			w.Write([]byte(`{"run":` + string(rune('0'+n)) + `}`))
-		}))
-	srv := httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), h))
+	h := s.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		if string(b) == "hang" && n%2 == 1 {
+			<-unstick // the first of each pair answers only when the test ends
+		}
+		if string(b) == "fail" {
+			w.WriteHeader(503)
+		}
+		w.Write([]byte(`{"run":` + strconv.FormatInt(n, 10) + `,"key":"` + idempotency.Key(r.Context()) + `"}`))
+	}))
+	authenticated := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Account") != "" {
+			p := httpapi.Principal{Account: r.Header.Get("Account"), Credential: r.Header.Get("Credential")}
+			r = r.WithContext(httpapi.WithPrincipal(r.Context(), p))
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), authenticated))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(unstick) }) // runs before srv.Close, which waits for handlers
 	return srv, s, &runs
 }
 
-func send(t *testing.T, url, merchant, key, body string) (int, string, string) {
+// send posts body with the key as the principal "account credential" and returns the status, the
+// body and the Idempotent-Replayed header.
+func send(t *testing.T, url, principal, key, body string) (int, string, string) {
+	code, b, h := sendHeaders(t, url, principal, key, body)
+	return code, b, h.Get("Idempotent-Replayed")
+}
+
+func sendHeaders(t *testing.T, url, principal, key, body string) (int, string, http.Header) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set("Merchant", merchant)
+	account, credential, _ := strings.Cut(principal, " ")
+	req.Header.Set("Account", account)
+	req.Header.Set("Credential", credential)
 	req.Header.Set(idempotency.Header, key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -57,34 +88,90 @@ func send(t *testing.T, url, merchant, key, body string) (int, string, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header.Get("Idempotent-Replayed")
+	return resp.StatusCode, string(b), resp.Header
 }
 
 func TestReplayExpiryAndFailures(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		c := clock.NewManual(time.Now())
 		srv, _, runs := server(t, db, c)
-		if code, body, _ := send(t, srv.URL, "m1", "k", "a"); code != 200 || body != `{"run":1}` {
+		const a = "acct_m1 client:c1"
+		if code, body, _ := send(t, srv.URL, a, "k", "a"); code != 200 || body != `{"run":1,"key":"client:c1/k"}` {
 			t.Fatalf("first: %d %s", code, body)
 		}
-		if code, body, replayed := send(t, srv.URL, "m1", "k", "a"); code != 200 || body != `{"run":1}` || replayed != "true" {
+		if code, body, replayed := send(t, srv.URL, a, "k", "a"); code != 200 || body != `{"run":1,"key":"client:c1/k"}` || replayed != "true" {
 			t.Fatalf("retry: %d %s %q", code, body, replayed)
 		}
-		if code, _, _ := send(t, srv.URL, "m1", "k", "b"); code != 422 {
+		if code, _, _ := send(t, srv.URL, a, "k", "b"); code != 422 {
 			t.Fatalf("other body: %d", code)
-		}
-		if code, body, _ := send(t, srv.URL, "m2", "k", "b"); code != 200 || body != `{"run":2}` {
-			t.Fatalf("another merchant's key: %d %s", code, body)
 		}
 		// After 24 hours a key is free again.
 		c.Advance(24*time.Hour + time.Second)
-		if code, body, replayed := send(t, srv.URL, "m1", "k", "b"); code != 200 || body != `{"run":3}` || replayed != "" {
+		if code, body, replayed := send(t, srv.URL, a, "k", "b"); code != 200 || body != `{"run":2,"key":"client:c1/k"}` || replayed != "" {
 			t.Fatalf("after retention: %d %s %q", code, body, replayed)
 		}
 		// A failure on our side (5xx) is not recorded: the retry runs again.
-		send(t, srv.URL, "m1", "f", "fail")
-		if code, _, replayed := send(t, srv.URL, "m1", "f", "fail"); code != 503 || replayed != "" || runs.Load() != 5 {
+		send(t, srv.URL, a, "f", "fail")
+		if code, _, replayed := send(t, srv.URL, a, "f", "fail"); code != 503 || replayed != "" || runs.Load() != 4 {
 			t.Fatalf("retry after 503: %d %q runs %d", code, replayed, runs.Load())
+		}
+	})
+}
+
+// Issue 14: "Scope every idempotency record to the account and the credential that made it". The same
+// key and body from another credential of the same account, or from the same credential acting for
+// another account, runs as a request of its own; the handler sees the key qualified by the credential.
+func TestRecordsArePerPrincipal(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv, _, _ := server(t, db, clock.NewManual(time.Now()))
+		for i, tc := range []struct{ principal, key string }{
+			{"acct_m1 key:k1", "key:k1/order-1"},
+			{"acct_m1 key:k2", "key:k2/order-1"},       // another key of the account
+			{"acct_m1 grant:g1", "grant:g1/order-1"},   // a bearer token's grant
+			{"acct_m2 key:k1", "key:k1/order-1"},       // the same (partner's) key acting for another account
+			{"acct_m1 client:c1", "client:c1/order-1"}, // a client-credentials token
+		} {
+			code, body, replayed := send(t, srv.URL, tc.principal, "order-1", "same body")
+			if want := `{"run":` + strconv.Itoa(i+1) + `,"key":"` + tc.key + `"}`; code != 200 || body != want || replayed != "" {
+				t.Errorf("%s: %d %s %q; want its own run %s", tc.principal, code, body, replayed, want)
+			}
+		}
+	})
+}
+
+// A request without a principal (the middleware mounted before authentication) is refused rather
+// than recorded in a scope that every such request would share.
+func TestRequestWithoutPrincipal(t *testing.T) {
+	t.Parallel()
+	srv, _, runs := server(t, storetest.SQLite(t), clock.NewManual(time.Now()))
+	if code, body, _ := send(t, srv.URL, "", "k", "a"); code != 500 || runs.Load() != 0 {
+		t.Fatalf("%d %s, runs %d", code, body, runs.Load())
+	}
+}
+
+// Issue 14: the records hold no secret in clear. The request is known by a keyed MAC, not a plain
+// hash, and the response is sealed; a replay says that it must not be cached.
+func TestRecordsHoldNoSecrets(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv, _, _ := server(t, db, clock.NewManual(time.Now()))
+		const body = `{"card_number":"4242424242424242","cvv2":"7391"}`
+		first, _, _ := sendHeaders(t, srv.URL, "acct_m1 key:k1", "k", body)
+		code, replay, h := sendHeaders(t, srv.URL, "acct_m1 key:k1", "k", body)
+		if first != 200 || code != 200 || h.Get("Idempotent-Replayed") != "true" || h.Get("Cache-Control") != "no-store" ||
+			!strings.Contains(replay, `"run":1`) {
+			t.Fatalf("replay: %d %s %v", code, replay, h)
+		}
+		var mac, sealed []byte
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT request_mac, body FROM idempotency_keys`).Scan(&mac, &sealed); err != nil {
+			t.Fatal(err)
+		}
+		for _, plain := range []string{"POST /?\n" + body, body} {
+			if sum := sha256.Sum256([]byte(plain)); bytes.Equal(mac, sum[:]) {
+				t.Errorf("the request's fingerprint is a plain SHA-256 of %q", plain)
+			}
+		}
+		if bytes.Contains(sealed, []byte(`"run"`)) {
+			t.Errorf("the response is stored in clear: %q", sealed)
 		}
 	})
 }
@@ -109,7 +196,8 @@ func TestStuckRequestsKey(t *testing.T) {
 			before := runs.Load()
 			go func() {
 				req, _ := http.NewRequest("POST", srv.URL, strings.NewReader("hang"))
-				req.Header.Set("Merchant", "m1")
+				req.Header.Set("Account", "acct_m1")
+				req.Header.Set("Credential", "client:c1")
 				req.Header.Set(idempotency.Header, tc.key)
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
@@ -118,11 +206,11 @@ func TestStuckRequestsKey(t *testing.T) {
 			for runs.Load() == before {
 				time.Sleep(time.Millisecond)
 			}
-			if code, _, _ := send(t, srv.URL, "m1", tc.key, "hang"); code != 409 {
+			if code, _, _ := send(t, srv.URL, "acct_m1 client:c1", tc.key, "hang"); code != 409 {
 				t.Fatalf("%s while the first runs: %d, want 409", tc.key, code)
 			}
 			tc.unjam()
-			if code, _, _ := send(t, srv.URL, "m1", tc.key, "hang"); code != 200 || runs.Load() != before+2 {
+			if code, _, _ := send(t, srv.URL, "acct_m1 client:c1", tc.key, "hang"); code != 200 || runs.Load() != before+2 {
 				t.Fatalf("%s after the lock is gone: %d, runs %d", tc.key, code, runs.Load()-before)
 			}
 		}
@@ -134,7 +222,7 @@ func TestKeyValidation(t *testing.T) {
 	c := clock.NewManual(time.Now())
 	srv, _, runs := server(t, storetest.SQLite(t), c)
 	for _, k := range []string{strings.Repeat("x", 256), "with space", "tab\tkey", "ünïcode"} {
-		if code, body, _ := send(t, srv.URL, "m", k, "a"); code != 400 || !strings.Contains(body, `"field":"Idempotency-Key"`) {
+		if code, body, _ := send(t, srv.URL, "acct_m client:c", k, "a"); code != 400 || !strings.Contains(body, `"field":"Idempotency-Key"`) {
 			t.Errorf("key %q: %d %s", k, code, body)
 		}
 	}

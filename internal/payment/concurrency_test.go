@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/processor/simulator"
@@ -155,6 +156,56 @@ func TestIdempotency(t *testing.T) {
 		}
 		if r := post(t, f.m, "sale", body, "Idempotency-Key", strings.Repeat("k", 256)); r.Status != 400 || r.Str("field") != "Idempotency-Key" {
 			t.Fatalf("overlong key: %d %s", r.Status, r.Raw)
+		}
+	})
+}
+
+// Issue 14: idempotency records are the credential's own, in both layers. Two clients of one merchant
+// sending the same Idempotency-Key and body get a sale each, and neither sees the other's: not from the
+// replay layer, nor from the ledger's binding of the key when the replay records are gone (a crash
+// between the ledger and the record), where each retry finds its own sale.
+func TestIdempotencyKeysArePerCredential(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, simulator.Config{})
+		second := *f.m // the same merchant, with a second client
+		err := db.Write(context.Background(), func(tx *store.Tx) error {
+			var err error
+			second.Creds, err = auth.CreateClient(context.Background(), tx, f.m.ID, auth.DefaultValidity, f.clock.Now())
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second.NewToken(t)
+		body := card(cardtest.Visa, "amount", "15.00")
+		first := post(t, f.m, "sale", body, "Idempotency-Key", "order-9")
+		other := post(t, &second, "sale", body, "Idempotency-Key", "order-9")
+		if first.Status != 200 || other.Status != 200 || other.Header.Get("Idempotent-Replayed") != "" ||
+			other.Str("transaction_id") == first.Str("transaction_id") {
+			t.Fatalf("the second client's request with the first's key: %d %s (replayed %q); first %s",
+				other.Status, other.Raw, other.Header.Get("Idempotent-Replayed"), first.Raw)
+		}
+		if got := ids(t, f.m.Do(t, "GET", "/transaction-service/transaction", nil)); len(got) != 2 {
+			t.Fatalf("sales: %v, want two", got)
+		}
+		calls := f.proc.calls.Load()
+		err = db.Write(context.Background(), func(tx *store.Tx) error {
+			_, err := tx.ExecContext(context.Background(), `DELETE FROM idempotency_keys`)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			m    *servertest.Merchant
+			want servertest.Response
+		}{{&second, other}, {f.m, first}} {
+			if r := post(t, c.m, "sale", body, "Idempotency-Key", "order-9"); r.Status != 200 || r.Str("transaction_id") != c.want.Str("transaction_id") {
+				t.Errorf("a retry that only the ledger recognises: %d %s, want %s", r.Status, r.Raw, c.want.Str("transaction_id"))
+			}
+		}
+		if f.proc.calls.Load() != calls {
+			t.Fatal("a retry reached the processor")
 		}
 	})
 }

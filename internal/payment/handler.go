@@ -29,14 +29,14 @@ func NewService(ledger *Ledger, merchants *merchant.Cache, tokens *cardenc.Servi
 	return &Service{ledger: ledger, merchants: merchants, tokens: tokens}
 }
 
-// openToken puts the card of a card token into c. Whatever is wrong with the token, the answer is the
-// same (see cardenc.ErrInvalidToken).
+// openToken puts the card of a card token into c, and the token, which the ledger consumes with the
+// attempt. Whatever is wrong with the token, the answer is the same (see cardenc.ErrInvalidToken).
 func (s *Service) openToken(ctx context.Context, merchantID, token string, c *Charge) error {
 	card, err := s.tokens.Open(ctx, merchantID, token)
 	if err != nil {
 		return cardenc.AsFault(err)
 	}
-	c.Card, c.Expiry, c.CVV = card.Number, card.Expiry, card.CVV
+	c.Card, c.Expiry, c.CVV, c.Token = card.Number, card.Expiry, card.CVV, &card.Token
 	return nil
 }
 
@@ -97,7 +97,7 @@ func (s *Service) charge(kind string) http.Handler {
 		c.Actor, c.Source, c.IdempotencyKey = who, SourceEcommerce, idempotency.Key(ctx)
 		t, err := s.ledger.Charge(ctx, c)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, r, cardenc.AsFault(err)) // a token used before is as unusable as any
 			return
 		}
 		// A decline is HTTP 200 with transaction_result DECLINED (wire-contract.md, Transactions).

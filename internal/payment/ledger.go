@@ -11,6 +11,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/card"
+	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/processor"
@@ -85,6 +86,8 @@ type Charge struct {
 	TestMode       bool
 	Source         string
 	IdempotencyKey string
+	// Token is the card token that Card came from, consumed with the attempt; nil for card fields.
+	Token *cardenc.Token
 }
 
 // FollowUp asks for a capture, refund or void of the transaction ParentID.
@@ -100,7 +103,8 @@ type FollowUp struct {
 var ErrProcessorUnavailable = errors.New("payment: processor unavailable")
 
 // Charge records a sale or authorization attempt, asks the processor, and records the outcome. A
-// decline is a transaction with status DECLINED, not an error.
+// decline is a transaction with status DECLINED, not an error. A card token used before is
+// cardenc.ErrInvalidToken.
 func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	now := l.now()
 	t := Transaction{MerchantID: c.MerchantID, Kind: c.Kind, Status: StatusPending, Amount: c.Amount, Currency: c.Currency,
@@ -109,13 +113,22 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
 	var prior *Transaction
 	var err error
-	if t.IdempotencyKey == "" {
+	if t.IdempotencyKey == "" && c.Token == nil {
 		err = l.insert(ctx, nil, &t, now) // one statement, a transaction by itself
 	} else {
 		err = l.db.Write(ctx, func(tx *store.Tx) error {
 			var err error
+			// A retry that the key resolves to its transaction gets it back, before its token, which
+			// that transaction consumed, could be refused.
 			if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
 				return err
+			}
+			// The token is consumed by the attempt, in its transaction (issue 14: "recorded in the same
+			// transaction as the attempt"): whatever the processor answers, declines included.
+			if c.Token != nil {
+				if err := c.Token.Consume(ctx, tx); err != nil {
+					return err
+				}
 			}
 			return l.insert(ctx, tx, &t, now)
 		})

@@ -129,7 +129,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.cfg = cfg
 	// A first request with a key is presumed dead, and its key free, once its attempt's lease is over.
-	s.idem = idempotency.New(idempotency.Config{DB: cfg.DB, Now: cfg.Now, Lock: 2 * cfg.ProcessorTimeout})
+	if s.idem, err = idempotency.New(ctx, idempotency.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now, Lock: 2 * cfg.ProcessorTimeout}); err != nil {
+		return nil, err
+	}
 	merchants := merchant.NewCache(cfg.DB, cfg.MerchantCacheTTL, cfg.Now)
 
 	r := s.router
@@ -164,10 +166,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 // gateway wraps a handler of the transaction, customer and plan services: a bearer token with the
-// ecom scope, then idempotency of POSTs per merchant.
+// ecom scope, then idempotency of POSTs per principal (merchant and client or grant).
 func (s *Server) gateway(h http.Handler) http.Handler {
-	merchantOf := func(r *http.Request) string { return auth.ClaimsFrom(r.Context()).MerchantID }
-	return s.auth.Require(auth.ScopeEcom, s.idem.Middleware(merchantOf, h))
+	return s.auth.Require(auth.ScopeEcom, s.idem.Middleware(h))
 }
 
 // ready answers 200 when the database answers within two seconds, and 503 otherwise.
@@ -263,6 +264,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		wg.Go(func() { s.billing.Run(bg) })
 	}
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
+	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge used card tokens", s.cardenc.Purge) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
 
 	errc := make(chan error, 1)

@@ -25,6 +25,14 @@ var migrations embed.FS
 // it at once: PostgreSQL serializes them with an advisory lock, SQLite with a lock file in the data
 // directory.
 func (db *DB) Migrate(ctx context.Context) error {
+	return db.migrate(ctx, func(p *goose.Provider) error {
+		_, err := p.Up(ctx)
+		return err
+	})
+}
+
+// migrate runs up with a provider of the embedded migrations, holding the migration lock.
+func (db *DB) migrate(ctx context.Context, up func(*goose.Provider) error) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return err
@@ -49,7 +57,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if err := up(p); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	return nil

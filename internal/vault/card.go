@@ -83,6 +83,7 @@ type newCard struct {
 	expiry      card.Expiry
 	isDefault   bool
 	description string
+	token       *cardenc.Token // the card token it came from, consumed when it is stored; nil for card fields
 }
 
 // validate reads the card to store. The CVV, when sent, is checked and dropped: it is never stored
@@ -106,7 +107,7 @@ func (s *Service) validate(ctx context.Context, merchantID string, b cardBody) (
 		if err != nil {
 			return nc, cardenc.AsFault(err)
 		}
-		nc.number, nc.expiry = c.Number, c.Expiry
+		nc.number, nc.expiry, nc.token = c.Number, c.Expiry, &c.Token
 	} else {
 		if nc.number, nc.expiry, err = field.Card(b.CardNumber, b.CardExpiryMonth, b.CardExpiryYear); err != nil {
 			return nc, err
@@ -128,13 +129,22 @@ func (s *Service) validate(ctx context.Context, merchantID string, b cardBody) (
 }
 
 // addCard stores a card for the customer and returns the customer. The customer's first card becomes
-// its default; a card stored with is_default takes the default over, in the same transaction.
+// its default; a card stored with is_default takes the default over, in the same transaction. A card
+// from a token consumes the token in that transaction; a token used before is the same 400 as any
+// unusable token.
 func (s *Service) addCard(ctx context.Context, merchantID, customerLookup string, nc newCard) (Customer, error) {
 	var c Customer
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		if c, err = s.lockCustomer(ctx, tx, merchantID, customerLookup); err != nil {
 			return err
+		}
+		// Consumed first, so that a used token is refused as such whatever else is wrong; a refusal
+		// below rolls the consumption back with the rest.
+		if nc.token != nil {
+			if err := nc.token.Consume(ctx, tx); err != nil {
+				return err
+			}
 		}
 		fp := s.fingerprint(nc.number.Digits())
 		var dup int
@@ -169,7 +179,7 @@ func (s *Service) addCard(ctx context.Context, merchantID, customerLookup string
 		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
 		return err
 	})
-	return c, err
+	return c, cardenc.AsFault(err)
 }
 
 // cardResource names a stored card in the audit log.

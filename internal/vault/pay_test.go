@@ -142,3 +142,47 @@ func tokenFor(t *testing.T, key, pan, cvv string) string {
 	t.Helper()
 	return cardenctest.Encrypt(t, cardenctest.Input{Key: key, Cards: [][4]string{{pan, "09", "31", cvv}}})[0]
 }
+
+// Issue 14: storing a card from a token is a use of the token, which is single-use. A second store, for
+// this customer or another, and a sale with the token are the same 400 as a garbage token; a token
+// first used by a sale cannot store a card. A refused store (a duplicate card) does not use it.
+func TestStoredCardFromATokenUsesIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv, m := start(t, db)
+		k, err := srv.CardEncryption().Current(context.Background(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ada := createCustomer(t, m, map[string]any{"email": "ada@example.com"}).Str("lookup_id")
+		bob := createCustomer(t, m, map[string]any{"email": "bob@example.com"}).Str("lookup_id")
+		addCard(t, m, ada, cardBody(cardtest.Mastercard))
+		garbage := addCard(t, m, ada, map[string]any{"token": "not a token"})
+		if garbage.Status != 400 || garbage.Str("error") != "invalid_card_token" {
+			t.Fatalf("garbage token: %d %s", garbage.Status, garbage.Raw)
+		}
+		duplicate, stored, sold := tokenFor(t, k.Encoded(), cardtest.Mastercard, "123"), tokenFor(t, k.Encoded(), cardtest.Visa, "123"),
+			tokenFor(t, k.Encoded(), cardtest.Discover, "123")
+		if r := addCard(t, m, ada, map[string]any{"token": duplicate}); r.Status != 409 || r.Str("error") != "duplicate_card" {
+			t.Fatalf("a card stored already: %d %s", r.Status, r.Raw)
+		}
+		if r := addCard(t, m, bob, map[string]any{"token": duplicate}); r.Status != 200 {
+			t.Fatalf("the token refused as a duplicate, for another customer: %d %s", r.Status, r.Raw)
+		}
+		if r := addCard(t, m, ada, map[string]any{"token": stored}); r.Status != 200 || len(cards(r)) != 2 {
+			t.Fatalf("store from a token: %d %s", r.Status, r.Raw)
+		}
+		if r := m.Do(t, "POST", "/transaction-service/sale", map[string]any{"amount": "1.00", "token": sold}); r.Status != 200 {
+			t.Fatalf("sale: %d %s", r.Status, r.Raw)
+		}
+		for name, r := range map[string]servertest.Response{
+			"store it again":                addCard(t, m, ada, map[string]any{"token": stored}),
+			"store it for another customer": addCard(t, m, bob, map[string]any{"token": stored}),
+			"store a sale's token":          addCard(t, m, bob, map[string]any{"token": sold}),
+			"sell with a stored card's":     m.Do(t, "POST", "/transaction-service/sale", map[string]any{"amount": "1.00", "token": stored}),
+		} {
+			if r.Status != 400 || string(r.Raw) != string(garbage.Raw) {
+				t.Errorf("%s: %d %s; want the garbage token's %s", name, r.Status, r.Raw, garbage.Raw)
+			}
+		}
+	})
+}

@@ -80,3 +80,16 @@ func (b *Buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock()
 
 // String returns everything written so far.
 func (b *Buffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
+
+// AbsentCVV picks a four-digit code that data does not contain yet, so that finding it there later can
+// only mean that it was stored.
+func AbsentCVV(t testing.TB, data string) string {
+	t.Helper()
+	for _, c := range []string{"8317", "7391", "9157", "5931", "3719", "1793"} {
+		if !strings.Contains(data, c) {
+			return c
+		}
+	}
+	t.Fatal("no absent code")
+	return ""
+}

@@ -1,0 +1,79 @@
+package storetest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// RawData is everything the database holds, as bytes: the SQLite files (database, write-ahead log,
+// shared memory), free pages included, or every row of every PostgreSQL table as text (bytea in hex).
+// A secret that a test finds in it is stored in clear.
+func RawData(t testing.TB, db *store.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	if db.Dialect() == store.SQLite {
+		path := strings.TrimPrefix(db.String(), "sqlite: ")
+		var b strings.Builder
+		files, _ := filepath.Glob(path + "*")
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(data)
+		}
+		if b.Len() == 0 {
+			t.Fatalf("no database files at %s", path)
+		}
+		return b.String()
+	}
+	rows, err := db.Reader().QueryContext(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		rows.Scan(&name)
+		tables = append(tables, name)
+	}
+	rows.Close()
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := db.Reader().QueryContext(ctx, fmt.Sprintf(`SELECT t::text FROM %q t`, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var row string
+			rows.Scan(&row)
+			b.WriteString(row)
+			b.WriteByte('\n')
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+// NotStored fails t for each secret that data (RawData) holds in clear: as it is, in hex, or in
+// base64 with or without padding or URL-safe. secrets maps a description of each secret, which must
+// not give it away, to the secret.
+func NotStored(t testing.TB, data string, secrets map[string]string) {
+	t.Helper()
+	for what, secret := range secrets {
+		for name, enc := range map[string]string{"as it is": secret, "in hex": hex.EncodeToString([]byte(secret)),
+			"in base64": base64.StdEncoding.EncodeToString([]byte(secret)), "in base64url": base64.RawURLEncoding.EncodeToString([]byte(secret))} {
+			if strings.Contains(data, enc) {
+				t.Errorf("%s is in the database %s", what, name)
+			}
+		}
+	}
+}
