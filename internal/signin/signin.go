@@ -24,6 +24,7 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -302,12 +303,15 @@ func (h *Handler) renderWith(w http.ResponseWriter, r *http.Request, status int,
 	}
 }
 
+// originOf is the origin of a partner's URL as a CSP source, rebuilt from its parsed scheme, host
+// and port (package origin), or "" when it has none: an operator-supplied URL is never copied into
+// the header as given, where a ";" in it would start a directive of its own.
 func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	o, err := origin.Of(raw)
+	if err != nil {
 		return ""
 	}
-	return u.Scheme + "://" + u.Host
+	return o
 }
 
 func nonEmpty(ss []string) []string {
