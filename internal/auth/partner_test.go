@@ -529,7 +529,7 @@ func TestRevocation(t *testing.T) {
 		if refreshStatus(p, d["refresh_token"]) != 400 || refreshStatus(p, e["refresh_token"]) != 200 {
 			t.Fatal("RevokePartner: the revoked grant's refresh token must stop, the other merchant's must not")
 		}
-		if ok, _ := auth.PartnerAuthorized(context.Background(), db.Reader(), partnerID, f.creds.MerchantID); ok {
+		if sc, err := auth.PartnerScopes(context.Background(), db.Reader(), partnerID, f.creds.MerchantID); err != nil || sc != 0 {
 			t.Fatal("the partner is still authorized after RevokePartner")
 		}
 		if _, err := auth.RevokePartner(context.Background(), db, "0000000000", partnerID, f.clock.Now()); err != auth.ErrUnknownMerchant {

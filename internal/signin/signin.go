@@ -96,10 +96,15 @@ type view struct {
 
 type scopeView struct{ Name, Description string }
 
-// scopeDescriptions say what each scope lets a partner do, in the merchant's words.
+// scopeDescriptions say what each scope lets a partner do, in the merchant's words, and no more than
+// it does: "the consent page describes each requested scope truthfully" (issue 14, point 1).
 var scopeDescriptions = map[string]string{
-	"ecom":    "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and subscriptions",
-	"invoice": "create and manage your invoices",
+	"ecom": "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and " +
+		"subscriptions, through the gateway API and the payments API (payment intents and the hosted payment page)",
+	// Kassa has no invoice API: the scope is accepted because applications written for gateways that
+	// have one ask for it (the spec's tokens carry it), and it must not read as a promise.
+	"invoice": "nothing: Kassa has no invoices. Applications made for payment gateways that have invoicing ask for " +
+		"this, and Kassa accepts it so that they work; it gives no access to your payments or your data",
 }
 
 // authorize serves GET /oauth/authorize.
