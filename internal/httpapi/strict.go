@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -34,7 +35,7 @@ func DecodeStrict(r *http.Request, v any) error {
 // UnmarshalStrict decodes the JSON object data into v, a pointer to a struct. Object keys must match a
 // field's json tag exactly (encoding/json alone would accept any letter case); any other key is a 400
 // with the code unknown_field naming it, prefix first. A value of the wrong JSON type is a 400 naming
-// its field. A struct nested in v that should be strict too implements json.Unmarshaler by calling
+// its field, and so is text that no database would keep as sent (StorableJSON). A struct nested in v that should be strict too implements json.Unmarshaler by calling
 // UnmarshalStrict with its own path as prefix ("card."); its errors pass through unchanged.
 func UnmarshalStrict(data []byte, v any, prefix string) error {
 	data = bytes.TrimSpace(data)
@@ -66,6 +67,14 @@ func UnmarshalStrict(data []byte, v any, prefix string) error {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return strictError(err, prefix)
+	}
+	// Text a database would not keep as sent is refused, naming its field. A nested strict object has
+	// checked its own fields, by their paths, while it was decoded above.
+	names := slices.Sorted(maps.Keys(keys))
+	for _, k := range names {
+		if !StorableJSON(keys[k]) {
+			return UnstorableText(prefix + k)
+		}
 	}
 	return nil
 }
@@ -161,4 +170,66 @@ func (t *Texts) Read(name string, v *string, max int) string {
 		return ""
 	}
 	return s
+}
+
+// StorableJSON reports whether every string of the JSON text raw (one value, as encoding/json hands it
+// to an Unmarshaler, or a whole body) decodes to text that both databases keep exactly as sent:
+//
+//   - valid UTF-8: encoding/json would replace invalid bytes with U+FFFD without a word, and PostgreSQL
+//     refuses them where SQLite stores them;
+//   - no NUL character (\u0000): PostgreSQL's text types cannot hold it;
+//   - no \u escape of a lone UTF-16 surrogate, which encoding/json also turns into U+FFFD (RFC 8259
+//     §8.2: such a string's behaviour is "unpredictable").
+//
+// raw is valid JSON (the decoder has read it), so every backslash is an escape inside a string.
+func StorableJSON(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character; a \\ is skipped whole
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		i += 4
+		switch {
+		case r == 0, r >= 0xdc00 && r <= 0xdfff:
+			return false
+		case r >= 0xd800 && r <= 0xdbff:
+			// A high surrogate must be followed by the escape of a low one.
+			if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+				return false
+			}
+			if lo := hex4(raw[i+3:]); lo < 0xdc00 || lo > 0xdfff {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// UnstorableText is the fault of a field whose text no database would keep as sent (StorableJSON).
+func UnstorableText(name string) error {
+	return fault.Invalid(name, "%s must be text in UTF-8 without NUL characters", name)
 }
