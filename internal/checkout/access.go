@@ -61,9 +61,10 @@ func CallerFrom(ctx context.Context) Caller {
 //   - no payments-account, or one that is not acct_ and 10 lowercase hex digits: 400 naming the header;
 //   - an account the key may not act for: 403. "A key may act for its own account, and a partner's key
 //     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page"),
-//     for the payments the merchant approved it for: the ecom scope (payments_not_approved otherwise).
+//     for the payments the merchant approved it for: the ecom scope (payments_not_approved otherwise);
+//   - a path or query string with text no database keeps as sent: 400 (httpapi.StorableRequest).
 func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
-	idem := s.idem.Middleware(idempotencyScope, h)
+	idem := httpapi.StorableRequest(s.idem.Middleware(idempotencyScope, h))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		secret := r.Header.Get(HeaderAPIKey)

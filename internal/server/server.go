@@ -172,10 +172,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 // gateway wraps a handler of the transaction, customer and plan services: a bearer token with the
-// ecom scope, then idempotency of POSTs per merchant.
+// ecom scope, a path and query a database can take as sent, then idempotency of POSTs per merchant.
 func (s *Server) gateway(h http.Handler) http.Handler {
 	merchantOf := func(r *http.Request) string { return auth.ClaimsFrom(r.Context()).MerchantID }
-	return s.auth.Require(auth.ScopeEcom, s.idem.Middleware(merchantOf, h))
+	return s.auth.Require(auth.ScopeEcom, httpapi.StorableRequest(s.idem.Middleware(merchantOf, h)))
 }
 
 // ready answers 200 when the database answers within two seconds, and 503 otherwise.

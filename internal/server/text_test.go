@@ -16,7 +16,7 @@ import (
 // Text a database would not keep as sent — a NUL (PostgreSQL's text types cannot hold it), bytes that
 // are not UTF-8 (PostgreSQL refuses them, SQLite stores them, encoding/json would silently replace
 // them with U+FFFD), a lone UTF-16 surrogate — is a 400 naming its field, on the gateway API and on
-// the v1 API, and nothing is stored (issue 14, point 10).
+// the v1 API, and nothing is stored (issue 14, point 10); in a path or a query string it is a 400 too.
 func TestUnstorableTextIsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := servertest.Start(t, db, server.Config{})
@@ -72,6 +72,30 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 					}
 				}
 			})
+		}
+		// The path and the query string become ids looked up and filters compared in the database: the
+		// same text there is a 400 too, naming the query parameter, rather than a 500 on PostgreSQL.
+		for _, tc := range []struct {
+			path, field string
+			v1          bool
+		}{
+			{"/transaction-service/transaction?first_name=Ann%00e", "first_name", false},
+			{"/transaction-service/transaction?email_address=%FF", "email_address", false},
+			{"/customer-service/customer/%00", "path", false},
+			{"/customer-service/customer?limit=10&email=a%C3", "email", false},
+			{"/plan-service/plan/%FF", "path", false},
+			{"/v1/payment-intents/pi_%00", "path", true},
+			{"/v1/payment-intents?starting_after=pi_%FF", "starting_after", true},
+		} {
+			var r servertest.Response
+			if tc.v1 {
+				r = srv.Do(t, "GET", tc.path, nil, v1...)
+			} else {
+				r = m.Do(t, "GET", tc.path, nil)
+			}
+			if r.Status != http.StatusBadRequest || r.Str("field") != tc.field {
+				t.Errorf("GET %s: %d %s; want 400 naming %s", tc.path, r.Status, r.Raw, tc.field)
+			}
 		}
 		// Text that is merely unusual is stored as sent: escapes, a surrogate pair, characters beyond ASCII.
 		r := m.Do(t, "POST", "/customer-service/customer", `{"email":"b@example.com","first_name":"Zoë \"Z\" \ud83d\ude00 \\u0000"}`)
