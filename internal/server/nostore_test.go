@@ -1,18 +1,15 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
-	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
@@ -24,15 +21,7 @@ func TestJSONAnswersAreNeverStored(t *testing.T) {
 	db := storetest.SQLite(t)
 	srv := servertest.Start(t, db, server.Config{})
 	m := srv.NewMerchant(t)
-	var key checkout.NewKey
-	err := db.Write(context.Background(), func(tx *store.Tx) error {
-		var err error
-		key, err = checkout.CreateKey(context.Background(), tx, "acct_"+m.ID, checkout.AllPermissions, "", time.Now())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := srv.NewAPIKey(t, "acct_"+m.ID, checkout.AllPermissions)
 	creds := []string{"Authorization", "Bearer " + m.Token, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_" + m.ID}
 
 	seen := map[int]int{} // JSON answers by status class

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/server"
@@ -21,15 +20,7 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := servertest.Start(t, db, server.Config{})
 		m := srv.NewMerchant(t)
-		var key checkout.NewKey
-		err := db.Write(context.Background(), func(tx *store.Tx) error {
-			var err error
-			key, err = checkout.CreateKey(context.Background(), tx, "acct_"+m.ID, checkout.AllPermissions, "", time.Now())
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		key := srv.NewAPIKey(t, "acct_"+m.ID, checkout.AllPermissions)
 		v1 := []string{checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_" + m.ID}
 		const card = `"card_number":"4242424242424242","card_expiry_month":"12","card_expiry_year":"40","cvv2":"123"`
 		const v1Card = `"type":"card","card":{"number":"4242424242424242","exp_month":12,"exp_year":2040,"cvc":"123"}`

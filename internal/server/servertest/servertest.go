@@ -25,6 +25,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -132,6 +133,22 @@ func (m *Merchant) NewToken(t testing.TB) {
 		t.Fatal(err)
 	}
 	m.Token = tok.AccessToken
+}
+
+// NewAPIKey creates an API key of the account accountID ("acct_…") with permissions, as "kassa apikey
+// create" does.
+func (s *Server) NewAPIKey(t testing.TB, accountID string, p checkout.Permissions) checkout.NewKey {
+	t.Helper()
+	var k checkout.NewKey
+	err := s.DB.Write(context.Background(), func(tx *store.Tx) error {
+		var err error
+		k, err = checkout.CreateKey(context.Background(), tx, accountID, p, "", time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // NewPartner registers a partner with one callback URI, as "kassa partner create" does.
