@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/readmetest"
+	"github.com/kassapay/kassa/internal/signin/signintest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -135,5 +138,115 @@ func TestREADMEPaymentsAPI(t *testing.T) {
 	}
 	if strings.Contains(text, `"error"`) {
 		t.Fatalf("the README's block met an error:\n%s", text)
+	}
+}
+
+// kassa apikey list shows an account's live keys without their secrets; kassa apikey revoke, run while
+// the server runs, stops a key within the revocation poll; kassa client revoke of a partner's client
+// ends its approvals and its keys with it, and says how many (issue 14, point 7).
+func TestAPIKeyListRevokeAndPartnerClientRevoke(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			db := dbArgs(t, backend)
+			run := func(args ...string) map[string]any { return cliJSON(t, append(args, db...)...) }
+			m := run("merchant", "create", "--name", "Key Shop", "--email", "keys@example.com", "--password", "a long passphrase")
+			account := m["account_id"].(string)
+			first := run("apikey", "create", "--account-id", account, "--permissions", allPermissions)
+			second := run("apikey", "create", "--account-id", account, "--permissions", "payment_intents:read")
+
+			stdout, _, code := cli(t, append([]string{"apikey", "list", "--account-id", account}, db...)...)
+			list := decodeOne(t, stdout)
+			keys, _ := list["api_keys"].([]any)
+			if code != 0 || list["account_id"] != account || len(keys) != 2 || strings.Contains(stdout, "kk_") {
+				t.Fatalf("apikey list printed %s", stdout)
+			}
+			for _, k := range keys {
+				k := k.(map[string]any)
+				var want map[string]any
+				for _, c := range []map[string]any{first, second} {
+					if c["id"] == k["id"] {
+						want = c
+					}
+				}
+				secret := want["key"].(string)
+				if want == nil || k["key_hint"] != "…"+secret[len(secret)-4:] || len(k["permissions"].([]any)) != len(want["permissions"].([]any)) ||
+					k["created"] == nil || k["account_id"] != account || k["key"] != nil {
+					t.Fatalf("listed key %v, created as %v", k, want)
+				}
+			}
+
+			srv := startServer(t, nil, append([]string{"--revocation-poll", "1s"}, db...)...)
+			intents := func(key, acct string) int {
+				resp, _ := getJSON(t, "GET", srv.url+"/v1/payment-intents", nil, map[string]string{"payments-api-key": key, "payments-account": acct})
+				return resp.StatusCode
+			}
+			// stopsWithinPoll waits until a request answers 401, and fails when that takes longer than
+			// the server's revocation poll (1 s, also its key cache's TTL), with a second to spare.
+			stopsWithinPoll := func(what string, status func() int) {
+				t.Helper()
+				start := time.Now()
+				for status() != http.StatusUnauthorized {
+					if time.Since(start) > 2*time.Second {
+						t.Fatalf("%s still works %v later", what, time.Since(start))
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				t.Logf("%s refused %v after the command", what, time.Since(start).Round(10*time.Millisecond))
+			}
+			if intents(first["key"].(string), account) != 200 {
+				t.Fatal("the key does not work before its revocation")
+			}
+			r := run("apikey", "revoke", "--id", first["id"].(string))
+			if r["id"] != first["id"] || r["revoked"] != true || r["revoked_at"] == nil || len(r) != 3 {
+				t.Fatalf("apikey revoke printed %v", r)
+			}
+			stopsWithinPoll("a revoked key", func() int { return intents(first["key"].(string), account) })
+			if intents(second["key"].(string), account) != 200 {
+				t.Fatal("the other key stopped too")
+			}
+			if keys := run("apikey", "list", "--account-id", account)["api_keys"].([]any); len(keys) != 1 || keys[0].(map[string]any)["id"] != second["id"] {
+				t.Fatalf("after the revocation the list is %v", keys)
+			}
+			for _, tc := range []struct {
+				args []string
+				code int
+				msg  string
+			}{
+				{[]string{"apikey", "revoke", "--id", first["id"].(string)}, 1, "no live API key"},
+				{[]string{"apikey", "revoke", "--id", "key_NOSUCHKEY"}, 1, "no live API key"},
+				{[]string{"apikey", "revoke"}, 2, "--id is required"},
+				{[]string{"apikey", "list", "--account-id", "acct_0000000000"}, 1, "no merchant or partner"},
+				{[]string{"apikey", "list"}, 2, "--account-id is required"},
+			} {
+				stdout, stderr, code := cli(t, append(tc.args, db...)...)
+				if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.msg) {
+					t.Errorf("kassa %v: exit %d, stdout %q, stderr %q; want exit %d saying %q", tc.args, code, stdout, stderr, tc.code, tc.msg)
+				}
+			}
+
+			// A partner approved by the merchant, with a key: revoking its client ends both.
+			p := run("partner", "create", "--name", "Plugin", "--image-url", "https://plugin.example/i.png", "--callback-uri", "https://plugin.example/cb")
+			pk := run("apikey", "create", "--account-id", p["account_id"].(string), "--permissions", allPermissions)
+			q := url.Values{"response_type": {"code"}, "client_id": {p["client_id"].(string)}, "redirect_uri": {"https://plugin.example/cb"}}
+			signintest.Approve(t, srv.url, srv.url+"/oauth/authorize?"+q.Encode(), "keys@example.com", "a long passphrase")
+			if intents(pk["key"].(string), account) != 200 {
+				t.Fatal("the partner's key does not work for the merchant that approved it")
+			}
+			r = run("client", "revoke", "--client-id", p["client_id"].(string))
+			if r["client_id"] != p["client_id"] || r["revoked"] != true || r["revoked_at"] == nil || r["grants_revoked"] != float64(1) ||
+				r["api_keys_revoked"] != float64(1) {
+				t.Fatalf("client revoke printed %v", r)
+			}
+			stopsWithinPoll("the revoked partner's key", func() int { return intents(pk["key"].(string), account) })
+			if keys := run("apikey", "list", "--account-id", p["account_id"].(string))["api_keys"].([]any); len(keys) != 0 {
+				t.Fatalf("the revoked partner still has keys: %v", keys)
+			}
+			// A merchant's own client: nothing of the merchant's keys goes with it.
+			r = run("client", "revoke", "--client-id", m["client_id"].(string))
+			if r["grants_revoked"] != float64(0) || r["api_keys_revoked"] != float64(0) || intents(second["key"].(string), account) != 200 {
+				t.Fatalf("revoking a merchant's client: %v", r)
+			}
+		})
 	}
 }

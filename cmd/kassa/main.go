@@ -44,6 +44,8 @@ Usage:
   kassa partner create --name NAME --image-url URL --callback-uri URI [--callback-uri URI ...] [--token-validity 20m]
   kassa merchant revoke-partner --merchant-id M --partner-id P
   kassa apikey create --account-id acct_... --permissions payment_intents:read,payment_intents:write,...
+  kassa apikey list --account-id acct_...
+  kassa apikey revoke --id key_...
 
 Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
 --vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
@@ -84,6 +86,8 @@ func commands() []command {
 		{"partner create", partnerCreateCommand},
 		{"merchant revoke-partner", merchantRevokePartnerCommand},
 		{"apikey create", apikeyCreateCommand},
+		{"apikey list", apikeyListCommand},
+		{"apikey revoke", apikeyRevokeCommand},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/cardenc"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
@@ -127,14 +128,15 @@ func clientRevokeCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		defer db.Close()
 		now := time.Now()
-		err = auth.RevokeClient(ctx, db, *clientID, now)
+		r, err := checkout.RevokeClient(ctx, db, *clientID, now)
 		if errors.Is(err, auth.ErrUnknownClient) {
 			return errors.New("no client with id " + *clientID)
 		}
 		if err != nil {
 			return err
 		}
-		return printJSON(e.stdout, map[string]any{"client_id": *clientID, "revoked": true, "revoked_at": now.UnixMilli()})
+		return printJSON(e.stdout, map[string]any{"client_id": *clientID, "revoked": true, "revoked_at": now.UnixMilli(),
+			"grants_revoked": r.Grants, "api_keys_revoked": r.APIKeys})
 	}
 }
 

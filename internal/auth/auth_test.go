@@ -241,9 +241,7 @@ func TestTokenRequestErrors(t *testing.T) {
 		f := newFixture(t, db)
 		id, secret := f.creds.ClientID, f.creds.ClientSecret
 		revoked := f.newMerchant(t, "revoked@example.com", time.Hour)
-		if err := auth.RevokeClient(context.Background(), db, revoked.ClientID, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		revokeClient(t, db, revoked.ClientID)
 		form := "application/x-www-form-urlencoded"
 		gt := "grant_type=client_credentials"
 		for _, tc := range []struct {
@@ -381,9 +379,7 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 		if _, err := f.svc.Verify(tok); err != nil {
 			t.Fatal(err)
 		}
-		if err := auth.RevokeClient(context.Background(), db, f.creds.ClientID, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		revokeClient(t, db, f.creds.ClientID)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			if _, err := f.svc.Verify(tok); err == auth.ErrRevokedToken {
@@ -399,6 +395,21 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 			t.Fatalf("revoked client got a token: %d %v", resp.StatusCode, out)
 		}
 	})
+}
+
+// revokeClient revokes a client as the operator's CLI does: in the database, applied by no node.
+func revokeClient(t *testing.T, db *store.DB, clientID string) auth.RevokedClient {
+	t.Helper()
+	var out auth.RevokedClient
+	err := db.Write(context.Background(), func(tx *store.Tx) error {
+		var err error
+		out, err = auth.RevokeClient(context.Background(), tx, clientID, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestRevokeClientOnThisNodeIsImmediate(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -64,8 +65,10 @@ func CreatePartner(ctx context.Context, tx store.Querier, n NewPartner, now time
 	if name == "" || utf8.RuneCountInString(name) > maxPartnerName {
 		return PartnerCredentials{}, fault.Invalid("name", "name must be 1 to %d characters", maxPartnerName)
 	}
-	if u, err := url.Parse(n.ImageURL); err != nil || u.Scheme != "https" || u.Host == "" || len(n.ImageURL) > 2000 {
-		return PartnerCredentials{}, fault.Invalid("image_url", "image_url must be an https URL")
+	// The image's origin goes into the consent page's Content-Security-Policy (img-src): its host
+	// must be a DNS name or an IP address (package origin), nothing a header could be bent with.
+	if o, err := origin.Of(n.ImageURL); err != nil || !strings.HasPrefix(o, "https://") || len(n.ImageURL) > 2000 {
+		return PartnerCredentials{}, fault.Invalid("image_url", "image_url must be an https URL whose host is a DNS name or an IP address")
 	}
 	if len(n.CallbackURIs) == 0 || len(n.CallbackURIs) > maxCallbackURIs {
 		return PartnerCredentials{}, fault.Invalid("callback_uri", "give 1 to %d callback URIs", maxCallbackURIs)
@@ -98,7 +101,9 @@ func CreatePartner(ctx context.Context, tx store.Querier, n NewPartner, now time
 }
 
 // ValidateCallbackURI checks a redirect URI as RFC 6749 §3.1.2 asks: absolute, without a fragment;
-// and, since the code travels in it, https, or http only to a loopback address (RFC 8252 §7.3).
+// and, since the code travels in it, https, or http only to a loopback address (RFC 8252 §7.3). Its
+// host must be a DNS name or an IP address: the callback's origin goes into the consent page's
+// Content-Security-Policy (form-action).
 func ValidateCallbackURI(s string) error {
 	u, err := url.Parse(s)
 	switch {
@@ -106,12 +111,13 @@ func ValidateCallbackURI(s string) error {
 		return errors.New("must be an absolute URL")
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return errors.New("must not have a fragment")
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-		return nil
+	case u.Scheme != "https" && (u.Scheme != "http" || !isLoopback(u.Hostname())):
+		return errors.New("must be https (http only for localhost)")
 	}
-	return errors.New("must be https (http only for localhost)")
+	if _, err := origin.Of(s); err != nil {
+		return errors.New("must have a DNS name or an IP address as host")
+	}
+	return nil
 }
 
 func isLoopback(host string) bool {
@@ -139,11 +145,29 @@ func GetPartner(ctx context.Context, q store.Querier, id string) (Partner, error
 	return p, nil
 }
 
-// PartnerAuthorized reports whether the merchant has authorized the partner: it approved one of the
-// partner's clients and has not revoked that approval since.
-func PartnerAuthorized(ctx context.Context, q store.Querier, partnerID, merchantID string) (bool, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM oauth_grants WHERE partner_id = $1 AND merchant_id = $2 AND revoked_at IS NULL`,
-		partnerID, merchantID).Scan(&n)
-	return n > 0, err
+// PartnerScopes returns the scopes the merchant has approved for the partner: the union of the scopes
+// of the partner's grants for the merchant that are not revoked, and whose client is not revoked
+// either; none when the merchant has not authorized the partner. "A partner's access to a merchant,
+// on every surface, is limited to the scopes that merchant approved" (issue 14, point 1): a bearer
+// token carries its grant's scopes, and the payments API's partner keys ask this.
+func PartnerScopes(ctx context.Context, q store.Querier, partnerID, merchantID string) (Scopes, error) {
+	rows, err := q.QueryContext(ctx, `SELECT g.scopes FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
+		WHERE g.partner_id = $1 AND g.merchant_id = $2 AND g.revoked_at IS NULL AND c.revoked_at IS NULL`, partnerID, merchantID)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var all Scopes
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return 0, err
+		}
+		s, err := ParseScopes(text)
+		if err != nil {
+			return 0, fmt.Errorf("auth: scopes of a grant: %w", err)
+		}
+		all |= s
+	}
+	return all, rows.Err()
 }

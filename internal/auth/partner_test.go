@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
@@ -528,7 +529,7 @@ func TestRevocation(t *testing.T) {
 		if refreshStatus(p, d["refresh_token"]) != 400 || refreshStatus(p, e["refresh_token"]) != 200 {
 			t.Fatal("RevokePartner: the revoked grant's refresh token must stop, the other merchant's must not")
 		}
-		if ok, _ := auth.PartnerAuthorized(context.Background(), db.Reader(), partnerID, f.creds.MerchantID); ok {
+		if sc, err := auth.PartnerScopes(context.Background(), db.Reader(), partnerID, f.creds.MerchantID); err != nil || sc != 0 {
 			t.Fatal("the partner is still authorized after RevokePartner")
 		}
 		if _, err := auth.RevokePartner(context.Background(), db, "0000000000", partnerID, f.clock.Now()); err != auth.ErrUnknownMerchant {
@@ -649,4 +650,41 @@ func TestTokenKeysAreSealedAtRest(t *testing.T) {
 			t.Fatal("a token service without a keyring started")
 		}
 	})
+}
+
+// A partner's image URL and callback URIs end up, as origins, in the consent page's
+// Content-Security-Policy: partner creation refuses any whose host is not a DNS name or an IP
+// address, such as one that would end the directive with a ";" or add a source with a space or a
+// quote (issue 14, point 10).
+func TestCreatePartnerRefusesURLsWithoutAnOrigin(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	create := func(image, cb string) error {
+		return db.Write(context.Background(), func(tx *store.Tx) error {
+			_, err := auth.CreatePartner(context.Background(), tx, auth.NewPartner{Name: "Books Co", ImageURL: image, CallbackURIs: []string{cb}}, time.Now())
+			return err
+		})
+	}
+	const goodImage, goodCallback = "https://partner.example/logo.png", "https://partner.example/callback"
+	if err := create(goodImage, goodCallback); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"partner.example;script-src", "partner.example;", "partner.example'unsafe-inline'", `partner.example"`,
+		"partner.example,evil.example", "*.partner.example", "partner.example%3Bscript-src", "partner.example%20evil.example"} {
+		for _, tc := range []struct{ field, image, cb string }{
+			{"image_url", "https://" + host + "/logo.png", goodCallback},
+			{"callback_uri", goodImage, "https://" + host + "/callback"},
+		} {
+			var f *fault.Error
+			if err := create(tc.image, tc.cb); !errors.As(err, &f) || f.Field != tc.field {
+				t.Errorf("%s with host %q: %v, want a 400 naming %s", tc.field, host, err, tc.field)
+			}
+		}
+	}
+	// A space ends the URL for net/url's parser already: refused too.
+	for _, tc := range []struct{ image, cb string }{{"https://partner.example /logo.png", goodCallback}, {goodImage, "https://partner .example/cb"}} {
+		if err := create(tc.image, tc.cb); err == nil {
+			t.Errorf("%q / %q accepted", tc.image, tc.cb)
+		}
+	}
 }

@@ -190,15 +190,17 @@ func (s *Service) issueClaims(c Claims, validity time.Duration) (string, Claims)
 	return s.sealer.seal(c), c
 }
 
-// RevokeClient revokes a client (see the package function) and applies it on this node at once.
+// RevokeClient revokes a client, its tokens and its grants (see the package function) and applies it
+// on this node at once. A partner's API keys are the payments API's: checkout.RevokeClient revokes
+// them with the client.
 func (s *Service) RevokeClient(ctx context.Context, clientID string) error {
-	if err := RevokeClient(ctx, s.db, clientID, s.now()); err != nil {
-		return err
-	}
 	var c client
-	err := s.db.Read(ctx, func(q store.Querier) error {
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		if _, err := RevokeClient(ctx, tx, clientID, s.now()); err != nil {
+			return err
+		}
 		var err error
-		c, err = lookupClient(ctx, q, clientID)
+		c, err = lookupClient(ctx, tx, clientID)
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -58,11 +59,13 @@ func CallerFrom(ctx context.Context) Caller {
 //
 //   - no payments-api-key, or one that is not a live key: 401;
 //   - a key without the permission the endpoint needs: 403 naming it;
-//   - no payments-account: 400 naming the header;
+//   - no payments-account, or one that is not acct_ and 10 lowercase hex digits: 400 naming the header;
 //   - an account the key may not act for: 403. "A key may act for its own account, and a partner's key
-//     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page").
+//     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page"),
+//     for the payments the merchant approved it for: the ecom scope (payments_not_approved otherwise);
+//   - a path or query string with text no database keeps as sent: 400 (httpapi.StorableRequest).
 func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
-	idem := s.idem.Middleware(h)
+	idem := httpapi.StorableRequest(s.idem.Middleware(h))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		secret := r.Header.Get(HeaderAPIKey)
@@ -99,23 +102,34 @@ func (s *Service) resolve(ctx context.Context, key APIKey, account string) (Call
 	if account == "" {
 		return Caller{}, fault.Invalid(HeaderAccount, "The %s header is required: the account (acct_…) the request acts for.", HeaderAccount)
 	}
-	forbidden := fault.New(http.StatusForbidden, "account_forbidden", "This API key may not act for account %.40q.", account)
 	id, ok := strings.CutPrefix(account, accountPrefix)
-	if !ok {
-		return Caller{}, forbidden
+	if !ok || !validAccountID(id) {
+		// A value that names no account at all is the client's mistake, not a refusal: 400, so that
+		// "acct_" alone never reaches the comparisons below (a merchant's key has no partner id, a
+		// partner's key no merchant id).
+		return Caller{}, fault.Invalid(HeaderAccount, "The %s header is malformed: an account id is acct_ and 10 lowercase hex digits.", HeaderAccount)
 	}
+	forbidden := fault.New(http.StatusForbidden, "account_forbidden", "This API key may not act for account %s.", account)
 	c := Caller{Key: key, Account: account}
 	switch {
 	case id == key.MerchantID:
 	case id == key.PartnerID:
 		return c, nil // the partner's own account
-	case key.PartnerID != "" && validAccountID(id):
-		yes, err := s.keys.partnerAuthorized(ctx, key.PartnerID, id)
+	case key.PartnerID != "":
+		scopes, err := s.keys.partnerScopes(ctx, key.PartnerID, id)
 		if err != nil {
 			return Caller{}, err
 		}
-		if !yes {
+		if scopes == 0 {
 			return Caller{}, forbidden
+		}
+		// "A partner's access to a merchant, on every surface, is limited to the scopes that merchant
+		// approved; v1 payments access needs ecom" (issue 14, point 1). Every v1 route a partner may
+		// use for a merchant is a payments route (API keys are managed only by their own account).
+		if !scopes.Has(auth.ScopeEcom) {
+			return Caller{}, fault.New(http.StatusForbidden, "payments_not_approved",
+				"Account %s has not approved payments for this partner: it approved only %q, and the payments API needs %q.",
+				account, scopes.String(), auth.ScopeEcom.String())
 		}
 	default:
 		return Caller{}, forbidden

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,25 +67,14 @@ func CreateKey(ctx context.Context, tx *store.Tx, accountID string, perms Permis
 		return NewKey{}, fault.Invalid("permissions", "permissions must name at least one of %s", strings.Join(AllPermissions.Names(), ", "))
 	}
 	var k NewKey
-	id, ok := strings.CutPrefix(accountID, accountPrefix)
-	if !ok {
-		return NewKey{}, ErrUnknownAccount
-	}
-	if _, err := merchant.Get(ctx, tx, id); err == nil {
-		k.MerchantID = id
-	} else if !errors.Is(err, merchant.ErrNotFound) {
-		return NewKey{}, err
-	} else if _, err := auth.GetPartner(ctx, tx, id); err == nil {
-		k.PartnerID = id
-	} else if errors.Is(err, auth.ErrUnknownPartner) {
-		return NewKey{}, ErrUnknownAccount
-	} else {
+	var err error
+	if k.MerchantID, k.PartnerID, err = ownerOf(ctx, tx, accountID); err != nil {
 		return NewKey{}, err
 	}
 	k.ID, k.Key = "key_"+rand.Text()[:24], keyPrefix+rand.Text()
 	k.Hint, k.Permissions, k.CreatedAt = k.Key[len(k.Key)-4:], perms, time.UnixMilli(now.UnixMilli())
 	sum := sha256.Sum256([]byte(k.Key))
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, key_hash, key_hint, merchant_id, partner_id, permissions, created_at)
+	_, err = tx.ExecContext(ctx, `INSERT INTO api_keys (id, key_hash, key_hint, merchant_id, partner_id, permissions, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, sum[:], k.Hint, nullable(k.MerchantID), nullable(k.PartnerID), perms.String(), now.UnixMilli())
 	if err != nil {
 		return NewKey{}, err
@@ -107,13 +97,48 @@ func scanKey(s interface{ Scan(...any) error }) (APIKey, error) {
 	return k, err
 }
 
+// ownerOf finds the owner of accountID ("acct_" + a merchant or partner id): one of the two ids is
+// set. ErrUnknownAccount when neither has it.
+func ownerOf(ctx context.Context, q store.Querier, accountID string) (merchantID, partnerID string, err error) {
+	id, ok := strings.CutPrefix(accountID, accountPrefix)
+	if !ok {
+		return "", "", ErrUnknownAccount
+	}
+	if _, err := merchant.Get(ctx, q, id); err == nil {
+		return id, "", nil
+	} else if !errors.Is(err, merchant.ErrNotFound) {
+		return "", "", err
+	}
+	if _, err := auth.GetPartner(ctx, q, id); errors.Is(err, auth.ErrUnknownPartner) {
+		return "", "", ErrUnknownAccount
+	} else if err != nil {
+		return "", "", err
+	}
+	return "", id, nil
+}
+
 // ownerCondition selects the keys of owner's account.
 const ownerCondition = `(merchant_id = $1 OR partner_id = $1) AND deleted_at IS NULL`
 
+// ListKeys returns the live keys of accountID ("acct_" + a merchant or partner id), newest first, as
+// the operator's CLI lists them; ErrUnknownAccount when no merchant or partner has that account.
+func ListKeys(ctx context.Context, db *store.DB, accountID string) ([]APIKey, error) {
+	var merchantID, partnerID string
+	err := db.Read(ctx, func(q store.Querier) error {
+		var err error
+		merchantID, partnerID, err = ownerOf(ctx, q, accountID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return listKeys(ctx, db, merchantID+partnerID)
+}
+
 // listKeys returns the live keys of an account, newest first.
-func (s *Service) listKeys(ctx context.Context, owner string) ([]APIKey, error) {
-	var out []APIKey
-	err := s.db.Read(ctx, func(q store.Querier) error {
+func listKeys(ctx context.Context, db *store.DB, owner string) ([]APIKey, error) {
+	out := []APIKey{}
+	err := db.Read(ctx, func(q store.Querier) error {
 		rows, err := q.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+ownerCondition+` ORDER BY created_at DESC, id`, owner)
 		if err != nil {
 			return err
@@ -134,27 +159,109 @@ func (s *Service) listKeys(ctx context.Context, owner string) ([]APIKey, error) 
 // deleteKey deletes one of the account's keys. It stops authenticating at once on this node, and on
 // the others within the key cache's TTL.
 func (s *Service) deleteKey(ctx context.Context, caller Caller, id string) (APIKey, error) {
-	var k APIKey
-	var hash []byte
+	var gone []revokedKey
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+ownerCondition+` AND id = $2`, caller.Key.Owner(), id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fault.NotFound("No API key %s.", id)
+		gone, err = revokeKeys(ctx, tx, caller.Key.ID, "", s.now(), ownerCondition+` AND id = $2`, caller.Key.Owner(), id)
+		if err == nil && len(gone) == 0 {
+			err = fault.NotFound("No API key %s.", id)
 		}
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, `UPDATE api_keys SET deleted_at = $2 WHERE id = $1 RETURNING key_hash`, id, s.now().UnixMilli()).Scan(&hash); err != nil {
-			return err
-		}
-		return audit.Write(ctx, tx, audit.Record{MerchantID: k.Owner(), ClientID: caller.Key.ID, Operation: "api_key.delete",
-			Resource: "api_key/" + k.ID, Outcome: audit.Done, RequestID: httpapi.RequestID(ctx), At: s.now()})
+		return err
 	})
-	if err == nil {
-		s.keys.forget(hash)
+	if err != nil {
+		return APIKey{}, err
 	}
-	return k, err
+	s.keys.forget(gone[0].hash)
+	return gone[0].APIKey, nil
+}
+
+// ErrUnknownKey is returned by RevokeKey for an id that names no live key.
+var ErrUnknownKey = errors.New("checkout: unknown API key")
+
+// RevokeKey deletes the live key id, as the operator's CLI does, with an audit record. Every node
+// stops accepting it within the key cache's TTL.
+func RevokeKey(ctx context.Context, db *store.DB, id string, now time.Time) (APIKey, error) {
+	var gone []revokedKey
+	err := db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		gone, err = revokeKeys(ctx, tx, "", "", now, `deleted_at IS NULL AND id = $1`, id)
+		if err == nil && len(gone) == 0 {
+			err = ErrUnknownKey
+		}
+		return err
+	})
+	if err != nil {
+		return APIKey{}, err
+	}
+	return gone[0].APIKey, nil
+}
+
+// ClientRevocation is what revoking an OAuth client ended.
+type ClientRevocation struct {
+	auth.RevokedClient
+	// APIKeys counts the partner's API keys deleted with its client.
+	APIKeys int
+}
+
+// RevokeClient revokes an OAuth client and everything it holds, in one transaction: its tokens and its
+// grants (auth.RevokeClient) and, for a partner's client, every live API key of the partner, each
+// with an audit record. "Revoking a partner client revokes its tokens, grants and API keys within the
+// revocation poll" (issue 14, point 7): tokens by the revocation set every node reloads each poll,
+// keys and the merchants' approvals by the key cache, whose TTL is at most the poll.
+//
+// A key belongs to the partner's account, not to one of its clients, so a partner with several
+// clients loses every key when any one of them is revoked: a revoked client most often means leaked
+// credentials, and keys kept beside the secret are presumed leaked with it. The partner's other
+// clients, and the approvals merchants gave them, stand; the operator creates new keys.
+func RevokeClient(ctx context.Context, db *store.DB, clientID string, now time.Time) (ClientRevocation, error) {
+	var out ClientRevocation
+	err := db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if out.RevokedClient, err = auth.RevokeClient(ctx, tx, clientID, now); err != nil || out.PartnerID == "" {
+			return err
+		}
+		gone, err := revokeKeys(ctx, tx, "", "client "+clientID+" revoked", now, `deleted_at IS NULL AND partner_id = $1`, out.PartnerID)
+		out.APIKeys = len(gone)
+		return err
+	})
+	return out, err
+}
+
+// revokedKey is a key just deleted, with the hash under which the key cache may hold it.
+type revokedKey struct {
+	APIKey
+	hash []byte
+}
+
+// revokeKeys deletes the live keys that cond selects (with args as its $1, $2, …), in tx, and records
+// each in the audit log on behalf of by (the API key that asked, or "" for the operator), with detail.
+func revokeKeys(ctx context.Context, tx *store.Tx, by, detail string, now time.Time, cond string, args ...any) ([]revokedKey, error) {
+	at := "$" + strconv.Itoa(len(args)+1)
+	rows, err := tx.QueryContext(ctx, `UPDATE api_keys SET deleted_at = `+at+` WHERE `+cond+` RETURNING `+keyColumns+`, key_hash`,
+		append(args, now.UnixMilli())...)
+	if err != nil {
+		return nil, err
+	}
+	var gone []revokedKey
+	for rows.Next() {
+		var k revokedKey
+		if k.APIKey, err = scanKey(scanInto{rows, &k.hash}); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		gone = append(gone, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, k := range gone {
+		if err := audit.Write(ctx, tx, audit.Record{MerchantID: k.Owner(), ClientID: by, Operation: "api_key.delete",
+			Resource: "api_key/" + k.ID, Outcome: audit.Done, Detail: detail, RequestID: httpapi.RequestID(ctx), At: now}); err != nil {
+			return nil, err
+		}
+	}
+	return gone, nil
 }
 
 // keyCache serves API keys from memory for the hot path: each key is read from the database at most
@@ -167,7 +274,7 @@ type keyCache struct {
 
 	mu       sync.Mutex
 	keys     map[[sha256.Size]byte]cachedKey
-	partners map[[2]string]time.Time // (partner, merchant) -> when the authorization was last seen
+	partners map[[2]string]cachedScopes // (partner, merchant) -> the scopes the merchant approved
 }
 
 type cachedKey struct {
@@ -201,7 +308,7 @@ func (c *keyCache) lookup(ctx context.Context, secret string) (APIKey, bool, err
 	err := c.db.Read(ctx, func(q store.Querier) error {
 		row := q.QueryRowContext(ctx, `SELECT `+keyColumns+`, key_hash FROM api_keys WHERE key_hash = $1 AND deleted_at IS NULL`, sum[:])
 		var err error
-		k, err = scanKey(scanAppend{row, &stored})
+		k, err = scanKey(scanInto{row, &stored})
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -232,40 +339,48 @@ func (c *keyCache) forget(hash []byte) {
 	c.mu.Unlock()
 }
 
-// partnerAuthorized reports whether merchantID has authorized partnerID (and not revoked it). A yes is
-// remembered for the TTL, so that a revocation applies within it; a no is never remembered.
-func (c *keyCache) partnerAuthorized(ctx context.Context, partnerID, merchantID string) (bool, error) {
+// partnerScopes returns the scopes merchantID has approved for partnerID (auth.PartnerScopes): none
+// when it has not authorized the partner, or has revoked it. An answer with scopes is remembered for
+// the TTL, so that a revocation applies within it; none is never remembered, so that guessing merchant
+// ids fills no cache.
+func (c *keyCache) partnerScopes(ctx context.Context, partnerID, merchantID string) (auth.Scopes, error) {
 	pair := [2]string{partnerID, merchantID}
 	now := c.now()
 	c.mu.Lock()
 	seen, ok := c.partners[pair]
 	c.mu.Unlock()
-	if ok && now.Sub(seen) < c.ttl {
-		return true, nil
+	if ok && now.Sub(seen.fetched) < c.ttl {
+		return seen.scopes, nil
 	}
-	var yes bool
+	var scopes auth.Scopes
 	err := c.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		yes, err = auth.PartnerAuthorized(ctx, q, partnerID, merchantID)
+		scopes, err = auth.PartnerScopes(ctx, q, partnerID, merchantID)
 		return err
 	})
 	c.mu.Lock()
-	if yes {
-		c.partners[pair] = now
+	if err == nil && scopes != 0 {
+		c.partners[pair] = cachedScopes{scopes: scopes, fetched: now}
 	} else {
 		delete(c.partners, pair)
 	}
 	c.mu.Unlock()
-	return yes, err
+	return scopes, err
 }
 
-// scanAppend scans a row into the destinations of a scanner function followed by extra ones.
-type scanAppend struct {
-	row   *sql.Row
+// cachedScopes is a merchant's approval of a partner as last read.
+type cachedScopes struct {
+	scopes  auth.Scopes
+	fetched time.Time
+}
+
+// scanInto scans a row into the destinations of a scanner function followed by one more.
+type scanInto struct {
+	row   interface{ Scan(...any) error }
 	extra *[]byte
 }
 
-func (s scanAppend) Scan(dest ...any) error { return s.row.Scan(append(dest, s.extra)...) }
+func (s scanInto) Scan(dest ...any) error { return s.row.Scan(append(dest, s.extra)...) }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// wireKey is an API key as the v1 API shows it. Key, the secret, is there only in the answer to its
-// creation.
-type wireKey struct {
+// WireKey is an API key as the v1 API (and the operator's CLI) shows it. Key, the secret, is there
+// only in the answer to its creation.
+type WireKey struct {
 	ID          string   `json:"id"`
 	Object      string   `json:"object"`
 	Key         string   `json:"key,omitempty"`
@@ -22,8 +22,9 @@ type wireKey struct {
 	Created     int64    `json:"created"`
 }
 
-func (k APIKey) wire() wireKey {
-	return wireKey{ID: k.ID, Object: "api_key", KeyHint: "…" + k.Hint, AccountID: k.AccountID(),
+// Wire is the key as the v1 API shows it, without its secret.
+func (k APIKey) Wire() WireKey {
+	return WireKey{ID: k.ID, Object: "api_key", KeyHint: "…" + k.Hint, AccountID: k.AccountID(),
 		Permissions: k.Permissions.Names(), Created: k.CreatedAt.Unix()}
 }
 
@@ -98,7 +99,7 @@ func (s *Service) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	out := k.wire()
+	out := k.Wire()
 	out.Key = k.Key
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
@@ -109,14 +110,14 @@ func (s *Service) handleListKeys(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	keys, err := s.listKeys(r.Context(), c.Key.Owner())
+	keys, err := listKeys(r.Context(), s.db, c.Key.Owner())
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	out := list[wireKey]{Object: "list", Data: []wireKey{}}
+	out := list[WireKey]{Object: "list", Data: []WireKey{}}
 	for _, k := range keys {
-		out.Data = append(out.Data, k.wire())
+		out.Data = append(out.Data, k.Wire())
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }

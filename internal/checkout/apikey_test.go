@@ -17,7 +17,8 @@ import (
 )
 
 // Requests authenticate with payments-api-key and payments-account: a missing or unknown key is a 401,
-// a missing account a 400 naming the header, an account the key may not act for a 403.
+// a missing or malformed account a 400 naming the header, a well-formed account the key may not act
+// for a 403.
 func TestAuthentication(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := start(t, db, server.Config{})
@@ -36,7 +37,13 @@ func TestAuthentication(t *testing.T) {
 			{"no account", []string{checkout.HeaderAPIKey, a.key}, 400, "invalid_request", checkout.HeaderAccount},
 			{"another merchant's account", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, b.id}, 403, "account_forbidden", ""},
 			{"an unknown account", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, "acct_0000000000"}, 403, "account_forbidden", ""},
-			{"not an account id", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, a.m.ID}, 403, "account_forbidden", ""},
+			// "payments-account: acct_ alone is refused as malformed" (issue 14, point 10), as is
+			// anything else that is not acct_ and 10 lowercase hex digits.
+			{"not an account id", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, a.m.ID}, 400, "invalid_request", checkout.HeaderAccount},
+			{"acct_ alone", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, "acct_"}, 400, "invalid_request", checkout.HeaderAccount},
+			{"upper case", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, strings.ToUpper(a.id)}, 400, "invalid_request", checkout.HeaderAccount},
+			{"an account and more", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, a.id + "0"}, 400, "invalid_request", checkout.HeaderAccount},
+			{"not hex", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, "acct_000000000g"}, 400, "invalid_request", checkout.HeaderAccount},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := srv.Do(t, "GET", "/v1/payment-intents", nil, tc.hdr...)

@@ -67,7 +67,7 @@ func New(cfg Config) *Service {
 	if ttl <= 0 {
 		ttl = DefaultKeyCacheTTL
 	}
-	s.keys = &keyCache{db: cfg.DB, ttl: ttl, now: s.now, keys: map[[32]byte]cachedKey{}, partners: map[[2]string]time.Time{}}
+	s.keys = &keyCache{db: cfg.DB, ttl: ttl, now: s.now, keys: map[[32]byte]cachedKey{}, partners: map[[2]string]cachedScopes{}}
 	timeout := cfg.ProcessorTimeout
 	if timeout <= 0 {
 		timeout = payment.DefaultProcessorTimeout

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/server"
@@ -45,16 +44,7 @@ func newAccount(t *testing.T, srv *servertest.Server) *account {
 // createKey creates an API key of accountID as the operator does.
 func createKey(t *testing.T, srv *servertest.Server, accountID string, p checkout.Permissions) checkout.NewKey {
 	t.Helper()
-	var k checkout.NewKey
-	err := srv.DB.Write(context.Background(), func(tx *store.Tx) error {
-		var err error
-		k, err = checkout.CreateKey(context.Background(), tx, accountID, p, "", time.Now())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return srv.NewAPIKey(t, accountID, p)
 }
 
 // do sends a v1 request with the account's key and account headers; hdr adds or replaces headers.

@@ -13,13 +13,14 @@ import (
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/money"
 )
 
 // Value is one value of a request body, read once while the body is decoded: its JSON kind and, for
 // a string or a number, its text. Absent and null are the zero Value.
 type Value struct {
-	kind byte   // 0 absent or null, 's' string, 'n' number, 'b' boolean, 'o' object or array
+	kind byte   // 0 absent or null, 's' string, 'n' number, 'b' boolean, 'o' object or array, 'x' unstorable text
 	text string // the string's value, the number's literal, or "true"/"false"
 }
 
@@ -33,10 +34,16 @@ func (f *Value) UnmarshalJSON(b []byte) error {
 	case 'f':
 		*f = Value{'b', "false"}
 	case '"':
-		// Without escapes and with valid UTF-8 the text is the bytes between the quotes; otherwise
-		// encoding/json unescapes it and replaces invalid UTF-8, which PostgreSQL would refuse.
+		// Without escapes and with valid UTF-8 the text is the bytes between the quotes.
 		if bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
 			*f = Value{'s', string(b[1 : len(b)-1])}
+			return nil
+		}
+		// Otherwise encoding/json unescapes it, and would silently replace invalid UTF-8 (which
+		// PostgreSQL refuses and SQLite stores) with U+FFFD: such text, or a NUL, is kept aside as
+		// unstorable, and refused by name when the field is read.
+		if !httpapi.StorableJSON(b) {
+			*f = Value{kind: 'x'}
 			return nil
 		}
 		var s string
@@ -57,8 +64,13 @@ func (f Value) Set() bool { return f.kind != 0 }
 
 // Str reads a field sent as a string or a number, as its text.
 func (f Value) Str(name string) (string, error) {
-	if f.kind == 'b' || f.kind == 'o' {
+	switch f.kind {
+	case 'b', 'o':
 		return "", fault.Invalid(name, "%s must be a string or a number", name)
+	case 'x':
+		// "Text fields of the gateway API reject NUL bytes and invalid UTF-8 with 400 naming the
+		// field" (issue 14, point 10).
+		return "", httpapi.UnstorableText(name)
 	}
 	return f.text, nil
 }

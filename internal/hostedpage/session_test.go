@@ -269,6 +269,26 @@ func TestPageHeadersAndStates(t *testing.T) {
 	})
 }
 
+// The merchant's allowed origins go into the page's frame-ancestors rebuilt from their parsed scheme,
+// host and port: an origin stored with a ";" or a quote in its host (by an older version, or by hand)
+// cannot add a directive or a source to the page's Content-Security-Policy (issue 14, point 10).
+func TestFrameAncestorsAreRebuilt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db)
+		if _, err := db.Raw().ExecContext(context.Background(), `UPDATE merchants SET allowed_origins = $1 WHERE id = $2`,
+			`https://shop.example;script-src 'unsafe-inline' HTTPS://Good.Example:8443 https://q.example"`, s.m.ID); err != nil {
+			t.Fatal(err)
+		}
+		u := s.session(t, map[string]any{"amount": 1000, "currency": "cad"}).Str("url")
+		status, h, _ := page(t, u, "https://good.example:8443/")
+		csp := h.Get("Content-Security-Policy")
+		if status != 200 || !strings.HasSuffix(csp, "; frame-ancestors https://good.example:8443") || strings.Count(csp, "script-src") != 1 ||
+			strings.Contains(csp, "unsafe") || strings.Contains(csp, `"`) {
+			t.Fatalf("page: %d, CSP %q", status, csp)
+		}
+	})
+}
+
 func mustPage(t *testing.T, u string) string {
 	t.Helper()
 	_, _, body := page(t, u, "")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,7 @@ type statusWriter struct {
 func (s *statusWriter) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
+		s.noStore()
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
@@ -102,10 +104,22 @@ func (s *statusWriter) WriteHeader(code int) {
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
+		s.noStore()
 	}
 	n, err := s.ResponseWriter.Write(b)
 	s.bytes += int64(n)
 	return n, err
+}
+
+// noStore marks a JSON answer "Cache-Control: no-store" (RFC 9111 §5.2.2.5) unless its handler set a
+// policy of its own: every JSON answer of the API is one account's data or says something about a
+// credential, and no cache on the way may keep it. It is done here, where every answer passes, so that
+// none is missed: not WriteJSON's, nor the router's 404 and 405, nor a stored idempotent replay.
+func (s *statusWriter) noStore() {
+	h := s.ResponseWriter.Header()
+	if h.Get("Cache-Control") == "" && strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		h.Set("Cache-Control", "no-store")
+	}
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -34,7 +35,7 @@ func DecodeStrict(r *http.Request, v any) error {
 // UnmarshalStrict decodes the JSON object data into v, a pointer to a struct. Object keys must match a
 // field's json tag exactly (encoding/json alone would accept any letter case); any other key is a 400
 // with the code unknown_field naming it, prefix first. A value of the wrong JSON type is a 400 naming
-// its field. A struct nested in v that should be strict too implements json.Unmarshaler by calling
+// its field, and so is text that no database would keep as sent (StorableJSON). A struct nested in v that should be strict too implements json.Unmarshaler by calling
 // UnmarshalStrict with its own path as prefix ("card."); its errors pass through unchanged.
 func UnmarshalStrict(data []byte, v any, prefix string) error {
 	data = bytes.TrimSpace(data)
@@ -66,6 +67,14 @@ func UnmarshalStrict(data []byte, v any, prefix string) error {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return strictError(err, prefix)
+	}
+	// Text a database would not keep as sent is refused, naming its field. A nested strict object has
+	// checked its own fields, by their paths, while it was decoded above.
+	names := slices.Sorted(maps.Keys(keys))
+	for _, k := range names {
+		if !StorableJSON(keys[k]) {
+			return UnstorableText(prefix + k)
+		}
 	}
 	return nil
 }

@@ -77,3 +77,37 @@ func TestUnmarshalStrict(t *testing.T) {
 		t.Fatalf("an empty body: %v", err)
 	}
 }
+
+// StorableJSON refuses exactly what a database would not keep as sent: invalid UTF-8, NUL, lone
+// surrogates; escapes of anything else, and an escaped backslash before "u0000", are text.
+func TestStorableJSON(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]bool{
+		`"plain"`: true, `"Zoë"`: true, `"tab\tquote\"slash\/"`: true, `"\u00e9"`: true, `"\ud83d\ude00"`: true, `"\\u0000"`: true,
+		`{"k":["a","\\"]}`: true, `12`: true, `"\uD83D\uDE00"`: true,
+		`"\u0000"`: false, `"a\u0000b"`: false, "\"a\xffb\"": false, "\"\xc3\"": false, `"\ud800"`: false, `"\udc00"`: false,
+		`"\ud800x"`: false, `"\ud800\u0041"`: false, `{"k":"\u0000"}`: false, `["ok","\u0000"]`: false, `"\\\u0000"`: false,
+	} {
+		if got := httpapi.StorableJSON([]byte(raw)); got != want {
+			t.Errorf("StorableJSON(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}
+
+// A strict body names the field whose text no database would keep, by its path; a value that is not
+// a strict object itself (a map, a list, a plain struct) is named by its key.
+func TestStrictRefusesUnstorableText(t *testing.T) {
+	t.Parallel()
+	for body, field := range map[string]string{
+		`{"currency":"c\u0000d"}`:                            "currency",
+		`{"metadata":{"k":"\u0000"}}`:                        "metadata",
+		"{\"payment_method_types\":[\"\xff\"]}":              "payment_method_types",
+		`{"card":{"exp_month":1,"where":{"city":"\ud800"}}}`: "card.where", // a strict object names its own fields; "where" is not one
+	} {
+		var v strictOuter
+		var f *fault.Error
+		if err := httpapi.UnmarshalStrict([]byte(body), &v, ""); !errors.As(err, &f) || f.Field != field || f.Status != 400 {
+			t.Errorf("%s: %v, want a 400 naming %s", body, err, field)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 )
@@ -54,12 +55,24 @@ type Settings struct {
 // any https origin, and http on localhost and 127.0.0.1 for development.
 const DefaultFrameAncestors = "https: http://localhost:* http://127.0.0.1:*"
 
-// FrameAncestors is the frame-ancestors source list of the merchant's hosted payment page.
+// FrameAncestors is the frame-ancestors source list of the merchant's hosted payment page. Each
+// origin is rebuilt from its parsed scheme, host and port (package origin), never copied into the
+// header as stored; one that is not an origin is left out, and when none is left no page may embed
+// the hosted page ('none'), rather than falling back to the wider default.
 func (s Settings) FrameAncestors() string {
 	if len(s.AllowedOrigins) == 0 {
 		return DefaultFrameAncestors
 	}
-	return strings.Join(s.AllowedOrigins, " ")
+	var out []string
+	for _, o := range s.AllowedOrigins {
+		if clean, err := ParseOrigin(o); err == nil {
+			out = append(out, clean)
+		}
+	}
+	if len(out) == 0 {
+		return "'none'"
+	}
+	return strings.Join(out, " ")
 }
 
 // MayEmbed reports whether a page of origin (scheme://host[:port]) may embed the merchant's hosted
@@ -75,15 +88,18 @@ func (s Settings) MayEmbed(origin string) bool {
 	return u.Scheme == "https" || (u.Scheme == "http" && (u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1"))
 }
 
-// ParseOrigin checks that s is an origin, scheme://host[:port] with scheme http or https, and returns
-// it in canonical form (lower-case scheme and host).
+// ParseOrigin checks that s is an origin, scheme://host[:port] with scheme http or https and a DNS
+// name or IP address as host, and returns it in canonical form, rebuilt from its parts (package
+// origin).
 func ParseOrigin(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(u.Host, "*,; ") {
-		return "", fmt.Errorf("%q is not an origin such as https://shop.example", s)
+	s = strings.TrimSpace(s)
+	u, err := url.Parse(s)
+	if err == nil && u.User == nil && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery {
+		if o, err := origin.Of(s); err == nil {
+			return o, nil
+		}
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+	return "", fmt.Errorf("%q is not an origin such as https://shop.example", s)
 }
 
 // Location is the merchant's time zone.

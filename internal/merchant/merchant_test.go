@@ -131,7 +131,18 @@ func TestEmbeddingOrigins(t *testing.T) {
 			t.Errorf("ParseOrigin(%q) = %q, %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"shop.example", "ftp://shop.example", "https://shop.example/pay", "https://*.shop.example", "https://u@shop.example", "https://shop.example?x=1"} {
+	// Origins go into the hosted page's frame-ancestors: rebuilt from their parts, never copied as
+	// stored; a stored value that is not an origin (a ";" or a quote in its host) is left out, and with
+	// none left no page may embed the hosted page (issue 14, point 10).
+	stored := merchant.Settings{AllowedOrigins: []string{"https://shop.example;script-src", "HTTPS://Good.Example:8443", "'unsafe-inline'", `https://q.example"`}}
+	if got := stored.FrameAncestors(); got != "https://good.example:8443" {
+		t.Errorf("frame ancestors of stored origins: %q", got)
+	}
+	if got := (merchant.Settings{AllowedOrigins: []string{"https://shop.example;script-src"}}).FrameAncestors(); got != "'none'" {
+		t.Errorf("frame ancestors of a stored non-origin: %q, want 'none'", got)
+	}
+	for _, bad := range []string{"shop.example", "ftp://shop.example", "https://shop.example/pay", "https://*.shop.example", "https://u@shop.example",
+		"https://shop.example?x=1", "https://shop.example'unsafe-inline'", `https://shop.example"`, "https://shop.example;"} {
 		if _, err := merchant.ParseOrigin(bad); err == nil {
 			t.Errorf("ParseOrigin(%q) accepted", bad)
 		}

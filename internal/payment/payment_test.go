@@ -137,15 +137,25 @@ func TestSaleResponseIsTheWireContract(t *testing.T) {
 	})
 }
 
-// Text that is not valid UTF-8 is stored with replacement characters, on both backends, never a 500.
-func TestInvalidUTF8IsReplaced(t *testing.T) {
+// Text that is not valid UTF-8 is a 400 naming the field, on both backends, never a 500 and never
+// stored altered (issue 14, point 10: encoding/json would have replaced it with U+FFFD); escapes of
+// real characters are text like any other.
+func TestInvalidUTF8IsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, simulator.Config{})
 		body := `{"amount":"5.00","card_number":"4242424242424242","card_expiry_month":"12","card_expiry_year":"30",` +
 			`"cvv2":"123","description":"caf\xe9 \u00e9t\u00e9","first_name":"Ren\xe9"}`
 		body = strings.NewReplacer(`\xe9`, "\xe9").Replace(body) // raw byte 0xE9: Latin-1, not UTF-8
 		r := f.m.Do(t, "POST", "/transaction-service/sale", body)
-		if r.Status != 200 || r.Str("description") != "caf\uFFFD été" || r.Str("first_name") != "Ren\uFFFD" {
+		if r.Status != 400 || r.Str("field") != "first_name" {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		var n int
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d transactions after the refusal (%v)", n, err)
+		}
+		body = strings.NewReplacer("\xe9", `\u00e9`).Replace(body)
+		if r := f.m.Do(t, "POST", "/transaction-service/sale", body); r.Status != 200 || r.Str("description") != "café été" || r.Str("first_name") != "René" {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 	})

@@ -39,7 +39,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// RevocationPoll is how often revocations made elsewhere are loaded (default 5 s).
+	// RevocationPoll is how often revocations made elsewhere are loaded (default auth.DefaultRevocationPoll, 5 s).
 	RevocationPoll time.Duration
 	// ShutdownTimeout bounds how long in-flight requests may take to finish at shutdown (default 30 s).
 	ShutdownTimeout time.Duration
@@ -64,8 +64,10 @@ type Config struct {
 	// PublicURL is the base of the URLs the server hands out (hosted-page sessions); with https,
 	// cookies are Secure.
 	PublicURL string
-	// APIKeyCacheTTL is how long v1 API keys are served from memory (default 5 s): the most a key
-	// deleted on another node keeps working on this one.
+	// APIKeyCacheTTL is how long v1 API keys, and merchants' approvals of partners, are served from
+	// memory: the most a key deleted on another node keeps working on this one. It defaults to the
+	// revocation poll and is never longer, so that revoking a partner's client stops its keys within
+	// the poll, as it stops its tokens.
 	APIKeyCacheTTL time.Duration
 	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
 	// operations on payment intents are settled (default 1 minute).
@@ -111,6 +113,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	ring, err := envelope.NewKeyring(ctx, cfg.DB, cfg.KEK, cfg.Now)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.RevocationPoll <= 0 {
+		cfg.RevocationPoll = auth.DefaultRevocationPoll
+	}
+	if cfg.APIKeyCacheTTL <= 0 || cfg.APIKeyCacheTTL > cfg.RevocationPoll {
+		cfg.APIKeyCacheTTL = cfg.RevocationPoll
 	}
 	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll,
 		CodeTTL: cfg.CodeTTL, Keyring: ring})
@@ -166,9 +174,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 // gateway wraps a handler of the transaction, customer and plan services: a bearer token with the
-// ecom scope, then idempotency of POSTs per principal (merchant and client or grant).
+// ecom scope, a path and query a database can take as sent, then idempotency of POSTs per principal
+// (merchant and client or grant).
 func (s *Server) gateway(h http.Handler) http.Handler {
-	return s.auth.Require(auth.ScopeEcom, s.idem.Middleware(h))
+	return s.auth.Require(auth.ScopeEcom, httpapi.StorableRequest(s.idem.Middleware(h)))
 }
 
 // ready answers 200 when the database answers within two seconds, and 503 otherwise.

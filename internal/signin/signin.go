@@ -24,6 +24,7 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -95,10 +96,15 @@ type view struct {
 
 type scopeView struct{ Name, Description string }
 
-// scopeDescriptions say what each scope lets a partner do, in the merchant's words.
+// scopeDescriptions say what each scope lets a partner do, in the merchant's words, and no more than
+// it does: "the consent page describes each requested scope truthfully" (issue 14, point 1).
 var scopeDescriptions = map[string]string{
-	"ecom":    "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and subscriptions",
-	"invoice": "create and manage your invoices",
+	"ecom": "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and " +
+		"subscriptions, through the gateway API and the payments API (payment intents and the hosted payment page)",
+	// Kassa has no invoice API: the scope is accepted because applications written for gateways that
+	// have one ask for it (the spec's tokens carry it), and it must not read as a promise.
+	"invoice": "nothing: Kassa has no invoices. Applications made for payment gateways that have invoicing ask for " +
+		"this, and Kassa accepts it so that they work; it gives no access to your payments or your data",
 }
 
 // authorize serves GET /oauth/authorize.
@@ -302,12 +308,15 @@ func (h *Handler) renderWith(w http.ResponseWriter, r *http.Request, status int,
 	}
 }
 
+// originOf is the origin of a partner's URL as a CSP source, rebuilt from its parsed scheme, host
+// and port (package origin), or "" when it has none: an operator-supplied URL is never copied into
+// the header as given, where a ";" in it would start a directive of its own.
 func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	o, err := origin.Of(raw)
+	if err != nil {
 		return ""
 	}
-	return u.Scheme + "://" + u.Host
+	return o
 }
 
 func nonEmpty(ss []string) []string {

@@ -319,3 +319,125 @@ func TestSessionCookieIsSecureOverHTTPS(t *testing.T) {
 		t.Fatalf("sign-in over https: %d, cookie %q", p.status, cookie)
 	}
 }
+
+// A partner that asks only for invoice: the consent page says truthfully that the scope gives nothing
+// (Kassa has no invoices), the token answers scope "invoice" as one string, and the token — and every
+// token refreshed from it — is refused by the gateway API's sale, customer and plan routes with 403
+// insufficient_scope (issue 14, point 1).
+func TestInvoiceOnlyApproval(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, "https://partner.example/callback")
+		c := signintest.Client()
+		authURL := f.authorizeURL("scope", "invoice")
+		request := signintest.Field(t, do(t, c, "GET", authURL, nil).body, "request")
+		if p := do(t, c, "POST", f.srv.URL+"/oauth/authorize/sign-in", url.Values{"request": {request}, "email": {"owner@example.com"},
+			"password": {password}}); p.status != 303 {
+			t.Fatalf("sign-in: %d", p.status)
+		}
+		consent := do(t, c, "GET", authURL, nil)
+		if !strings.Contains(consent.body, "<strong>invoice</strong>: nothing: Kassa has no invoices.") ||
+			!strings.Contains(consent.body, "it gives no access to your payments or your data") ||
+			strings.Contains(consent.body, "manage your invoices") || strings.Contains(consent.body, "<strong>ecom</strong>") {
+			t.Fatalf("the consent page does not describe invoice truthfully:\n%s", consent.body)
+		}
+		// Asked for everything, the page describes ecom as what it is: payments, on both APIs.
+		if all := do(t, c, "GET", f.authorizeURL(), nil); !strings.Contains(all.body, "<strong>ecom</strong>: take card payments for you") ||
+			!strings.Contains(all.body, "the payments API") {
+			t.Fatalf("the consent page's ecom:\n%s", all.body)
+		}
+		resp, err := c.PostForm(f.srv.URL+"/oauth/authorize/decision", url.Values{"request": {request},
+			"csrf_token": {signintest.Field(t, consent.body, "csrf_token")}, "decision": {"approve"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		tok := exchange(t, f, loc.Query().Get("code"))
+		if scope, ok := tok["scope"].(string); !ok || scope != "invoice" {
+			t.Fatalf("scope %#v, want the string \"invoice\"", tok["scope"])
+		}
+
+		refused := func(access any) {
+			t.Helper()
+			for _, call := range []struct{ method, path, body string }{
+				{"POST", "/transaction-service/sale", `{"amount":"5.00","card_number":"4242424242424242","card_expiry_month":"12","card_expiry_year":"40","cvv2":"123"}`},
+				{"POST", "/customer-service/customer", `{"email":"buyer@example.com"}`},
+				{"GET", "/customer-service/customer", ""},
+				{"POST", "/plan-service/plan", `{"name":"Monthly","amount":"9.99","frequency":"MONTHLY"}`},
+				{"GET", "/plan-service/plan", ""},
+			} {
+				status, body := bearer(t, f, access, call.method, call.path, call.body)
+				if status != 403 || body["error"] != "insufficient_scope" {
+					t.Errorf("%s %s with an invoice-only token: %d %v", call.method, call.path, status, body)
+				}
+			}
+		}
+		refused(tok["access_token"])
+
+		// A refresh keeps the approved scope, and cannot widen it (RFC 6749 §6).
+		refresh := func(extra url.Values) (int, map[string]any) {
+			q := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)},
+				"client_id": {f.partner.ClientID}, "client_secret": {f.partner.ClientSecret}}
+			for k, v := range extra {
+				q[k] = v
+			}
+			resp, err := http.PostForm(f.srv.URL+"/oauth/token", q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode, decode(t, resp)
+		}
+		if status, body := refresh(url.Values{"scope": {"ecom"}}); status != 400 || body["error"] != "invalid_scope" {
+			t.Fatalf("a refresh asking for ecom: %d %v", status, body)
+		}
+		status, refreshed := refresh(nil)
+		if status != 200 || refreshed["scope"] != "invoice" {
+			t.Fatalf("refresh: %d %v", status, refreshed)
+		}
+		refused(refreshed["access_token"])
+		var customers int
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM customers WHERE merchant_id = $1`, f.merchant.ID).
+			Scan(&customers); err != nil || customers != 0 {
+			t.Fatalf("%d customers after the refusals (%v)", customers, err)
+		}
+	})
+}
+
+// The origins of a partner's image and callback go into the consent page's Content-Security-Policy
+// rebuilt from their parsed scheme, host and port, never as stored: a partner recorded before
+// creation checked its URLs, with a ";" or a quote in a host, cannot add a directive or a source
+// (issue 14, point 10).
+func TestConsentCSPRebuildsPartnerOrigins(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		callback := "https://partner.example;script-src/callback"
+		f := newFixture(t, db, "https://partner.example/callback")
+		f.callback = callback
+		if _, err := db.Raw().ExecContext(context.Background(), `UPDATE partners SET image_url = $1, callback_uris = $2 WHERE id = $3`,
+			`https://partner.example'unsafe-inline'"/logo.png`, callback, f.partner.PartnerID); err != nil {
+			t.Fatal(err)
+		}
+		c := signintest.Client()
+		request := signintest.Field(t, do(t, c, "GET", f.authorizeURL(), nil).body, "request")
+		do(t, c, "POST", f.srv.URL+"/oauth/authorize/sign-in", url.Values{"request": {request}, "email": {"owner@example.com"}, "password": {password}})
+		consent := do(t, c, "GET", f.authorizeURL(), nil)
+		if consent.status != 200 || !strings.Contains(consent.body, "wants access") {
+			t.Fatalf("consent page: %d %s", consent.status, consent.body)
+		}
+		checkHeaders(t, consent)
+		csp := consent.header.Get("Content-Security-Policy")
+		if strings.Contains(csp, "script-src") || strings.Contains(csp, "unsafe") || strings.Contains(csp, `"`) ||
+			strings.Count(csp, ";") != 5 || !strings.Contains(csp, "img-src 'none';") || !strings.Contains(csp, "form-action 'self';") {
+			t.Fatalf("CSP %q", csp)
+		}
+
+		// Well-formed URLs are rebuilt, not copied: scheme and host in lower case, the port kept.
+		if _, err := db.Raw().ExecContext(context.Background(), `UPDATE partners SET image_url = $1 WHERE id = $2`,
+			"HTTPS://CDN.Partner.Example:8443/Logo.png", f.partner.PartnerID); err != nil {
+			t.Fatal(err)
+		}
+		if csp := do(t, c, "GET", f.authorizeURL(), nil).header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src https://cdn.partner.example:8443;") {
+			t.Fatalf("CSP %q", csp)
+		}
+	})
+}

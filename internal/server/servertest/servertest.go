@@ -7,11 +7,13 @@ package servertest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -130,6 +133,62 @@ func (m *Merchant) NewToken(t testing.TB) {
 		t.Fatal(err)
 	}
 	m.Token = tok.AccessToken
+}
+
+// NewAPIKey creates an API key of the account accountID ("acct_…") with permissions, as "kassa apikey
+// create" does.
+func (s *Server) NewAPIKey(t testing.TB, accountID string, p checkout.Permissions) checkout.NewKey {
+	t.Helper()
+	var k checkout.NewKey
+	err := s.DB.Write(context.Background(), func(tx *store.Tx) error {
+		var err error
+		k, err = checkout.CreateKey(context.Background(), tx, accountID, p, "", time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// NewPartner registers a partner with one callback URI, as "kassa partner create" does.
+func (s *Server) NewPartner(t testing.TB) auth.PartnerCredentials {
+	t.Helper()
+	var p auth.PartnerCredentials
+	err := s.DB.Write(context.Background(), func(tx *store.Tx) error {
+		var err error
+		p, err = auth.CreatePartner(context.Background(), tx, auth.NewPartner{Name: "Plugin Co", ImageURL: "https://plugin.example/logo.png",
+			CallbackURIs: []string{"https://plugin.example/callback"}}, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// PartnerTokens has the merchant approve the partner's client for scopes, as the consent page's
+// "Allow access" does, and exchanges the authorization code at the token endpoint. It returns the
+// token response: access_token, refresh_token, scope, merchant_id.
+func (s *Server) PartnerTokens(t testing.TB, p auth.PartnerCredentials, merchantID string, scopes auth.Scopes) Response {
+	t.Helper()
+	ctx := context.Background()
+	req, err := s.Auth().ParseAuthorizationRequest(ctx, url.Values{"response_type": {"code"}, "client_id": {p.ClientID},
+		"scope": {scopes.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := s.Auth().Authorize(ctx, merchantID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {req.RedirectURI}}
+	r := s.Do(t, "POST", "/oauth/token", form.Encode(), "Content-Type", "application/x-www-form-urlencoded",
+		"Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(p.ClientID+":"+p.ClientSecret)))
+	if r.Status != http.StatusOK {
+		t.Fatalf("exchange the code: %d %s", r.Status, r.Raw)
+	}
+	return r
 }
 
 // Update changes the merchant's settings.
