@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,9 @@ type Config struct {
 	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
 	// operations on payment intents are settled (default 1 minute).
 	SweepInterval time.Duration
+	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.ClientAddrs);
+	// default none.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is a configured Kassa server.
@@ -159,7 +163,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
 	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
-	s.handler = httpapi.Middleware(cfg.Logger, r)
+	s.handler = httpapi.Middleware(cfg.Logger, httpapi.ClientAddrs(cfg.TrustedProxies, r))
 	return s, nil
 }
 
