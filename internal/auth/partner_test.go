@@ -381,7 +381,13 @@ func TestPasswordGrant(t *testing.T) {
 			t.Fatalf("the right password from a refused client: %d %v Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 		}
 		// The count is the client's: the merchant's other client, and other merchants, sign in.
-		second := f.newClient(t, m.MerchantID)
+		var second auth.Credentials
+		if err := f.db.Write(context.Background(), func(tx *store.Tx) (err error) {
+			second, err = auth.CreateClient(context.Background(), tx, m.MerchantID, auth.DefaultValidity, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if status, body := f.passwordGrant(t, "owner@example.com", pw, basic(second.ClientID, second.ClientSecret)); status != 200 {
 			t.Fatalf("the merchant's second client: %d %v", status, body)
 		}
@@ -483,21 +489,6 @@ func (f *fixture) passwordGrant(t *testing.T, user, pw string, header http.Heade
 	resp, body := f.post(t, "", "application/x-www-form-urlencoded",
 		strings.NewReader(url.Values{"grant_type": {"password"}, "username": {user}, "password": {pw}}.Encode()), header)
 	return resp.StatusCode, body
-}
-
-// newClient creates another client-credential pair of the merchant.
-func (f *fixture) newClient(t *testing.T, merchantID string) auth.Credentials {
-	t.Helper()
-	var c auth.Credentials
-	err := f.db.Write(context.Background(), func(tx *store.Tx) error {
-		var err error
-		c, err = auth.CreateClient(context.Background(), tx, merchantID, auth.DefaultValidity, time.Now())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // DELETE /oauth/revoke_token and RFC 7009 POST /oauth/revoke; kassa merchant revoke-partner's

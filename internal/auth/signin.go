@@ -122,7 +122,7 @@ func (s *Service) check(ctx context.Context, acct account, pw string, p plan) (s
 			return "", rerr
 		}
 		if errors.Is(err, password.ErrBusy) {
-			return "", &ThrottledError{Until: now.Add(BusyRetry), Busy: true}
+			return "", &ThrottledError{Until: s.now().Add(BusyRetry), Busy: true}
 		}
 		return "", err
 	}

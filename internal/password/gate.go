@@ -3,47 +3,46 @@ package password
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 )
 
 // ErrBusy is Gate.Verify's answer when no verification slot came free in time: the password was not
 // checked.
-var ErrBusy = errors.New("password: too many verifications running; try again shortly")
+var ErrBusy = errors.New("password: too many verifications waiting; try again shortly")
 
 // GateConfig sizes a Gate; a zero field takes its default.
 type GateConfig struct {
 	// Slots is how many verifications may run at once: each holds its hash's memory (64 MiB with
 	// the current parameters) for its duration.
 	Slots int
-	// Shared is how many of the slots untrusted attempts may take; the others are kept for trusted
-	// ones. At most Slots.
-	Shared int
-	// Queue is how many verifications of each kind may wait for a slot; whoever comes beyond it is
-	// refused at once.
+	// Queue is how many verifications of each kind, trusted and untrusted, may wait for a slot;
+	// whoever comes beyond it is refused at once.
 	Queue int
-	// Wait is how long a queued verification waits for a slot before it is refused.
+	// Wait is how long a verification waits for a slot before it is refused.
 	Wait time.Duration
 }
 
-// The defaults of a Gate: two verifications at once (128 MiB), one of them kept for trusted
-// attempts, eight waiting of each kind for at most two seconds.
+// The defaults of a Gate: one verification at a time (64 MiB; with two lanes it keeps two cores
+// busy), four waiting of each kind, for at most two seconds.
 const (
-	DefaultSlots  = 2
-	DefaultShared = 1
-	DefaultQueue  = 8
-	DefaultWait   = 2 * time.Second
+	DefaultSlots = 1
+	DefaultQueue = 4
+	DefaultWait  = 2 * time.Second
 )
 
 // Gate bounds how many argon2id verifications run at once, and so the memory they hold (issue 14:
 // "Password hashing cannot exhaust memory"). Attempts made with some trust (a merchant's device
-// cookie, its usual address, its client credentials) queue apart from the others and may use every
-// slot; untrusted attempts use only the shared ones, so that a flood of guesses cannot keep the
-// merchants themselves from signing in.
+// cookie, its usual address, its client credentials) wait in a queue of their own that is served
+// first, so that a flood of guesses cannot keep the merchants themselves from signing in.
 type Gate struct {
-	slots  chan struct{} // one per running verification
-	shared chan struct{} // one per untrusted verification holding or waiting for a slot
-	queue  [2]chan struct{}
-	wait   time.Duration
+	queue int
+	wait  time.Duration
+
+	mu      sync.Mutex
+	free    int                // slots nobody holds; while some are free nobody waits
+	waiting [2][]chan struct{} // untrusted, trusted: closed when the slot is handed over
 }
 
 // NewGate returns a Gate.
@@ -51,21 +50,13 @@ func NewGate(cfg GateConfig) *Gate {
 	if cfg.Slots <= 0 {
 		cfg.Slots = DefaultSlots
 	}
-	if cfg.Shared <= 0 || cfg.Shared > cfg.Slots {
-		cfg.Shared = min(DefaultShared, cfg.Slots)
-	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
-	return &Gate{
-		slots:  make(chan struct{}, cfg.Slots),
-		shared: make(chan struct{}, cfg.Shared),
-		queue:  [2]chan struct{}{make(chan struct{}, cfg.Shared+cfg.Queue), make(chan struct{}, cfg.Slots+cfg.Queue)},
-		wait:   cfg.Wait,
-	}
+	return &Gate{queue: cfg.Queue, wait: cfg.Wait, free: cfg.Slots}
 }
 
 // Verify reports whether pw matches hash, within the bound; an empty hash is checked against Dummy,
@@ -74,28 +65,10 @@ func NewGate(cfg GateConfig) *Gate {
 // ErrBusy when the attempt's queue is full or no slot came free within the wait, ctx's error when
 // ctx ended first.
 func (g *Gate) Verify(ctx context.Context, hash, pw string, trusted bool) (bool, error) {
-	q := g.queue[0]
-	if trusted {
-		q = g.queue[1]
-	}
-	select {
-	case q <- struct{}{}:
-		defer func() { <-q }()
-	default:
-		return false, ErrBusy
-	}
-	t := time.NewTimer(g.wait)
-	defer t.Stop()
-	if !trusted {
-		if err := acquire(ctx, t.C, g.shared); err != nil {
-			return false, err
-		}
-		defer func() { <-g.shared }()
-	}
-	if err := acquire(ctx, t.C, g.slots); err != nil {
+	if err := g.acquire(ctx, trusted); err != nil {
 		return false, err
 	}
-	defer func() { <-g.slots }()
+	defer g.release()
 	if hash == "" {
 		hash = Dummy()
 	}
@@ -103,14 +76,58 @@ func (g *Gate) Verify(ctx context.Context, hash, pw string, trusted bool) (bool,
 	return ok, nil
 }
 
-// acquire takes a place in sem, unless timeout fires or ctx ends first.
-func acquire(ctx context.Context, timeout <-chan time.Time, sem chan struct{}) error {
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-timeout:
-		return ErrBusy
-	case <-ctx.Done():
-		return ctx.Err()
+// acquire takes a slot, waiting in the queue of its kind when none is free.
+func (g *Gate) acquire(ctx context.Context, trusted bool) error {
+	kind := 0
+	if trusted {
+		kind = 1
 	}
+	g.mu.Lock()
+	if g.free > 0 {
+		g.free--
+		g.mu.Unlock()
+		return nil
+	}
+	if len(g.waiting[kind]) >= g.queue {
+		g.mu.Unlock()
+		return ErrBusy
+	}
+	handed := make(chan struct{})
+	g.waiting[kind] = append(g.waiting[kind], handed)
+	g.mu.Unlock()
+
+	t := time.NewTimer(g.wait)
+	defer t.Stop()
+	err := ErrBusy
+	select {
+	case <-handed:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	g.mu.Lock()
+	if i := slices.Index(g.waiting[kind], handed); i >= 0 {
+		g.waiting[kind] = slices.Delete(g.waiting[kind], i, i+1)
+		g.mu.Unlock()
+		return err
+	}
+	g.mu.Unlock()
+	// The slot was handed over as the wait ended: pass it on.
+	g.release()
+	return err
+}
+
+// release hands the slot to the first trusted waiter, else to the first untrusted one, else frees it.
+func (g *Gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for kind := 1; kind >= 0; kind-- {
+		if len(g.waiting[kind]) > 0 {
+			close(g.waiting[kind][0])
+			g.waiting[kind] = g.waiting[kind][1:]
+			return
+		}
+	}
+	g.free++
 }

@@ -48,12 +48,17 @@ func Hash(pw string) (string, error) {
 	case n > MaxLength:
 		return "", ErrTooLong
 	}
+	return hashWith(pw, passes), nil
+}
+
+// hashWith is Hash with t passes, and a fresh random salt.
+func hashWith(pw string, t uint32) string {
 	salt := make([]byte, saltLen)
 	rand.Read(salt)
-	key := argon2.IDKey([]byte(pw), salt, passes, memoryKiB, lanes, keyLen)
+	key := argon2.IDKey([]byte(pw), salt, t, memoryKiB, lanes, keyLen)
 	b64 := base64.RawStdEncoding
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, memoryKiB, passes, lanes,
-		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, memoryKiB, t, lanes,
+		b64.EncodeToString(salt), b64.EncodeToString(key))
 }
 
 // Verify reports whether pw matches the PHC string hash, comparing in constant time.

@@ -267,6 +267,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		wg.Go(func() { s.billing.Run(bg) })
 	}
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
+	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge sign-in counts", s.auth.PurgeSignIns) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
 
 	errc := make(chan error, 1)
