@@ -31,7 +31,7 @@ type account struct{ id, hash string }
 // plan is how an attempt is counted and checked.
 type plan struct {
 	buckets []bucket
-	trusted bool   // the attempt may take every verification slot (password.Gate)
+	trusted bool   // the attempt waits in the gate's trusted queue (password.Gate)
 	place   []byte // the usual place a success on the sign-in page records
 }
 

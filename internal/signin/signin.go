@@ -7,7 +7,9 @@
 // The pages are rendered on the server and work without JavaScript. Every response carries a strict
 // Content-Security-Policy (no script at all, frame-ancestors 'none'); the forms are protected from
 // cross-site posting twice over, by http.CrossOriginProtection and by a token bound to the session;
-// the session cookie is HttpOnly, SameSite=Lax, and Secure when Kassa is served over https.
+// the session cookie is HttpOnly, SameSite=Lax, and Secure when Kassa is served over https. A
+// successful sign-in also leaves a device cookie (HttpOnly, SameSite=Strict), with which the next
+// sign-in from that browser is counted apart from strangers' attempts (auth.SignIn).
 package signin
 
 import (
