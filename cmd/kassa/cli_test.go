@@ -42,6 +42,7 @@ func TestCLIFailures(t *testing.T) {
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},
 		{"bad public url", []string{"serve", "--public-url", "pay.example.com"}, 2, "--public-url"},
 		{"code ttl over 10 minutes", []string{"serve", "--auth-code-ttl", "11m"}, 2, "--auth-code-ttl"},
+		{"trusted proxies not prefixes", []string{"serve", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, 2, "--trusted-proxies"},
 		{"partner without callback", []string{"partner", "create", "--name", "P", "--image-url", "https://p.example/i.png"}, 2, "--callback-uri is required"},
 		{"partner without image", []string{"partner", "create", "--name", "P", "--callback-uri", "https://p.example/cb"}, 2, "--image-url is required"},
 		{"partner image over http", []string{"partner", "create", "--name", "P", "--image-url", "http://p.example/i.png", "--callback-uri", "https://p.example/cb"}, 1, "image_url must be an https URL"},

@@ -44,6 +44,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	runBilling := fs.Bool("billing-engine", true, "run the billing engine on this node (false: an API-only node)")
 	codeTTL := fs.Duration("auth-code-ttl", auth.DefaultCodeTTL, "lifetime of an authorization code of the partner flow (at most 10m)")
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
+	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -68,6 +69,10 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		if *billingInterval <= 0 || *backlog < 1 {
 			return usagef("--billing-interval must be positive and --billing-backlog-limit at least 1")
+		}
+		proxies, err := httpapi.ParsePrefixes(*trustedProxies)
+		if err != nil {
+			return usagef("--trusted-proxies must be CIDR prefixes separated by commas, e.g. 10.0.0.0/8,fd00::/8")
 		}
 		var mailer *billing.Mailer
 		if *smtpURL != "" {
@@ -117,7 +122,8 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
-				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base})
+				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base,
+			TrustedProxies: proxies})
 		if err != nil {
 			ln.Close()
 			return err

@@ -42,10 +42,12 @@ func invalidClient() *oauthError {
 // (form-urlencoded or multipart): "POST /oauth/token reads its parameters from the query string and
 // from the body" (wire-contract.md, Token service). A parameter sent without a value counts as
 // omitted (RFC 6749 §3.1); one sent twice with different values is an error (RFC 6749 §3.1, §3.2).
-func readParams(r *http.Request) (url.Values, error) {
-	query, err := url.ParseQuery(r.URL.RawQuery)
+// It returns the merged parameters and, apart, those of the query string, for the grants that refuse
+// a credential there.
+func readParams(r *http.Request) (params, query url.Values, err error) {
+	query, err = url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, invalidRequest("The query string is malformed.")
+		return nil, nil, invalidRequest("The query string is malformed.")
 	}
 	var body url.Values
 	ct := r.Header.Get("Content-Type")
@@ -54,29 +56,29 @@ func readParams(r *http.Request) (url.Values, error) {
 	case media == "multipart/form-data":
 		if err := r.ParseMultipartForm(httpapi.MaxBody); err != nil {
 			if tooLarge(err) {
-				return nil, errTooLarge
+				return nil, nil, errTooLarge
 			}
-			return nil, invalidRequest("The multipart body is malformed.")
+			return nil, nil, invalidRequest("The multipart body is malformed.")
 		}
 		body = r.MultipartForm.Value
 	case media == "application/x-www-form-urlencoded" || ct == "":
 		raw, err := readBody(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(raw) > 0 && ct == "" {
-			return nil, invalidRequest("The body must be sent as application/x-www-form-urlencoded or multipart/form-data.")
+			return nil, nil, invalidRequest("The body must be sent as application/x-www-form-urlencoded or multipart/form-data.")
 		}
 		if body, err = url.ParseQuery(string(raw)); err != nil {
-			return nil, invalidRequest("The form body is malformed.")
+			return nil, nil, invalidRequest("The form body is malformed.")
 		}
 	default:
 		raw, err := readBody(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(strings.TrimSpace(string(raw))) > 0 {
-			return nil, invalidRequest("The body must be sent as application/x-www-form-urlencoded or multipart/form-data.")
+			return nil, nil, invalidRequest("The body must be sent as application/x-www-form-urlencoded or multipart/form-data.")
 		}
 	}
 	out := url.Values{}
@@ -87,13 +89,13 @@ func readParams(r *http.Request) (url.Values, error) {
 					continue
 				}
 				if prev := out.Get(k); prev != "" && prev != v {
-					return nil, invalidRequest("The parameter " + k + " was sent more than once with different values.")
+					return nil, nil, invalidRequest("The parameter " + k + " was sent more than once with different values.")
 				}
 				out.Set(k, v)
 			}
 		}
 	}
-	return out, nil
+	return out, query, nil
 }
 
 var errTooLarge = &oauthError{status: http.StatusRequestEntityTooLarge, Code: "invalid_request", Description: "The request body is too large."}

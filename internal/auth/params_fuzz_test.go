@@ -27,7 +27,7 @@ func FuzzTokenRequest(f *testing.F) {
 			r.Header.Set("Authorization", authorization)
 		}
 		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, httpapi.MaxBody)
-		p, err := readParams(r)
+		p, fromQuery, err := readParams(r)
 		if err != nil {
 			if _, ok := err.(*oauthError); !ok {
 				t.Fatalf("readParams error %T %v is not an oauthError", err, err)
@@ -37,6 +37,11 @@ func FuzzTokenRequest(f *testing.F) {
 		for k, vs := range p {
 			if len(vs) != 1 || vs[0] == "" {
 				t.Fatalf("parameter %q has values %q; want exactly one non-empty value", k, vs)
+			}
+		}
+		for k := range fromQuery {
+			if v := fromQuery.Get(k); v != "" && p.Get(k) != v {
+				t.Fatalf("query parameter %q=%q is not among the parameters: %q", k, v, p.Get(k))
 			}
 		}
 		ca, oerr := readClientAuth(r, p)

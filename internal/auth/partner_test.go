@@ -340,7 +340,7 @@ func TestRefreshGrant(t *testing.T) {
 }
 
 // The password grant (gateway-api.md, Authentication rule 7): the merchant's e-mail and password
-// with its own client; the same answer whatever is wrong; throttled per account and per address.
+// in the body, with its own client; the same answer whatever is wrong; throttled per client.
 func TestPasswordGrant(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
@@ -349,10 +349,7 @@ func TestPasswordGrant(t *testing.T) {
 		other := f.newMerchantWithPassword(t, "other@example.com", pw)
 		p := f.newPartner(t, 0)
 		mb := basic(m.ClientID, m.ClientSecret)
-		grant := func(user, pass string, h http.Header) (int, map[string]any) {
-			return f.token(t, url.Values{"grant_type": {"password"}, "username": {user}, "password": {pass}}, h)
-		}
-		status, tok := grant("Owner@Example.com", pw, mb)
+		status, tok := f.passwordGrant(t, "Owner@Example.com", pw, mb)
 		if status != 200 || tok["merchant_id"] != m.MerchantID || tok["refresh_token"] == nil || tok["expires_in"].(float64) != 43200 {
 			t.Fatalf("password grant: %d %v", status, tok)
 		}
@@ -361,66 +358,138 @@ func TestPasswordGrant(t *testing.T) {
 			t.Fatalf("refreshing a password grant: %d %v", status, body)
 		}
 		// Wrong password, unknown e-mail, another merchant's client: one answer.
-		_, wrong := grant("owner@example.com", "not the passphrase", mb)
-		_, unknown := grant("nobody@example.com", pw, mb)
-		_, foreign := grant("owner@example.com", pw, basic(other.ClientID, other.ClientSecret))
+		_, wrong := f.passwordGrant(t, "owner@example.com", "not the passphrase", mb)
+		_, unknown := f.passwordGrant(t, "nobody@example.com", pw, mb)
+		_, foreign := f.passwordGrant(t, "owner@example.com", pw, basic(other.ClientID, other.ClientSecret))
 		if wrong["error"] != "invalid_grant" || wrong["error_description"] != unknown["error_description"] ||
 			wrong["error_description"] != foreign["error_description"] {
 			t.Fatalf("answers differ: %v / %v / %v", wrong, unknown, foreign)
 		}
-		if status, body := grant("owner@example.com", pw, basic(p.ClientID, p.ClientSecret)); status != 400 || body["error"] != "unauthorized_client" {
+		if status, body := f.passwordGrant(t, "owner@example.com", pw, basic(p.ClientID, p.ClientSecret)); status != 400 || body["error"] != "unauthorized_client" {
 			t.Fatalf("a partner's client: %d %v", status, body)
 		}
 
-		// Five failures lock the account for 15 minutes, even for the right password; an unknown
-		// e-mail locks the same way.
-		for _, user := range []string{"owner@example.com", "ghost@example.com"} {
-			start := 0
-			if user == "owner@example.com" {
-				start = 2 // two failures above
-			}
-			for i := start; i < auth.AccountFailureLimit; i++ {
-				if status, _ := grant(user, "wrong wrong wrong", mb); status != 400 {
-					t.Fatalf("failure %d of %s: %d", i+1, user, status)
-				}
+		// Five failures of one client refuse it for the rest of the 15-minute window that its first
+		// failure opened, even with the right password, whatever the e-mail.
+		for i := 2; i < auth.ClientAttemptLimit; i++ {
+			if status, _ := f.passwordGrant(t, "ghost@example.com", "wrong wrong wrong", mb); status != 400 {
+				t.Fatalf("failure %d: %d", i+1, status)
 			}
 		}
-		resp, body := f.post(t, url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}, "password": {pw}}.Encode(),
-			"application/x-www-form-urlencoded", nil, mb)
+		resp, body := f.post(t, "", "application/x-www-form-urlencoded",
+			strings.NewReader(url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}, "password": {pw}}.Encode()), mb)
 		if resp.StatusCode != 429 || body["error"] != "invalid_grant" || resp.Header.Get("Retry-After") != "900" {
-			t.Fatalf("the right password on a locked account: %d %v Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+			t.Fatalf("the right password from a refused client: %d %v Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 		}
-		ghost, ghostBody := f.post(t, url.Values{"grant_type": {"password"}, "username": {"ghost@example.com"}, "password": {pw}}.Encode(),
-			"application/x-www-form-urlencoded", nil, mb)
-		if ghost.StatusCode != 429 || ghostBody["error_description"] != body["error_description"] {
-			t.Fatalf("a locked unknown e-mail answers differently: %d %v", ghost.StatusCode, ghostBody)
+		// The count is the client's: the merchant's other client, and other merchants, sign in.
+		var second auth.Credentials
+		if err := f.db.Write(context.Background(), func(tx *store.Tx) (err error) {
+			second, err = auth.CreateClient(context.Background(), tx, m.MerchantID, auth.DefaultValidity, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		if status, _ := grant("other@example.com", pw, basic(other.ClientID, other.ClientSecret)); status != 200 {
-			t.Fatalf("another account is not locked: %d", status)
+		if status, body := f.passwordGrant(t, "owner@example.com", pw, basic(second.ClientID, second.ClientSecret)); status != 200 {
+			t.Fatalf("the merchant's second client: %d %v", status, body)
 		}
-		f.clock.Advance(auth.Lockout)
-		if status, _ := grant("owner@example.com", pw, mb); status != 200 {
-			t.Fatalf("after the lockout: %d", status)
+		if status, _ := f.passwordGrant(t, "other@example.com", pw, basic(other.ClientID, other.ClientSecret)); status != 200 {
+			t.Fatalf("another merchant: %d", status)
+		}
+		f.clock.Advance(auth.ThrottleWindow)
+		if status, _ := f.passwordGrant(t, "owner@example.com", pw, mb); status != 200 {
+			t.Fatalf("after the window: %d", status)
+		}
+		// A right password gives its attempt back: successes never fill the count.
+		for range auth.ClientAttemptLimit + 1 {
+			if status, _ := f.passwordGrant(t, "owner@example.com", pw, mb); status != 200 {
+				t.Fatalf("repeated successful grants: %d", status)
+			}
 		}
 	})
 }
 
-// Failures from one address lock that address, whichever e-mails they name.
-func TestPasswordGrantThrottlesAnAddress(t *testing.T) {
+// Issue 14, point 3: thirty guesses racing with one client get at most the limit's worth of password
+// checks; the rest are refused unchecked. The count is reserved before the check, so the race
+// cannot outrun it.
+func TestPasswordGrantCountsBeforeChecking(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		m := f.newMerchantWithPassword(t, "racer@example.com", "a long passphrase")
+		mb := basic(m.ClientID, m.ClientSecret)
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		var wg sync.WaitGroup
+		for range 30 {
+			wg.Go(func() {
+				resp, _ := f.post(t, "", "application/x-www-form-urlencoded",
+					strings.NewReader(url.Values{"grant_type": {"password"}, "username": {"racer@example.com"}, "password": {"wrong wrong wrong"}}.Encode()), mb)
+				mu.Lock()
+				statuses[resp.StatusCode]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if statuses[400] < 1 || statuses[400] > auth.ClientAttemptLimit || statuses[400]+statuses[429] != 30 {
+			t.Fatalf("30 racing guesses: %v; want at most %d checked (400), the rest 429", statuses, auth.ClientAttemptLimit)
+		}
+	})
+}
+
+// Issue 14, point 9: the password grant refuses its credentials in the query string, where they
+// would be logged; the grants whose query-string form the contract requires keep it.
+func TestPasswordGrantRefusesCredentialsInTheURL(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, storetest.SQLite(t))
 	const pw = "a long passphrase"
 	m := f.newMerchantWithPassword(t, "owner@example.com", pw)
 	mb := basic(m.ClientID, m.ClientSecret)
-	for i := range auth.AddressFailureLimit {
-		user := "user" + string(rune('a'+i)) + "@example.com"
-		if status, _ := f.token(t, url.Values{"grant_type": {"password"}, "username": {user}, "password": {"wrong wrong wrong"}}, mb); status != 400 {
-			t.Fatalf("failure %d: %d", i+1, status)
+	form := func(v url.Values) io.Reader { return strings.NewReader(v.Encode()) }
+	for name, req := range map[string]struct {
+		query, body url.Values
+		header      http.Header
+	}{
+		"password in the query": {url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}, "password": {pw}}, nil, mb},
+		"client secret in the query": {url.Values{"client_id": {m.ClientID}, "client_secret": {m.ClientSecret}},
+			url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}, "password": {pw}}, nil},
+		"grant type in the body, password in the query": {url.Values{"password": {pw}},
+			url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}}, mb},
+	} {
+		resp, body := f.post(t, req.query.Encode(), "application/x-www-form-urlencoded", form(req.body), req.header)
+		if resp.StatusCode != 400 || body["error"] != "invalid_request" || !strings.Contains(body["error_description"].(string), "request body") {
+			t.Errorf("%s: %d %v", name, resp.StatusCode, body)
 		}
 	}
-	if status, _ := f.token(t, url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}, "password": {pw}}, mb); status != 429 {
-		t.Fatalf("the right password from a locked address: %d, want 429", status)
+	// In the body, with the client's parameters too, the same request succeeds; the username may
+	// stay in the query.
+	if resp, body := f.post(t, url.Values{"grant_type": {"password"}, "username": {"owner@example.com"}}.Encode(), "application/x-www-form-urlencoded",
+		form(url.Values{"password": {pw}, "client_id": {m.ClientID}, "client_secret": {m.ClientSecret}}), nil); resp.StatusCode != 200 {
+		t.Fatalf("password grant in the body: %d %v", resp.StatusCode, body)
 	}
+
+	// The query-string forms the contract requires: client credentials, the authorization code
+	// exchange, and the refresh grant with the client's parameters.
+	if status, body := f.token(t, url.Values{"grant_type": {"client_credentials"}, "client_id": {m.ClientID}, "client_secret": {m.ClientSecret}}, nil); status != 200 {
+		t.Fatalf("client credentials in the query: %d %v", status, body)
+	}
+	p := f.newPartner(t, 0)
+	code := f.approve(t, m.MerchantID, authorizeQuery(p))
+	status, tok := f.token(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {callback},
+		"client_id": {p.ClientID}, "client_secret": {p.ClientSecret}}, nil)
+	if status != 200 {
+		t.Fatalf("authorization code in the query: %d %v", status, tok)
+	}
+	if status, body := f.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok["refresh_token"].(string)},
+		"client_id": {p.ClientID}, "client_secret": {p.ClientSecret}}, nil); status != 200 {
+		t.Fatalf("refresh in the query: %d %v", status, body)
+	}
+}
+
+// passwordGrant asks for a token with the password grant, its parameters in the body.
+func (f *fixture) passwordGrant(t *testing.T, user, pw string, header http.Header) (int, map[string]any) {
+	t.Helper()
+	resp, body := f.post(t, "", "application/x-www-form-urlencoded",
+		strings.NewReader(url.Values{"grant_type": {"password"}, "username": {user}, "password": {pw}}.Encode()), header)
+	return resp.StatusCode, body
 }
 
 // DELETE /oauth/revoke_token and RFC 7009 POST /oauth/revoke; kassa merchant revoke-partner's

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -17,7 +16,7 @@ import (
 // so that the tokens can be refreshed and revoked together.
 //
 // RFC 6749 §4.3.2: the server "MUST protect the endpoint against brute force attacks (e.g., using
-// rate-limitation or generating alerts)": SignIn throttles per account and per client address.
+// rate-limitation or generating alerts)": attempts are throttled per client (signInClient).
 func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Values) (*tokenResponse, error) {
 	c, err := s.authenticateClient(ctx, r, p)
 	if err != nil {
@@ -39,9 +38,12 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 		}
 		scopes = asked
 	}
-	_, err = s.SignIn(ctx, username, pw, ClientAddr(r), c.merchantID)
+	_, err = s.signInClient(ctx, c, username, pw)
 	var throttled *ThrottledError
 	switch {
+	case errors.As(err, &throttled) && throttled.Busy:
+		return nil, &oauthError{status: http.StatusTooManyRequests, Code: "invalid_grant",
+			Description: "Too many sign-ins are being checked; try again in a moment.", retryAfter: throttled.Until.Sub(s.now())}
 	case errors.As(err, &throttled):
 		return nil, &oauthError{status: http.StatusTooManyRequests, Code: "invalid_grant",
 			Description: "Too many failed sign-ins; try again later.", retryAfter: throttled.Until.Sub(s.now())}
@@ -63,18 +65,7 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 	return resp, err
 }
 
-// ClientAddr is the address a request came from, for throttling: the peer's IP address. Kassa does
-// not read X-Forwarded-For, which any client can forge; behind a proxy, every client shares the
-// proxy's address limit.
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// retryAfterSeconds rounds a wait up to whole seconds, for the Retry-After header.
-func retryAfterSeconds(d time.Duration) int64 {
+// RetryAfterSeconds rounds a wait up to whole seconds, for the Retry-After header.
+func RetryAfterSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }

@@ -53,7 +53,7 @@ func (s *Service) RevokeHandler() http.Handler {
 
 func (s *Service) revoke(r *http.Request) error {
 	ctx := r.Context()
-	p, err := readParams(r)
+	p, _, err := readParams(r)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -29,7 +30,8 @@ type Config struct {
 	RevocationPoll time.Duration    // defaults to DefaultRevocationPoll
 	CodeTTL        time.Duration    // authorization code lifetime; defaults to DefaultCodeTTL, at most MaxCodeTTL
 	// Keyring seals the token keys at rest under the key-encryption key (required): whoever reads the
-	// database could otherwise forge tokens for every merchant.
+	// database could otherwise forge tokens for every merchant. It also keeps the MAC key of sign-in
+	// throttling.
 	Keyring *envelope.Keyring
 }
 
@@ -42,12 +44,16 @@ type Service struct {
 	codeTTL time.Duration
 	sealer  *sealer
 	revoked revocations
+	// gate bounds the password verifications of the sign-in page and the password grant together.
+	gate        *password.Gate
+	throttleKey []byte // the MAC key of sign-in throttling's subjects
 }
 
 // NewService loads the token keys (creating the first one in a new database) and the current
 // revocations.
 func NewService(ctx context.Context, cfg Config) (*Service, error) {
-	s := &Service{db: cfg.DB, log: cfg.Logger, now: cfg.Now, poll: cfg.RevocationPoll, codeTTL: cfg.CodeTTL}
+	s := &Service{db: cfg.DB, log: cfg.Logger, now: cfg.Now, poll: cfg.RevocationPoll, codeTTL: cfg.CodeTTL,
+		gate: password.NewGate(password.GateConfig{})}
 	if s.codeTTL <= 0 || s.codeTTL > MaxCodeTTL {
 		s.codeTTL = DefaultCodeTTL
 	}
@@ -72,6 +78,9 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if err := s.loadRevocations(ctx); err != nil {
 		return nil, fmt.Errorf("auth: load revocations: %w", err)
+	}
+	if s.throttleKey, err = cfg.Keyring.Secret(ctx, throttleSecret); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

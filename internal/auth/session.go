@@ -20,13 +20,41 @@ type Session struct {
 // SessionTTL is how long a sign-in to the authorization pages lasts.
 const SessionTTL = 30 * time.Minute
 
-var sessionAAD = []byte("kassa sign-in session")
+// DeviceTTL is how long a device cookie vouches for the browser that signed in with it (see
+// NewDeviceCookie).
+const DeviceTTL = 90 * 24 * time.Hour
+
+var (
+	sessionAAD = []byte("kassa sign-in session")
+	deviceAAD  = []byte("kassa device cookie")
+)
 
 const sessionLen = 1 + 16 + 5 + 8 // version | id | merchant | expiry
 
 // NewSession starts a session for the merchant and returns the cookie value that carries it.
 func (s *Service) NewSession(merchantID string) (string, Session) {
-	sess := Session{ID: newTokenID(), MerchantID: merchantID, ExpiresAt: s.now().Add(SessionTTL).Truncate(time.Second)}
+	return s.sealPass(sessionAAD, merchantID, SessionTTL)
+}
+
+// OpenSession opens a session cookie's value; false when it is not one of ours or has expired.
+func (s *Service) OpenSession(v string) (Session, bool) {
+	return s.openPass(sessionAAD, v)
+}
+
+// NewDeviceCookie returns the value of a device cookie for the browser that has just signed in as
+// the merchant, and its expiry. It is sealed like a session, under its own additional data, and
+// names the merchant and a random device id; a sign-in that presents it for the same merchant is
+// counted against that device alone (OWASP, "Slow Down Online Guessing Attacks with Device
+// Cookies").
+func (s *Service) NewDeviceCookie(merchantID string) (string, time.Time) {
+	v, d := s.sealPass(deviceAAD, merchantID, DeviceTTL)
+	return v, d.ExpiresAt
+}
+
+// sealPass seals a random id, the merchant and an expiry ttl from now under aad: a session, or a
+// device cookie.
+func (s *Service) sealPass(aad []byte, merchantID string, ttl time.Duration) (string, Session) {
+	sess := Session{ID: newTokenID(), MerchantID: merchantID, ExpiresAt: s.now().Add(ttl).Truncate(time.Second)}
 	p := make([]byte, 0, sessionLen)
 	p = append(p, claimsFormat)
 	p = append(p, sess.ID[:]...)
@@ -35,12 +63,12 @@ func (s *Service) NewSession(merchantID string) (string, Session) {
 	p = append(p, m[:]...)
 	p = binary.BigEndian.AppendUint64(p, uint64(sess.ExpiresAt.Unix()))
 	sealed := []byte{s.sealer.current}
-	sealed = s.sealer.keys[s.sealer.current].Seal(sealed, nil, p, sessionAAD)
+	sealed = s.sealer.keys[s.sealer.current].Seal(sealed, nil, p, aad)
 	return base64.RawURLEncoding.EncodeToString(sealed), sess
 }
 
-// OpenSession opens a session cookie's value; false when it is not one of ours or has expired.
-func (s *Service) OpenSession(v string) (Session, bool) {
+// openPass opens what sealPass sealed under aad; false when v is not one of ours or has expired.
+func (s *Service) openPass(aad []byte, v string) (Session, bool) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(v)
 	if err != nil || len(raw) < 2 {
 		return Session{}, false
@@ -49,7 +77,7 @@ func (s *Service) OpenSession(v string) (Session, bool) {
 	if !ok {
 		return Session{}, false
 	}
-	p, err := aead.Open(nil, nil, raw[1:], sessionAAD)
+	p, err := aead.Open(nil, nil, raw[1:], aad)
 	if err != nil || len(p) != sessionLen || p[0] != claimsFormat {
 		return Session{}, false
 	}

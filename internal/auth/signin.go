@@ -3,105 +3,131 @@ package auth
 import (
 	"context"
 	"errors"
-	"fmt"
+	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Sign-in throttling, for the password grant and the sign-in page alike: "5 failures lock that
-// account for 15 minutes" (issue 8); a client address is locked after more failures, since many
-// people may share one address. Failures count within a window that starts at the first of them.
-const (
-	AccountFailureLimit = 5
-	AddressFailureLimit = 20
-	FailureWindow       = 15 * time.Minute
-	Lockout             = 15 * time.Minute
-)
-
 // ErrBadCredentials is the one answer to a wrong e-mail, a wrong password, or a merchant without a
 // dashboard password, so that a sign-in tells nobody which e-mails exist.
 var ErrBadCredentials = errors.New("auth: wrong e-mail or password")
 
-// ThrottledError is returned while the account or the client address is locked.
-type ThrottledError struct{ Until time.Time }
-
-func (e *ThrottledError) Error() string {
-	return fmt.Sprintf("auth: too many failed sign-ins; locked until %s", e.Until.UTC().Format(time.RFC3339))
+// Attempt is a sign-in on the sign-in page.
+type Attempt struct {
+	Email, Password string
+	// Addr is the client's address (httpapi.ClientAddr).
+	Addr netip.Addr
+	// Device is the value of the device cookie the browser sent (NewDeviceCookie), "" when none.
+	Device string
 }
 
-// SignIn checks a merchant's dashboard e-mail and password and returns the merchant id. addr is the
-// client's address. With onlyMerchant set, a correct password of any other merchant fails like a
-// wrong one (the password grant: a merchant's client signs in only its own merchant).
-//
-// Every attempt costs one argon2id verification, against a dummy hash when the e-mail is unknown.
-// While the account or the address is locked, the answer is a ThrottledError whatever the password.
-func (s *Service) SignIn(ctx context.Context, email, pw, addr, onlyMerchant string) (string, error) {
+// account is who an e-mail names: the merchant and its password hash, both "" when nobody can sign
+// in with it.
+type account struct{ id, hash string }
+
+// plan is how an attempt is counted and checked.
+type plan struct {
+	buckets []bucket
+	trusted bool   // the attempt waits in the gate's trusted queue (password.Gate)
+	place   []byte // the usual place a success on the sign-in page records
+}
+
+// SignIn checks a merchant's dashboard e-mail and password on the sign-in page and returns the
+// merchant id. The attempt is counted before the password is checked — against its device cookie
+// when the cookie is the account's, else against the merchant and address when the merchant signed
+// in from that address lately, else against the account and the address — and a full bucket is a
+// ThrottledError with nothing checked. Every attempt that is checked costs one argon2id verification,
+// against a dummy hash when the e-mail is unknown.
+func (s *Service) SignIn(ctx context.Context, a Attempt) (string, error) {
 	now := s.now()
-	subjects := []string{"account:" + strings.ToLower(strings.TrimSpace(email)), "addr:" + addr}
-	var lockedUntil int64
-	var id, hash string
+	addr := addrKey(a.Addr)
+	var acct account
+	var p plan
 	err := s.db.Read(ctx, func(q store.Querier) error {
-		if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(locked_until), 0) FROM sign_in_failures
-			WHERE subject IN ($1, $2) AND locked_until > $3`, subjects[0], subjects[1], now.UnixMilli()).Scan(&lockedUntil); err != nil {
+		var err error
+		if acct, err = lookupAccount(ctx, q, a.Email); err != nil {
 			return err
 		}
-		var err error
-		id, hash, err = merchant.PasswordHash(ctx, q, email)
-		if errors.Is(err, merchant.ErrNotFound) {
+		if acct.id == "" {
 			return nil
+		}
+		p.place = s.subjectKey("place", acct.id, addr)
+		if d, ok := s.openPass(deviceAAD, a.Device); ok && d.MerchantID == acct.id {
+			p.buckets, p.trusted = []bucket{{s.subjectKey("device", string(d.ID[:])), TrustedAttemptLimit}}, true
+			return nil
+		}
+		p.trusted, err = isUsualPlace(ctx, q, p.place, now)
+		if p.trusted {
+			p.buckets = []bucket{{p.place, TrustedAttemptLimit}}
 		}
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	if lockedUntil > 0 {
-		return "", &ThrottledError{Until: time.UnixMilli(lockedUntil)}
+	if !p.trusted {
+		// Always in this order, so that concurrent reservations take the rows' locks in one order.
+		p.buckets = []bucket{{s.subjectKey("account", strings.ToLower(strings.TrimSpace(a.Email))), AccountAttemptLimit},
+			{s.subjectKey("addr", addr), AddressAttemptLimit}}
 	}
-	check := hash
-	if check == "" {
-		check = password.Dummy()
-	}
-	ok, _ := password.Verify(check, pw)
-	if !ok || hash == "" || (onlyMerchant != "" && id != onlyMerchant) {
-		if err := s.recordFailure(ctx, subjects, now); err != nil {
-			return "", err
-		}
-		return "", ErrBadCredentials
-	}
-	err = s.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM sign_in_failures WHERE subject = $1`, subjects[0])
-		return err
-	})
-	return id, err
+	return s.check(ctx, acct, a.Password, p)
 }
 
-// recordFailure counts a failed sign-in against the account and the address, and locks either when
-// it reaches its limit.
-func (s *Service) recordFailure(ctx context.Context, subjects []string, now time.Time) error {
-	return s.db.Write(ctx, func(tx *store.Tx) error {
-		for i, subject := range subjects {
-			limit := map[int]int{0: AccountFailureLimit, 1: AddressFailureLimit}[i]
-			var failures int
-			err := tx.QueryRowContext(ctx, `INSERT INTO sign_in_failures (subject, failures, window_start) VALUES ($1, 1, $2)
-				ON CONFLICT (subject) DO UPDATE SET
-					failures = CASE WHEN sign_in_failures.window_start <= $3 THEN 1 ELSE sign_in_failures.failures + 1 END,
-					window_start = CASE WHEN sign_in_failures.window_start <= $3 THEN $2 ELSE sign_in_failures.window_start END
-				RETURNING failures`, subject, now.UnixMilli(), now.Add(-FailureWindow).UnixMilli()).Scan(&failures)
-			if err != nil {
-				return err
-			}
-			if failures >= limit {
-				if _, err := tx.ExecContext(ctx, `UPDATE sign_in_failures SET failures = 0, window_start = $2, locked_until = $3
-					WHERE subject = $1`, subject, now.UnixMilli(), now.Add(Lockout).UnixMilli()); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+// signInClient checks the e-mail and password of a password grant made with client c, which signs in
+// only its own merchant: a correct password of another merchant fails as a wrong one. The attempt is
+// counted against the client alone, so that failures on the sign-in page never stop the merchant's
+// own integration.
+func (s *Service) signInClient(ctx context.Context, c client, email, pw string) (string, error) {
+	var acct account
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		acct, err = lookupAccount(ctx, q, email)
+		return err
 	})
+	if err != nil {
+		return "", err
+	}
+	if acct.id != c.merchantID {
+		acct = account{}
+	}
+	return s.check(ctx, acct, pw, plan{buckets: []bucket{{s.subjectKey("client", c.idString()), ClientAttemptLimit}}, trusted: true})
+}
+
+// lookupAccount reads who signs in with email.
+func lookupAccount(ctx context.Context, q store.Querier, email string) (account, error) {
+	id, hash, err := merchant.PasswordHash(ctx, q, email)
+	switch {
+	case errors.Is(err, merchant.ErrNotFound), err == nil && hash == "":
+		return account{}, nil
+	case err != nil:
+		return account{}, err
+	}
+	return account{id: id, hash: hash}, nil
+}
+
+// check reserves the attempt in p's buckets, then verifies pw within the process's bound on password
+// hashing. An attempt whose password was right, or was not checked, is given back.
+func (s *Service) check(ctx context.Context, acct account, pw string, p plan) (string, error) {
+	now := s.now()
+	res, err := s.reserve(ctx, p.buckets, now)
+	if err != nil {
+		return "", err
+	}
+	ok, err := s.gate.Verify(ctx, acct.hash, pw, p.trusted)
+	if err != nil {
+		if rerr := s.release(ctx, res, nil, now); rerr != nil {
+			return "", rerr
+		}
+		if errors.Is(err, password.ErrBusy) {
+			return "", &ThrottledError{Until: s.now().Add(BusyRetry), Busy: true}
+		}
+		return "", err
+	}
+	if !ok || acct.id == "" {
+		return "", ErrBadCredentials
+	}
+	return acct.id, s.release(ctx, res, p.place, now)
 }

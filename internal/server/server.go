@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,9 @@ type Config struct {
 	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
 	// operations on payment intents are settled (default 1 minute).
 	SweepInterval time.Duration
+	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.ClientAddrs);
+	// default none.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is a configured Kassa server.
@@ -169,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
 	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
-	s.handler = httpapi.Middleware(cfg.Logger, r)
+	s.handler = httpapi.Middleware(cfg.Logger, httpapi.ClientAddrs(cfg.TrustedProxies, r))
 	return s, nil
 }
 
@@ -274,6 +278,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	}
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge used card tokens", s.cardenc.Purge) })
+	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge sign-in counts", s.auth.PurgeSignIns) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
 
 	errc := make(chan error, 1)

@@ -7,7 +7,9 @@
 // The pages are rendered on the server and work without JavaScript. Every response carries a strict
 // Content-Security-Policy (no script at all, frame-ancestors 'none'); the forms are protected from
 // cross-site posting twice over, by http.CrossOriginProtection and by a token bound to the session;
-// the session cookie is HttpOnly, SameSite=Lax, and Secure when Kassa is served over https.
+// the session cookie is HttpOnly, SameSite=Lax, and Secure when Kassa is served over https. A
+// successful sign-in also leaves a device cookie (HttpOnly, SameSite=Strict), with which the next
+// sign-in from that browser is counted apart from strangers' attempts (auth.SignIn).
 package signin
 
 import (
@@ -38,10 +40,12 @@ var pages = map[string]*template.Template{
 	"error":   template.Must(template.ParseFS(files, "page.html", "error.html")),
 }
 
-// cookieName is the session cookie's name; its path keeps it to the authorization pages.
+// cookieName is the session cookie's name, deviceCookie the device cookie's (auth.NewDeviceCookie);
+// their path keeps them to the authorization pages.
 const (
-	cookieName = "kassa_signin"
-	cookiePath = "/oauth/authorize"
+	cookieName   = "kassa_signin"
+	deviceCookie = "kassa_device"
+	cookiePath   = "/oauth/authorize"
 )
 
 // Config configures a Handler.
@@ -164,11 +168,20 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := view{Title: "Sign in", Request: rawReq, Partner: req.Partner, Email: email}
-	merchantID, err := h.auth.SignIn(r.Context(), email, r.PostFormValue("password"), auth.ClientAddr(r), "")
+	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: httpapi.ClientAddr(r)}
+	if c, err := r.Cookie(deviceCookie); err == nil {
+		attempt.Device = c.Value
+	}
+	merchantID, err := h.auth.SignIn(r.Context(), attempt)
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
-		v.Error = "Too many failed sign-ins. Try again in " + minutes(throttled.Until.Sub(h.now())) + "."
+		wait := throttled.Until.Sub(h.now())
+		v.Error = "Too many failed sign-ins. Try again in " + minutes(wait) + "."
+		if throttled.Busy {
+			v.Error = "Kassa is busy checking other sign-ins. Try again in a moment."
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(auth.RetryAfterSeconds(wait), 10))
 		h.render(w, r, http.StatusTooManyRequests, "signin", v)
 		return
 	case errors.Is(err, auth.ErrBadCredentials):
@@ -182,6 +195,11 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	value, sess := h.auth.NewSession(merchantID)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: cookiePath, Expires: sess.ExpiresAt, HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode})
+	// The device cookie is sent only with this site's own forms (SameSite=Strict): it serves nothing
+	// but the next sign-in from this browser.
+	device, expires := h.auth.NewDeviceCookie(merchantID)
+	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: device, Path: cookiePath, Expires: expires, HttpOnly: true,
+		Secure: h.secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/oauth/authorize?"+rawReq, http.StatusSeeOther)
 }
 

@@ -34,7 +34,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, db *store.DB, callback string) *fixture {
 	t.Helper()
-	f := &fixture{srv: servertest.Start(t, db, server.Config{}), callback: callback}
+	return newFixtureWith(t, db, callback, server.Config{})
+}
+
+// newFixtureWith is newFixture with a server configured by cfg.
+func newFixtureWith(t *testing.T, db *store.DB, callback string, cfg server.Config) *fixture {
+	t.Helper()
+	f := &fixture{srv: servertest.Start(t, db, cfg), callback: callback}
 	f.partner = f.newPartner(t, callback)
 	f.merchant = f.newMerchant(t, "owner@example.com")
 	return f

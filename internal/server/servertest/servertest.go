@@ -124,6 +124,21 @@ func (s *Server) NewMerchant(t testing.TB) *Merchant {
 	return m
 }
 
+// NewClient creates another client-credential pair of the merchant.
+func (s *Server) NewClient(t testing.TB, merchantID string) auth.Credentials {
+	t.Helper()
+	var c auth.Credentials
+	err := s.DB.Write(context.Background(), func(tx *store.Tx) error {
+		var err error
+		c, err = auth.CreateClient(context.Background(), tx, merchantID, auth.DefaultValidity, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // NewToken gets the merchant a fresh token, as a client does when its token has expired.
 func (m *Merchant) NewToken(t testing.TB) {
 	t.Helper()
