@@ -29,15 +29,14 @@ type Claims struct {
 // ClientIDString is the client id as the API shows it: 32 hex characters.
 func (c Claims) ClientIDString() string { return hex.EncodeToString(c.ClientID[:]) }
 
-// Principal is who a request with the token acts as (httpapi.Principal): the merchant's account, and
-// the grant the token descends from, or its client for a client-credentials token. A partner's tokens
-// for two merchants, and a merchant's client-credentials and password-grant tokens, are thus apart.
+// Principal is who a request with the token acts as (httpapi.Principal): the merchant's account and
+// the client the token was issued to. The client, not the grant, names the credential: every grant of
+// a client is held by the one party that holds the client's secret, and a new grant (a password grant
+// signs in anew, a partner may be approved again) must not make a retry of an earlier request a new
+// request, which for money would be a second charge. A partner's client acting for two merchants is
+// two principals, by their accounts.
 func (c Claims) Principal() httpapi.Principal {
-	cred := "client:" + c.ClientIDString()
-	if c.GrantID != ([16]byte{}) {
-		cred = "grant:" + hex.EncodeToString(c.GrantID[:])
-	}
-	return httpapi.Principal{Account: "acct_" + c.MerchantID, Credential: cred}
+	return httpapi.Principal{Account: "acct_" + c.MerchantID, Credential: "client:" + c.ClientIDString()}
 }
 
 // An access token is "kat_" followed by the unpadded base64url encoding of

@@ -90,13 +90,14 @@ func TestPrincipal(t *testing.T) {
 	t.Parallel()
 	c := testClaims()
 	c.ClientID = [16]byte{0xab}
-	p := c.Principal()
-	if p.Account != "acct_0a1b2c3d4e" || p.Credential != "client:ab000000000000000000000000000000" {
+	want := "client:ab000000000000000000000000000000"
+	if p := c.Principal(); p.Account != "acct_0a1b2c3d4e" || p.Credential != want {
 		t.Fatalf("client-credentials token: principal %+v", p)
 	}
+	// A token of a grant (a partner's approval, a password sign-in) is its client's: another grant of
+	// the same client must find the same idempotency records.
 	c.GrantID = [16]byte{0xcd}
-	p = c.Principal()
-	if p.Account != "acct_0a1b2c3d4e" || p.Credential != "grant:cd000000000000000000000000000000" {
+	if p := c.Principal(); p.Account != "acct_0a1b2c3d4e" || p.Credential != want {
 		t.Fatalf("token of a grant: principal %+v", p)
 	}
 }

@@ -9,9 +9,8 @@ import "context"
 type Principal struct {
 	// Account is the account the request acts for, "acct_" + a merchant or partner id.
 	Account string
-	// Credential names the credential: "client:<client id>" for a client-credentials token,
-	// "grant:<grant id>" for a token of a partner's approval or of a password sign-in, "key:<key id>"
-	// for a v1 API key.
+	// Credential names the credential: "client:<client id>" for a bearer token (the client it was
+	// issued to, whatever the grant), "key:<key id>" for a v1 API key.
 	Credential string
 }
 

@@ -97,7 +97,7 @@ type keyCtx struct{}
 // ("<credential>/<key>"), or "" for a request without one. The ledger binds this to the transaction
 // the request created, so that two credentials of one merchant never find each other's transaction.
 // It contains no space, so it never equals a ledger key that checkout derives (those have spaces), and
-// it begins with the credential's kind ("client:", "grant:", "key:"), so it never equals one that
+// it begins with the credential's kind ("client:", "key:"), so it never equals one that
 // billing derives ("sub-…").
 func Key(ctx context.Context) string {
 	k, _ := ctx.Value(keyCtx{}).(string)

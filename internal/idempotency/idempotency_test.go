@@ -127,7 +127,7 @@ func TestRecordsArePerPrincipal(t *testing.T) {
 		for i, tc := range []struct{ principal, key string }{
 			{"acct_m1 key:k1", "key:k1/order-1"},
 			{"acct_m1 key:k2", "key:k2/order-1"},       // another key of the account
-			{"acct_m1 grant:g1", "grant:g1/order-1"},   // a bearer token's grant
+			{"acct_m2 client:c1", "client:c1/order-1"}, // a partner's client acting for another account
 			{"acct_m2 key:k1", "key:k1/order-1"},       // the same (partner's) key acting for another account
 			{"acct_m1 client:c1", "client:c1/order-1"}, // a client-credentials token
 		} {

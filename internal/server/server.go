@@ -179,7 +179,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // gateway wraps a handler of the transaction, customer and plan services: a bearer token with the
 // ecom scope, a path and query a database can take as sent, then idempotency of POSTs per principal
-// (merchant and client or grant).
+// (merchant and client).
 func (s *Server) gateway(h http.Handler) http.Handler {
 	return s.auth.Require(auth.ScopeEcom, httpapi.StorableRequest(s.idem.Middleware(h)))
 }

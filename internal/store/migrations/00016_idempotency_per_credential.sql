@@ -8,7 +8,7 @@
 -- the transaction it created (below).
 DROP TABLE idempotency_keys;
 CREATE TABLE idempotency_keys (
-    scope        TEXT NOT NULL,                      -- the principal: "acct_… client:…", "acct_… grant:…", "acct_… key:…"
+    scope        TEXT NOT NULL,                      -- the principal: "acct_… client:…" (a bearer token's client), "acct_… key:…"
     idem_key     TEXT NOT NULL,
     request_mac  BLOB NOT NULL,                      -- HMAC-SHA256 of the request under a sealed server secret
     status       INTEGER,                            -- the response's status; NULL while the first request runs
