@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -129,6 +130,9 @@ func lookupClient(ctx context.Context, q store.Querier, id string) (client, erro
 	var validity int64
 	var revoked sql.NullInt64
 	var merchantID, partnerID sql.NullString
+	if !httpapi.Storable(id) {
+		return c, ErrUnknownClient // no client is so named, and PostgreSQL would refuse to look
+	}
 	err := q.QueryRowContext(ctx, `SELECT secret_hash, merchant_id, partner_id, scopes, token_validity_seconds, revoked_at
 		FROM oauth_clients WHERE client_id = $1`, id).Scan(&c.secretHash, &merchantID, &partnerID, &scopes, &validity, &revoked)
 	c.merchantID, c.partnerID = merchantID.String, partnerID.String

@@ -85,6 +85,11 @@ func readParams(r *http.Request) (params, query url.Values, err error) {
 	for _, src := range []url.Values{query, body} {
 		for k, vs := range src {
 			for _, v := range vs {
+				if !httpapi.Storable(k) || !httpapi.Storable(v) {
+					// Nothing of Kassa's is named so, and a client id or an e-mail so spelled would reach a
+					// database that cannot hold it (PostgreSQL refuses a NUL).
+					return nil, nil, invalidRequest("A parameter is not text in UTF-8 without NUL characters.")
+				}
 				if v == "" {
 					continue
 				}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
@@ -98,6 +99,9 @@ func (s *Service) signInClient(ctx context.Context, c client, email, pw string) 
 
 // lookupAccount reads who signs in with email.
 func lookupAccount(ctx context.Context, q store.Querier, email string) (account, error) {
+	if !httpapi.Storable(email) {
+		return account{}, nil // no one signs in so, and PostgreSQL would refuse to look: an unknown e-mail
+	}
 	id, hash, err := merchant.PasswordHash(ctx, q, email)
 	switch {
 	case errors.Is(err, merchant.ErrNotFound), err == nil && hash == "":

@@ -83,20 +83,22 @@ func UnstorableText(name string) error {
 // path is named "path".
 func StorableRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !storableString(r.URL.Path) {
+		if !Storable(r.URL.Path) {
 			WriteError(w, r, UnstorableText("path"))
 			return
 		}
-		q := r.URL.Query()
-		for _, k := range slices.Sorted(maps.Keys(q)) {
-			if !storableString(k) {
-				WriteError(w, r, fault.BadRequest("invalid_request", "The query string has a parameter name that is not text in UTF-8 without NUL characters."))
-				return
-			}
-			for _, v := range q[k] {
-				if !storableString(v) {
-					WriteError(w, r, UnstorableText(k))
+		if r.URL.RawQuery != "" { // most API requests have none: nothing to parse
+			q := r.URL.Query()
+			for _, k := range slices.Sorted(maps.Keys(q)) {
+				if !Storable(k) {
+					WriteError(w, r, fault.BadRequest("invalid_request", "The query string has a parameter name that is not text in UTF-8 without NUL characters."))
 					return
+				}
+				for _, v := range q[k] {
+					if !Storable(v) {
+						WriteError(w, r, UnstorableText(k))
+						return
+					}
 				}
 			}
 		}
@@ -104,5 +106,6 @@ func StorableRequest(next http.Handler) http.Handler {
 	})
 }
 
-// storableString reports whether s is valid UTF-8 without NUL.
-func storableString(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+// Storable reports whether s is text that both databases keep, and compare, as sent: valid UTF-8
+// without NUL.
+func Storable(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }

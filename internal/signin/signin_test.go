@@ -151,6 +151,15 @@ func TestAuthorizationPages(t *testing.T) {
 			!strings.Contains(wrong.body, "The e-mail or password is wrong.") || len(c.Jar.Cookies(mustURL(f.srv.URL+"/oauth/authorize"))) != 0 {
 			t.Fatalf("wrong password: %d %s", wrong.status, wrong.body)
 		}
+		// An e-mail that no database could hold (PostgreSQL refuses a NUL) is a wrong e-mail, not a 500,
+		// and an authorization request naming such a client is an unknown application.
+		if p := do(t, c, "POST", f.srv.URL+"/oauth/authorize/sign-in", url.Values{"request": {request}, "email": {"owner\x00@example.com"},
+			"password": {password}}); p.status != 401 || !strings.Contains(p.body, "The e-mail or password is wrong.") {
+			t.Fatalf("NUL in the e-mail: %d %s", p.status, p.body)
+		}
+		if p := do(t, c, "GET", f.srv.URL+"/oauth/authorize?response_type=code&client_id=%00", nil); p.status != 400 {
+			t.Fatalf("NUL in the client id: %d %s", p.status, p.body)
+		}
 		// A post from another site is refused before the password is looked at.
 		if p := do(t, c, "POST", f.srv.URL+"/oauth/authorize/sign-in", url.Values{"request": {request}, "email": {"owner@example.com"},
 			"password": {password}}, "Sec-Fetch-Site", "cross-site"); p.status != 403 {
