@@ -9,6 +9,7 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // The headers of the v1 API (hosted-payment-page-api.md, "Authentication"): "Header payments-api-key
@@ -36,12 +37,15 @@ func (c Caller) Who(requestID string) (Who, error) {
 			"%s is a partner's account, which holds no payments: send in %s a merchant account that has authorized this partner.",
 			c.Account, HeaderAccount)
 	}
-	return Who{Merchant: *c.Merchant, ClientID: c.Key.ID, RequestID: requestID}, nil
+	return Who{Merchant: *c.Merchant, ClientID: c.Key.ID, RequestID: requestID, Principal: c.Principal()}, nil
 }
 
 // Principal is who the request acts as (httpapi.Principal): the account it acts for, and the key.
-func (c Caller) Principal() httpapi.Principal {
-	return httpapi.Principal{Account: c.Account, Credential: "key:" + c.Key.ID}
+func (c Caller) Principal() httpapi.Principal { return KeyPrincipal(c.Account, c.Key.ID) }
+
+// KeyPrincipal is the principal of the API key keyID acting for account ("acct_…").
+func KeyPrincipal(account, keyID string) httpapi.Principal {
+	return httpapi.Principal{Account: account, Credential: "key:" + keyID}
 }
 
 type callerKey struct{}
@@ -53,7 +57,8 @@ func CallerFrom(ctx context.Context) Caller {
 }
 
 // Protect authenticates a v1 request and authorizes it for need, then runs h with the Caller in the
-// context, POSTs through the idempotency layer:
+// context, behind the request rate of its principal (velocity.Limiter.Requests) and, for POSTs, the
+// idempotency layer:
 //
 //   - no payments-api-key, or one that is not a live key: 401;
 //   - a key without the permission the endpoint needs: 403 naming it;
@@ -61,7 +66,7 @@ func CallerFrom(ctx context.Context) Caller {
 //   - an account the key may not act for: 403. "A key may act for its own account, and a partner's key
 //     for a merchant account that has authorized that partner" (wire-contract.md, "Hosted payment page").
 func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
-	idem := s.idem.Middleware(idempotencyScope, h)
+	idem := s.velocity.Requests(callerLimits, s.idem.Middleware(idempotencyScope, h))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		secret := r.Header.Get(HeaderAPIKey)
@@ -91,6 +96,15 @@ func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
 		ctx = httpapi.WithPrincipal(context.WithValue(ctx, callerKey{}, caller), caller.Principal())
 		idem.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// callerLimits are the velocity limits of the merchant a request acts for; a partner acting for its
+// own account, which has no merchant, has the defaults.
+func callerLimits(r *http.Request) velocity.Limits {
+	if m := CallerFrom(r.Context()).Merchant; m != nil {
+		return m.Velocity
+	}
+	return velocity.Limits{}
 }
 
 // idempotencyScope keeps Idempotency-Keys of the v1 API apart from the gateway API's, and the keys of

@@ -13,6 +13,7 @@ import (
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // Every money operation on an intent runs in three steps, as the ledger's own do:
@@ -57,7 +58,14 @@ type ConfirmParams struct {
 // decline is not an error but an intent back in requires_payment_method with last_payment_error; an
 // interactive confirmation of a card that requires a 3-D Secure challenge is an intent in
 // requires_action.
+//
+// "Failed confirmations per payment intent" are limited (issue 14, point 6): an intent whose
+// confirmations have been declined its quota of times within the hour is refused (429) before it is
+// claimed, from memory.
 func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmParams) (Intent, error) {
+	if err := s.velocity.Check(who.Merchant.Velocity, velocity.IntentFailures(who.Merchant.ID, id)); err != nil {
+		return Intent{}, err
+	}
 	var pm vault.Method
 	in, err := s.claim(ctx, who, id, opConfirm, func(tx *store.Tx, in *Intent) (bool, error) {
 		if in.Status != StatusRequiresPaymentMethod && in.Status != StatusRequiresConfirmation {
@@ -123,7 +131,15 @@ func (s *Service) charge(ctx context.Context, who Who, in Intent, pm vault.Metho
 	if err != nil {
 		return s.afterFailure(ctx, who, in, err)
 	}
-	return s.settle(ctx, in, t, who.ClientID)
+	out, err := s.settle(ctx, in, t, who.ClientID)
+	if t.CardDeclined() {
+		// Counted even when the client has gone, as the ledger counts the card's decline.
+		if err := s.velocity.Record(context.WithoutCancel(ctx), who.Merchant.Velocity, velocity.IntentFailures(in.MerchantID, in.IntentID)); err != nil {
+			s.log.ErrorContext(ctx, "count a failed confirmation against the velocity limits", "intent", in.IntentID, "err", err)
+		}
+	}
+	out.Limit = t.Limit
+	return out, err
 }
 
 // Capture collects amount (nil: all of amount_capturable) of who's intent in requires_capture.
@@ -415,6 +431,8 @@ func declineError(t payment.Transaction) *PaymentError {
 		e.Code = "charge_expired_for_capture"
 	case processor.CodeAuthenticationRequired, processor.CodeAuthenticationFailed:
 		e.Code = t.DeclineCode // 3-D Secure: the card was not authenticated, or failed its challenge
+	case velocity.DeclineCode:
+		e.Code = t.DeclineCode // the card's velocity limit declined it; the processor never saw it
 	}
 	return e
 }

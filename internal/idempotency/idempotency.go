@@ -118,8 +118,10 @@ func (s *Store) Middleware(scope func(*http.Request) string, next http.Handler) 
 		}
 		// The record outlives a client that went away: finish it on a context of its own.
 		ctx := context.WithoutCancel(r.Context())
-		if rec.status >= 500 {
-			err = s.release(ctx, merchant, key) // a failure on our side: let the client retry afresh
+		if rec.status >= 500 || rec.status == http.StatusTooManyRequests {
+			// A failure on our side, or a velocity limit's refusal (the request did not run): either
+			// way the client's retry with the same key must run afresh, not replay the refusal.
+			err = s.release(ctx, merchant, key)
 		} else {
 			err = s.complete(ctx, merchant, key, rec.status, rec.body.Bytes())
 		}

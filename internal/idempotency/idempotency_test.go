@@ -21,7 +21,8 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
-// server answers with the body it was sent and a counter; status 503 when the body says "fail".
+// server answers with the body it was sent and a counter; status 503 when the body says "fail", 429
+// when it says "limited".
 func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
 	s := idempotency.New(idempotency.Config{DB: db, Now: c.Now, Lock: time.Minute})
 	var runs atomic.Int64
@@ -33,8 +34,11 @@ func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *ide
 			if string(b) == "hang" && n%2 == 1 {
 				<-unstick // the first of each pair answers only when the test ends
 			}
-			if string(b) == "fail" {
+			switch string(b) {
+			case "fail":
 				w.WriteHeader(503)
+			case "limited":
+				w.WriteHeader(429)
 			}
 			if idempotency.Key(r.Context()) == "" {
 				t.Error("the handler does not see the key")
@@ -85,6 +89,11 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 		send(t, srv.URL, "m1", "f", "fail")
 		if code, _, replayed := send(t, srv.URL, "m1", "f", "fail"); code != 503 || replayed != "" || runs.Load() != 5 {
 			t.Fatalf("retry after 503: %d %q runs %d", code, replayed, runs.Load())
+		}
+		// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
+		send(t, srv.URL, "m1", "l", "limited")
+		if code, _, replayed := send(t, srv.URL, "m1", "l", "limited"); code != 429 || replayed != "" || runs.Load() != 7 {
+			t.Fatalf("retry after 429: %d %q runs %d", code, replayed, runs.Load())
 		}
 	})
 }

@@ -121,6 +121,23 @@ func (s *Server) NewMerchant(t testing.TB) *Merchant {
 	return m
 }
 
+// NewClient returns the merchant with another client-credential pair of its own and its token: a
+// second credential of the same merchant.
+func (m *Merchant) NewClient(t testing.TB) *Merchant {
+	t.Helper()
+	other := &Merchant{ID: m.ID, server: m.server}
+	err := m.server.DB.Write(context.Background(), func(tx *store.Tx) error {
+		var err error
+		other.Creds, err = auth.CreateClient(context.Background(), tx, m.ID, auth.DefaultValidity, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.NewToken(t)
+	return other
+}
+
 // NewToken gets the merchant a fresh token, as a client does when its token has expired.
 func (m *Merchant) NewToken(t testing.TB) {
 	t.Helper()
