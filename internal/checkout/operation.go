@@ -58,12 +58,9 @@ type ConfirmParams struct {
 // decline is not an error but an intent back in requires_payment_method with last_payment_error; an
 // interactive confirmation of a card that requires a 3-D Secure challenge is an intent in
 // requires_action.
-//
-// "Failed confirmations per payment intent" are limited (issue 14, point 6): an intent whose
-// confirmations have been declined its quota of times within the hour is refused (429) before it is
-// claimed, from memory.
+// A confirmation that a velocity limit refuses (Throttled) is a 429 before the intent is claimed.
 func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmParams) (Intent, error) {
-	if err := s.velocity.Check(who.Merchant.Velocity, velocity.IntentFailures(who.Merchant.ID, id)); err != nil {
+	if err := s.Throttled(who, id); err != nil {
 		return Intent{}, err
 	}
 	var pm vault.Method
@@ -95,6 +92,14 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 		return Intent{}, err
 	}
 	return s.charge(ctx, who, in, pm, p, processor.AuthenticationNone)
+}
+
+// Throttled returns the 429 of a confirmation of who's intent id that a velocity limit refuses now,
+// reading only memory: "failed confirmations per payment intent" (issue 14, point 6) — the intent's
+// confirmations have been declined its quota of times within the hour — or the declines of who's
+// credential, which the ledger would refuse anyway, after a claim to undo.
+func (s *Service) Throttled(who Who, id string) error {
+	return s.velocity.Check(who.Merchant.Velocity, velocity.IntentFailures(who.Merchant.ID, id), velocity.CredentialDeclines(who.Principal))
 }
 
 // charge is the ledger step of a claimed confirmation (or challenge completion) and its settling: a

@@ -270,6 +270,9 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 			return checkout.Intent{}, fault.New(http.StatusTooManyRequests, "too_many_attempts",
 				"This payment page has had %d tries; start the checkout again.", MaxAttempts)
 		}
+		if err := s.checkout.Throttled(who, ss.IntentID); err != nil {
+			return checkout.Intent{}, err // refused before the card is even stored
+		}
 		nm, err := vault.ParseMethodRequest(body, s.now())
 		if err != nil {
 			return checkout.Intent{}, err

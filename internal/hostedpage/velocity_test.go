@@ -43,7 +43,7 @@ func TestSessionsPerKey(t *testing.T) {
 }
 
 // The page's declines count against the key that created its session, as the key's own do: cards
-// tested through a shop's page throttle the shop's key.
+// tested through a shop's page throttle the shop's page and the shop's key.
 func TestPageDeclinesCountAgainstTheKey(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db)
@@ -54,6 +54,10 @@ func TestPageDeclinesCountAgainstTheKey(t *testing.T) {
 			if r := s.srv.Do(t, "POST", path, card); r.Status != 200 || r.Str("outcome") != "failed" {
 				t.Fatalf("a declined try: %d %s", r.Status, r.Raw)
 			}
+		}
+		visa := map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Visa, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}
+		if r := s.srv.Do(t, "POST", path, visa); r.Status != 429 || r.Str("error") != "rate_limited" {
+			t.Fatalf("a third try on the page: %d %s", r.Status, r.Raw)
 		}
 		pm := s.do(t, "POST", "/v1/payment-methods", map[string]any{"type": "card",
 			"card": map[string]any{"number": cardtest.Visa, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}).Str("id")

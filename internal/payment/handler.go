@@ -70,8 +70,9 @@ func Who(ctx context.Context, merchants *merchant.Cache) (Actor, merchant.Mercha
 	if err != nil {
 		return Actor{}, merchant.Merchant{}, err
 	}
+	p, _ := httpapi.PrincipalFrom(ctx) // the token's (auth.Claims.Principal), put there by the bearer check
 	return Actor{MerchantID: m.ID, ClientID: c.ClientIDString(), RequestID: httpapi.RequestID(ctx), Profile: m.SimulatorProfile,
-		Principal: c.Principal(), Velocity: m.Velocity}, m, nil
+		Principal: p, Velocity: m.Velocity}, m, nil
 }
 
 // Respond answers a card operation with its transaction, approved or declined — "A decline is HTTP

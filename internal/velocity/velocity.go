@@ -18,6 +18,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"sync"
 	"time"
 
@@ -42,9 +43,9 @@ type Config struct {
 
 // Limiter keeps the velocity limits of one node.
 type Limiter struct {
-	db      *store.DB
-	cardKey []byte
-	now     func() time.Time
+	db           *store.DB
+	fingerprints sync.Pool // of HMAC-SHA256 under the card fingerprint key, reset for each use
+	now          func() time.Time
 
 	mu   sync.RWMutex
 	used map[string]usedUp // subjects that have used up their quota, until their window ends
@@ -66,8 +67,8 @@ func New(ctx context.Context, cfg Config) (*Limiter, error) {
 	if l.now == nil {
 		l.now = time.Now
 	}
-	var err error
-	l.cardKey, err = cfg.Keyring.Secret(ctx, "velocity-card-key")
+	key, err := cfg.Keyring.Secret(ctx, "velocity-card-key")
+	l.fingerprints.New = func() any { return hmac.New(sha256.New, key) }
 	return l, err
 }
 
@@ -84,9 +85,13 @@ type Subject struct {
 // anyone could recompute from one. Cards are counted per merchant: one merchant's declines must not
 // refuse a card at another (nor let one merchant block a card everywhere).
 func (l *Limiter) CardDeclines(merchantID string, pan card.Number) Subject {
-	m := hmac.New(sha256.New, l.cardKey)
+	m := l.fingerprints.Get().(hash.Hash)
+	m.Reset()
 	m.Write([]byte(pan.Digits()))
-	return Subject{cardDeclines, cardDeclines.name + " " + merchantID + " " + hex.EncodeToString(m.Sum(nil)[:16])}
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	l.fingerprints.Put(m)
+	return Subject{cardDeclines, cardDeclines.name + " " + merchantID + " " + hex.EncodeToString(sum[:16])}
 }
 
 // CredentialDeclines is the declines of the payments that p asks for; the zero Subject for no
