@@ -15,17 +15,6 @@ import (
 	"github.com/kassapay/kassa/internal/velocity"
 )
 
-// wantRateLimit fails t unless r carries the rate-limit headers of policy used up, with seconds left.
-func wantRateLimit(t *testing.T, r servertest.Response, policy, quota, window, seconds string) {
-	t.Helper()
-	h := r.Header
-	if h.Get("RateLimit-Policy") != `"`+policy+`";q=`+quota+`;w=`+window || h.Get("RateLimit") != `"`+policy+`";r=0;t=`+seconds ||
-		h.Get("Retry-After") != seconds {
-		t.Fatalf("rate-limit headers: policy %q, limit %q, retry-after %q; want %s q=%s w=%s, %s s to go",
-			h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("Retry-After"), policy, quota, window, seconds)
-	}
-}
-
 // confirm pays the intent id with a new payment method of the card number.
 func (a *account) confirm(t *testing.T, id, number string) servertest.Response {
 	t.Helper()
@@ -56,7 +45,7 @@ func TestIntentFailuresPerHour(t *testing.T) {
 		clk.Advance(10 * time.Minute)
 		r := a.confirm(t, id, cardtest.Visa)
 		wantError(t, r, 429, "rate_limited", "")
-		wantRateLimit(t, r, "intent-failures", "2", "3600", "3000")
+		r.WantRateLimit(t, "intent-failures", 2, 3600, 3000)
 		if got := a.ok(t, "GET", "/v1/payment-intents/"+id, nil); got.Str("status") != "requires_payment_method" || got.Body["payment_method"] != nil {
 			t.Fatalf("the refused confirmation changed the intent: %s", got.Raw)
 		}
@@ -88,7 +77,7 @@ func TestCardDeclinesOnConfirmation(t *testing.T) {
 			e["decline_code"] != "card_velocity_exceeded" {
 			t.Fatalf("past the card's declines: %d %s", r.Status, r.Raw)
 		}
-		wantRateLimit(t, r, "card-declines", "1", "3600", "3600")
+		r.WantRateLimit(t, "card-declines", 1, 3600, 3600)
 		if n := count(t, db, `SELECT COUNT(*) FROM transactions WHERE decline_code = 'card_velocity_exceeded' AND processor_ref IS NULL`); n != 1 {
 			t.Fatalf("%d ledger transactions declined without the processor; want 1", n)
 		}
@@ -106,7 +95,7 @@ func TestRequestRatePerKey(t *testing.T) {
 	a.ok(t, "POST", "/v1/payment-intents", map[string]any{"amount": 1000, "currency": "cad"})
 	r := a.do(t, "POST", "/v1/payment-intents", map[string]any{"amount": 1000, "currency": "cad"}, "Idempotency-Key", "order-7")
 	wantError(t, r, 429, "rate_limited", "")
-	wantRateLimit(t, r, "requests", "2", "1", "1")
+	r.WantRateLimit(t, "requests", 2, 1, 1)
 	wantError(t, srv.Do(t, "GET", "/v1/payment-intents", nil, checkout.HeaderAPIKey, "kk_wrong", checkout.HeaderAccount, a.id), 401, "invalid_api_key", "")
 	other := createKey(t, srv, a.id, checkout.PaymentIntentsRead)
 	if r := srv.Do(t, "GET", "/v1/payment-intents", nil, checkout.HeaderAPIKey, other.Key, checkout.HeaderAccount, a.id); r.Status != 200 {

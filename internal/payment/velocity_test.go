@@ -16,24 +16,13 @@ import (
 	"github.com/kassapay/kassa/internal/velocity"
 )
 
-// wantRateLimit fails t unless r carries the rate-limit headers of policy used up, with seconds left.
-func wantRateLimit(t *testing.T, r servertest.Response, policy, quota, window, seconds string) {
-	t.Helper()
-	h := r.Header
-	if h.Get("RateLimit-Policy") != `"`+policy+`";q=`+quota+`;w=`+window || h.Get("RateLimit") != `"`+policy+`";r=0;t=`+seconds ||
-		h.Get("Retry-After") != seconds {
-		t.Fatalf("rate-limit headers: policy %q, limit %q, retry-after %q; want %s q=%s w=%s, %s s to go",
-			h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("Retry-After"), policy, quota, window, seconds)
-	}
-}
-
-// wantRateLimited fails t unless r is a 429 rate_limited with the headers of policy (wantRateLimit).
-func wantRateLimited(t *testing.T, r servertest.Response, policy, quota, window, seconds string) {
+// wantRateLimited fails t unless r is a 429 rate_limited with the headers of policy.
+func wantRateLimited(t *testing.T, r servertest.Response, policy string, quota, window, seconds int) {
 	t.Helper()
 	if r.Status != 429 || r.Str("error") != "rate_limited" || r.Str("message") == "" {
 		t.Fatalf("want 429 rate_limited, got %d %s", r.Status, r.Raw)
 	}
-	wantRateLimit(t, r, policy, quota, window, seconds)
+	r.WantRateLimit(t, policy, quota, window, seconds)
 }
 
 // wantDecline fails t unless r is a declined transaction with the decline code.
@@ -60,7 +49,7 @@ func TestCardDeclinesPerHour(t *testing.T) {
 		f.clock.Advance(5 * time.Minute)
 		r := post(t, f.m, "sale", card(cardtest.Declined))
 		wantDecline(t, r, "card_velocity_exceeded")
-		wantRateLimit(t, r, "card-declines", "3", "3600", "2400")
+		r.WantRateLimit(t, "card-declines", 3, 3600, 2400)
 		if !strings.Contains(r.Str("transaction_message"), "declined 3 times within an hour") {
 			t.Errorf("transaction_message %q", r.Str("transaction_message"))
 		}
@@ -110,8 +99,8 @@ func TestCredentialDeclinesPer10Minutes(t *testing.T) {
 		calls := f.proc.calls.Load()
 		f.clock.Advance(time.Minute)
 		r := f.m.Do(t, "POST", "/transaction-service/sale", card(cardtest.Visa), "Idempotency-Key", "order-1")
-		wantRateLimited(t, r, "credential-declines", "3", "600", "540")
-		wantRateLimited(t, f.m.Do(t, "POST", "/transaction-service/authorize", card(cardtest.Visa)), "credential-declines", "3", "600", "540")
+		wantRateLimited(t, r, "credential-declines", 3, 600, 540)
+		wantRateLimited(t, f.m.Do(t, "POST", "/transaction-service/authorize", card(cardtest.Visa)), "credential-declines", 3, 600, 540)
 		if f.proc.calls.Load() != calls {
 			t.Fatal("a refused payment reached the processor")
 		}
@@ -140,8 +129,8 @@ func TestRequestRatePerCredential(t *testing.T) {
 			t.Fatalf("within the rate: %d %s", r.Status, r.Raw)
 		}
 	}
-	wantRateLimited(t, f.m.Do(t, "POST", "/transaction-service/sale", card(cardtest.Visa)), "requests", "3", "1", "1")
-	wantRateLimited(t, f.m.Do(t, "GET", "/customer-service/customer", nil), "requests", "3", "1", "1")
+	wantRateLimited(t, f.m.Do(t, "POST", "/transaction-service/sale", card(cardtest.Visa)), "requests", 3, 1, 1)
+	wantRateLimited(t, f.m.Do(t, "GET", "/customer-service/customer", nil), "requests", 3, 1, 1)
 	if f.proc.calls.Load() != 0 {
 		t.Fatal("a refused sale reached the processor")
 	}

@@ -73,31 +73,33 @@ func (l *Limits) fields() []field {
 		{"velocity_intent_failures", &l.IntentFailures}, {"velocity_sessions", &l.Sessions}, {"velocity_request_rate", &l.RequestRate}}
 }
 
-// A Policy is one windowed limit: its name in the rate-limit headers, its window, which of a
+// A policy is one limit: its name in the rate-limit headers, its window, which of a
 // merchant's Limits is its quota, and what a refusal says.
-type Policy struct {
+type policy struct {
 	name    string
 	window  time.Duration
 	quota   func(Limits) int
 	refusal string // formatted with the quota and the seconds until the window ends
 }
 
-// The windowed limits, from issue 14: "declines per card (keyed fingerprint) per hour, declines per
-// credential per 10 minutes, failed confirmations per payment intent, session creation per key".
+// The limits, from issue 14: "declines per card (keyed fingerprint) per hour, declines per credential
+// per 10 minutes, failed confirmations per payment intent, session creation per key, and a request
+// rate per credential (token bucket …)". The first four are windowed counts; the last a bucket whose
+// window is the second it refills in.
 var (
-	cardDeclines = &Policy{"card-declines", time.Hour, func(l Limits) int { return l.CardDeclines },
+	cardDeclines = &policy{"card-declines", time.Hour, func(l Limits) int { return l.CardDeclines },
 		"This card has been declined %d times within an hour; it is not sent to the processor for another %d seconds."}
-	credentialDeclines = &Policy{"credential-declines", 10 * time.Minute, func(l Limits) int { return l.CredentialDeclines },
+	credentialDeclines = &policy{"credential-declines", 10 * time.Minute, func(l Limits) int { return l.CredentialDeclines },
 		"Payments by this credential have been declined %d times within 10 minutes; sales and authorizations are refused for another %d seconds."}
-	intentFailures = &Policy{"intent-failures", time.Hour, func(l Limits) int { return l.IntentFailures },
+	intentFailures = &policy{"intent-failures", time.Hour, func(l Limits) int { return l.IntentFailures },
 		"This payment intent has failed %d confirmations within an hour; it cannot be confirmed for another %d seconds."}
-	sessions = &Policy{"sessions", time.Minute, func(l Limits) int { return l.Sessions },
+	sessions = &policy{"sessions", time.Minute, func(l Limits) int { return l.Sessions },
 		"This API key has created %d hosted-page sessions within a minute; retry in %d seconds."}
-	requests = &Policy{"requests", time.Second, func(l Limits) int { return l.RequestRate },
+	requests = &policy{"requests", time.Second, func(l Limits) int { return l.RequestRate },
 		"This credential sends more than %d requests a second; retry in %d seconds."}
 )
 
 // refuse is the 429 of rl, a limit of p that is used up.
-func (p *Policy) refuse(rl *fault.RateLimit) *fault.Error {
+func (p *policy) refuse(rl *fault.RateLimit) *fault.Error {
 	return fault.RateLimited(rl, p.refusal, rl.Quota, max(rl.ResetSeconds(), 1))
 }

@@ -61,7 +61,7 @@ type usedUp struct {
 }
 
 // New returns a Limiter. The card fingerprint key is a server secret of its own
-// ("velocity-card-key"), not the vault's: a counter's row can be compared with no stored card.
+// ("velocity-card-key"), not the vault's: no counter's fingerprint matches a stored card's.
 func New(ctx context.Context, cfg Config) (*Limiter, error) {
 	l := &Limiter{db: cfg.DB, now: cfg.Now, used: map[string]usedUp{}, buckets: map[httpapi.Principal]*bucket{}}
 	if l.now == nil {
@@ -76,7 +76,7 @@ func New(ctx context.Context, cfg Config) (*Limiter, error) {
 // intent, one API key's sessions. The zero Subject is no one: checking or counting it does nothing
 // (a subscription's charge has no credential).
 type Subject struct {
-	policy *Policy
+	policy *policy
 	key    string // the policy's name, a space, and the subject's own key: its counter's row
 }
 
@@ -101,11 +101,11 @@ func CredentialDeclines(p httpapi.Principal) Subject { return principalSubject(c
 // Sessions is the hosted-page sessions that p (an API key acting for an account) creates.
 func Sessions(p httpapi.Principal) Subject { return principalSubject(sessions, p) }
 
-func principalSubject(policy *Policy, p httpapi.Principal) Subject {
+func principalSubject(of *policy, p httpapi.Principal) Subject {
 	if p == (httpapi.Principal{}) {
 		return Subject{}
 	}
-	return Subject{policy, policy.name + " " + p.String()}
+	return Subject{of, of.name + " " + p.String()}
 }
 
 // IntentFailures is the failed confirmations of the merchant's payment intent id.

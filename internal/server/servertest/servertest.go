@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -227,6 +228,18 @@ func (r Response) Num(k string) string { n, _ := r.Body[k].(json.Number); return
 
 // Bool returns a boolean field of the body.
 func (r Response) Bool(k string) bool { b, _ := r.Body[k].(bool); return b }
+
+// WantRateLimit fails t unless r reports the velocity limit policy used up: RateLimit-Policy with its
+// quota and window (seconds), RateLimit with nothing remaining, and Retry-After, both saying seconds.
+func (r Response) WantRateLimit(t testing.TB, policy string, quota, window, seconds int) {
+	t.Helper()
+	name, h := `"`+policy+`"`, r.Header
+	if h.Get("RateLimit-Policy") != fmt.Sprintf("%s;q=%d;w=%d", name, quota, window) ||
+		h.Get("RateLimit") != fmt.Sprintf("%s;r=0;t=%d", name, seconds) || h.Get("Retry-After") != strconv.Itoa(seconds) {
+		t.Fatalf("rate-limit headers: policy %q, limit %q, retry-after %q; want %s used up, %d per %d s, %d s to go",
+			h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("Retry-After"), policy, quota, window, seconds)
+	}
+}
 
 // Parallel runs f n times concurrently and waits for all.
 func Parallel(n int, f func(i int)) {
