@@ -34,9 +34,9 @@ bench: build microbench
 	@scripts/test-deps.sh
 	bin/kassa-load $(BENCH_FLAGS)
 
-## microbench: go test -bench for the request decoder, money parsing, card validation and the token check
+## microbench: go test -bench for the request decoder, money parsing, card validation, the token check and the velocity check
 microbench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/payment ./internal/money ./internal/card ./internal/auth
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/payment ./internal/money ./internal/card ./internal/auth ./internal/velocity
 
 ## fuzz: run every fuzz test for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s

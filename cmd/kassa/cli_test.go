@@ -37,6 +37,8 @@ func TestCLIFailures(t *testing.T) {
 		{"update to a bad currency", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--currencies", "CAD,XXX"}, 1, "ISO 4217"},
 		{"update to a bad origin", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--allowed-origins", "https://shop.example/pay"}, 1, "is not an origin"},
 		{"update to a bad maximum", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--max-amount", "-5"}, 1, "max_amount"},
+		{"update to no card declines", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-card-declines", "0"}, 2, "--velocity-card-declines must be"},
+		{"update to a request rate of words", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-request-rate", "lots"}, 2, "--velocity-request-rate must be"},
 		{"bad simulator latency", []string{"serve", "--simulator-latency", "-1s"}, 2, "--simulator-latency"},
 		{"bad database url", []string{"migrate", "--database-url", "mysql://x"}, 1, "postgres://"},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},
@@ -78,6 +80,17 @@ func TestCLIFailures(t *testing.T) {
 	}
 	if d := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--allowed-origins", "default", "--data-dir", dir); fmt.Sprint(d["allowed_origins"]) != "[]" {
 		t.Fatalf("allowed origins back to the default: %v", d["allowed_origins"])
+	}
+	// Velocity limits: each set printed back, in force, beside the defaults of the others.
+	v := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-card-declines", "4",
+		"--velocity-credential-declines", "40", "--velocity-intent-failures", "5", "--velocity-sessions", "60", "--velocity-request-rate", "200",
+		"--data-dir", dir)["velocity"]
+	if fmt.Sprint(v) != "map[card_declines_per_hour:4 credential_declines_per_10_minutes:40 intent_failures_per_hour:5 requests_per_second:200 sessions_per_minute:60]" {
+		t.Fatalf("velocity limits printed %v", v)
+	}
+	v = cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-request-rate", "default", "--data-dir", dir)["velocity"]
+	if fmt.Sprint(v) != "map[card_declines_per_hour:4 credential_declines_per_10_minutes:40 intent_failures_per_hour:5 requests_per_second:1000 sessions_per_minute:60]" {
+		t.Fatalf("request rate back to the default: %v", v)
 	}
 	if out := cliJSON(t, "migrate", "--data-dir", dir); out["status"] != "migrated" {
 		t.Fatalf("migrate printed %v", out)

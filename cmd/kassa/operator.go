@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/velocity"
 	"github.com/kassapay/kassa/web"
 )
 
@@ -142,13 +144,14 @@ func clientRevokeCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 
 // merchantSettings is what "kassa merchant update" prints.
 type merchantSettings struct {
-	MerchantID       string   `json:"merchant_id"`
-	DefaultCurrency  string   `json:"default_currency"`
-	Currencies       []string `json:"currencies"`
-	MaxAmount        string   `json:"max_amount"`
-	SimulatorProfile string   `json:"simulator_profile"`
-	Timezone         string   `json:"timezone"`
-	AllowedOrigins   []string `json:"allowed_origins"`
+	MerchantID       string          `json:"merchant_id"`
+	DefaultCurrency  string          `json:"default_currency"`
+	Currencies       []string        `json:"currencies"`
+	MaxAmount        string          `json:"max_amount"`
+	SimulatorProfile string          `json:"simulator_profile"`
+	Timezone         string          `json:"timezone"`
+	AllowedOrigins   []string        `json:"allowed_origins"`
+	Velocity         velocity.Limits `json:"velocity"` // in force: a limit left at its default shows the default
 }
 
 func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -158,11 +161,36 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
 	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by, e.g. America/Toronto")
 	origins := fs.String("allowed-origins", "", `origins whose pages may embed the hosted payment page, comma-separated (e.g. https://shop.example); "default" for any https origin and localhost`)
+	var u merchant.Update
+	d := velocity.Defaults
+	limits := []struct {
+		name, usage, value string
+		dst                *int
+	}{
+		{"velocity-card-declines", fmt.Sprintf("declines of one card per hour; beyond, its payments are declined without the processor (default %d)", d.CardDeclines), "", &u.Velocity.CardDeclines},
+		{"velocity-credential-declines", fmt.Sprintf("declines of one credential's payments (token grant, client or API key) per 10 minutes; beyond, 429 (default %d)", d.CredentialDeclines), "", &u.Velocity.CredentialDeclines},
+		{"velocity-intent-failures", fmt.Sprintf("failed confirmations of one payment intent per hour; beyond, 429 (default %d)", d.IntentFailures), "", &u.Velocity.IntentFailures},
+		{"velocity-sessions", fmt.Sprintf("hosted-page sessions one API key creates per minute (default %d)", d.Sessions), "", &u.Velocity.Sessions},
+		{"velocity-request-rate", fmt.Sprintf("API requests per second of one credential (default %d)", d.RequestRate), "", &u.Velocity.RequestRate},
+	}
+	for i := range limits {
+		fs.StringVar(&limits[i].value, limits[i].name, "", limits[i].usage+`; "default" restores the default`)
+	}
 	return func(ctx context.Context, e *env) error {
 		if err := required([2]string{"merchant-id", *id}); err != nil {
 			return err
 		}
-		var u merchant.Update
+		for _, l := range limits {
+			switch n, err := strconv.Atoi(l.value); {
+			case l.value == "":
+			case l.value == "default":
+				*l.dst = velocity.UseDefault
+			case err != nil || n < 1 || n > velocity.MaxLimit:
+				return usagef("--%s must be a whole number from 1 to %d, or default", l.name, velocity.MaxLimit)
+			default:
+				*l.dst = n
+			}
+		}
 		if *profile != "" {
 			u.SimulatorProfile = profile
 		}
@@ -199,7 +227,8 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
-			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins)})
+			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins),
+			Velocity: m.Velocity.Effective()})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // The headers of the v1 API (hosted-payment-page-api.md, "Authentication"): "Header payments-api-key
@@ -37,12 +38,15 @@ func (c Caller) Who(requestID string) (Who, error) {
 			"%s is a partner's account, which holds no payments: send in %s a merchant account that has authorized this partner.",
 			c.Account, HeaderAccount)
 	}
-	return Who{Merchant: *c.Merchant, ClientID: c.Key.ID, RequestID: requestID}, nil
+	return Who{Merchant: *c.Merchant, ClientID: c.Key.ID, RequestID: requestID, Principal: c.Principal()}, nil
 }
 
 // Principal is who the request acts as (httpapi.Principal): the account it acts for, and the key.
-func (c Caller) Principal() httpapi.Principal {
-	return httpapi.Principal{Account: c.Account, Credential: "key:" + c.Key.ID}
+func (c Caller) Principal() httpapi.Principal { return KeyPrincipal(c.Account, c.Key.ID) }
+
+// KeyPrincipal is the principal of the API key keyID acting for account ("acct_…").
+func KeyPrincipal(account, keyID string) httpapi.Principal {
+	return httpapi.Principal{Account: account, Credential: "key:" + keyID}
 }
 
 type callerKey struct{}
@@ -54,8 +58,8 @@ func CallerFrom(ctx context.Context) Caller {
 }
 
 // Protect authenticates a v1 request and authorizes it for need, then runs h with the Caller and its
-// Principal in the context, POSTs through the idempotency layer (whose records are the key's own for
-// the account it acts for):
+// Principal in the context, behind the request rate of its principal (velocity.Limiter.Requests) and,
+// for POSTs, the idempotency layer (whose records are the key's own for the account it acts for):
 //
 //   - no payments-api-key, or one that is not a live key: 401;
 //   - a key without the permission the endpoint needs: 403 naming it;
@@ -65,7 +69,7 @@ func CallerFrom(ctx context.Context) Caller {
 //     for the payments the merchant approved it for: the ecom scope (payments_not_approved otherwise);
 //   - a path or query string with text no database keeps as sent: 400 (httpapi.StorableRequest).
 func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
-	idem := httpapi.StorableRequest(s.idem.Middleware(h))
+	idem := s.velocity.Requests(callerLimits, httpapi.StorableRequest(s.idem.Middleware(h)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		secret := r.Header.Get(HeaderAPIKey)
@@ -95,6 +99,15 @@ func (s *Service) Protect(need Permissions, h http.Handler) http.Handler {
 		ctx = httpapi.WithPrincipal(context.WithValue(ctx, callerKey{}, caller), caller.Principal())
 		idem.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// callerLimits are the velocity limits of the merchant a request acts for; a partner acting for its
+// own account, which has no merchant, has the defaults.
+func callerLimits(r *http.Request) velocity.Limits {
+	if m := CallerFrom(r.Context()).Merchant; m != nil {
+		return m.Velocity
+	}
+	return velocity.Limits{}
 }
 
 // resolve decides whether key may act for account.

@@ -18,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // DefaultKeyCacheTTL is how long an API key is served from memory before it is read again: the most a
@@ -38,6 +39,9 @@ type Config struct {
 	// ProcessorTimeout bounds one processor call (default payment.DefaultProcessorTimeout). An
 	// operation on an intent that has run twice as long is presumed dead, like a ledger attempt.
 	ProcessorTimeout time.Duration
+	// Velocity limits the request rate of each key and the failed confirmations of each intent
+	// (required).
+	Velocity *velocity.Limiter
 }
 
 // Service is the v1 payments API.
@@ -51,12 +55,13 @@ type Service struct {
 	now       func() time.Time
 	keys      *keyCache
 	lease     time.Duration
+	velocity  *velocity.Limiter
 }
 
 // New returns the service.
 func New(cfg Config) *Service {
 	s := &Service{db: cfg.DB, ledger: cfg.Ledger, vault: cfg.Vault, merchants: cfg.Merchants, idem: cfg.Idempotency,
-		log: cfg.Logger, now: cfg.Now}
+		log: cfg.Logger, now: cfg.Now, velocity: cfg.Velocity}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -172,6 +172,9 @@ func (s *Service) handleConfirm(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		in, err := s.Confirm(r.Context(), who, r.PathValue("id"), ConfirmParams{PaymentMethod: pm, Source: payment.SourceEcommerce})
+		if in.Limit != nil {
+			httpapi.WriteRateLimit(w.Header(), in.Limit)
+		}
 		return in.Wire(), err
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
@@ -85,6 +86,10 @@ type Intent struct {
 	ClientID                  string
 	CreatedAt                 time.Time
 	UpdatedAt                 time.Time
+
+	// Limit is the velocity limit that declined the confirmation just made without asking the
+	// processor, for the response's rate-limit headers; nil otherwise. It is not stored.
+	Limit *fault.RateLimit
 }
 
 // PaymentError is why the latest attempt failed: last_payment_error.
@@ -100,11 +105,15 @@ type Who struct {
 	Merchant  merchant.Merchant
 	ClientID  string
 	RequestID string
+	// Principal is the credential whose declines the payments count against: the API key, or for the
+	// hosted page the key that created its session.
+	Principal httpapi.Principal
 }
 
 // actor is who the ledger records.
 func (w Who) actor() payment.Actor {
-	return payment.Actor{MerchantID: w.Merchant.ID, ClientID: w.ClientID, RequestID: w.RequestID, Profile: w.Merchant.SimulatorProfile}
+	return payment.Actor{MerchantID: w.Merchant.ID, ClientID: w.ClientID, RequestID: w.RequestID, Profile: w.Merchant.SimulatorProfile,
+		Principal: w.Principal, Velocity: w.Merchant.Velocity}
 }
 
 // attemptKey is the ledger idempotency key of an intent's nth money operation. It contains spaces,

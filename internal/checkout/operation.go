@@ -13,6 +13,7 @@ import (
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // Every money operation on an intent runs in three steps, as the ledger's own do:
@@ -57,7 +58,11 @@ type ConfirmParams struct {
 // decline is not an error but an intent back in requires_payment_method with last_payment_error; an
 // interactive confirmation of a card that requires a 3-D Secure challenge is an intent in
 // requires_action.
+// A confirmation that a velocity limit refuses (Throttled) is a 429 before the intent is claimed.
 func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmParams) (Intent, error) {
+	if err := s.Throttled(who, id); err != nil {
+		return Intent{}, err
+	}
 	var pm vault.Method
 	in, err := s.claim(ctx, who, id, opConfirm, func(tx *store.Tx, in *Intent) (bool, error) {
 		if in.Status != StatusRequiresPaymentMethod && in.Status != StatusRequiresConfirmation {
@@ -87,6 +92,14 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 		return Intent{}, err
 	}
 	return s.charge(ctx, who, in, pm, p, processor.AuthenticationNone)
+}
+
+// Throttled returns the 429 of a confirmation of who's intent id that a velocity limit refuses now,
+// reading only memory: "failed confirmations per payment intent" (issue 14, point 6) — the intent's
+// confirmations have been declined its quota of times within the hour — or the declines of who's
+// credential, which the ledger would refuse anyway, after a claim to undo.
+func (s *Service) Throttled(who Who, id string) error {
+	return s.velocity.Check(who.Merchant.Velocity, velocity.IntentFailures(who.Merchant.ID, id), velocity.CredentialDeclines(who.Principal))
 }
 
 // charge is the ledger step of a claimed confirmation (or challenge completion) and its settling: a
@@ -123,7 +136,15 @@ func (s *Service) charge(ctx context.Context, who Who, in Intent, pm vault.Metho
 	if err != nil {
 		return s.afterFailure(ctx, who, in, err)
 	}
-	return s.settle(ctx, in, t, who.ClientID)
+	out, err := s.settle(ctx, in, t, who.ClientID)
+	if t.CardDeclined() {
+		// Counted even when the client has gone, as the ledger counts the card's decline.
+		if err := s.velocity.Record(context.WithoutCancel(ctx), who.Merchant.Velocity, velocity.IntentFailures(in.MerchantID, in.IntentID)); err != nil {
+			s.log.ErrorContext(ctx, "count a failed confirmation against the velocity limits", "intent", in.IntentID, "err", err)
+		}
+	}
+	out.Limit = t.Limit
+	return out, err
 }
 
 // Capture collects amount (nil: all of amount_capturable) of who's intent in requires_capture.
@@ -415,6 +436,8 @@ func declineError(t payment.Transaction) *PaymentError {
 		e.Code = "charge_expired_for_capture"
 	case processor.CodeAuthenticationRequired, processor.CodeAuthenticationFailed:
 		e.Code = t.DeclineCode // 3-D Secure: the card was not authenticated, or failed its challenge
+	case velocity.DeclineCode:
+		e.Code = t.DeclineCode // the card's velocity limit declined it; the processor never saw it
 	}
 	return e
 }

@@ -10,6 +10,7 @@ package fault
 import (
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Error is a client-visible failure: an HTTP status, a snake_case code, a human sentence and, when one
@@ -19,6 +20,30 @@ type Error struct {
 	Code    string // snake_case machine code, e.g. "invalid_request"
 	Message string // one human sentence
 	Field   string // the request field at fault, or ""
+	// Limit is the velocity limit that refused the request (a 429), or nil. The response reports it
+	// in its rate-limit headers (httpapi.WriteRateLimit).
+	Limit *RateLimit
+}
+
+// RateLimit is the state of one velocity limit for one subject (a card, a credential, a payment
+// intent): what the RateLimit-Policy, RateLimit and Retry-After headers of a response report. It
+// rides on a 429 in Error.Limit, and on a decline that a limit made without asking the processor.
+type RateLimit struct {
+	Policy    string        // the limit's name, e.g. "card-declines"
+	Quota     int           // what the subject may use per window
+	Window    time.Duration // the window, whole seconds
+	Remaining int           // what is left of the quota in the current window
+	Reset     time.Duration // until the current window ends, or a request-rate token comes back
+}
+
+// ResetSeconds is Reset in whole seconds, rounded up: what the headers and messages say.
+func (l *RateLimit) ResetSeconds() int64 {
+	return int64((l.Reset + time.Second - 1) / time.Second)
+}
+
+// RateLimited is a 429 rate_limited: limit refused the request.
+func RateLimited(limit *RateLimit, format string, args ...any) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: fmt.Sprintf(format, args...), Limit: limit}
 }
 
 func (e *Error) Error() string {

@@ -8,6 +8,7 @@ import (
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // wireSession is the session response: "id", "payment_intent" (its id, or the whole object when the
@@ -41,6 +42,11 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var p checkout.IntentParams
 	if err == nil {
 		p, err = req.intent.Params(who.Merchant)
+	}
+	if err == nil {
+		// "Session creation per key" is limited (issue 14, point 6): each session's URL is 10 tries at
+		// a card, so the sessions are counted before one is created.
+		err = s.velocity.Take(ctx, velocity.Sessions(who.Principal), who.Merchant.Velocity)
 	}
 	if err != nil {
 		httpapi.WriteError(w, r, err)

@@ -162,8 +162,14 @@ func parentOrigin(r *http.Request, m merchant.Settings) string {
 }
 
 // who is who the page acts as on the payments core: the session's merchant, named by the session.
+// Its payments' declines count against the API key that created the session, as the key's own do:
+// a shop's page tested with stolen cards throttles that shop's key, as its server would be.
 func (s *Service) who(r *http.Request, m merchant.Merchant, ss Session) checkout.Who {
-	return checkout.Who{Merchant: m, ClientID: ss.SessionID, RequestID: httpapi.RequestID(r.Context())}
+	who := checkout.Who{Merchant: m, ClientID: ss.SessionID, RequestID: httpapi.RequestID(r.Context())}
+	if ss.ClientID != "" {
+		who.Principal = checkout.KeyPrincipal(m.AccountID(), ss.ClientID)
+	}
+	return who
 }
 
 // resultOf is the result of a session whose intent stands as in. The payment intent is shown once
@@ -216,6 +222,9 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 		httpapi.WriteError(w, r, err)
 		return
 	}
+	if in.Limit != nil {
+		httpapi.WriteRateLimit(w.Header(), in.Limit)
+	}
 	var attempt *Attempt
 	outcome := ""
 	at := s.now().Unix()
@@ -260,6 +269,9 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 		if len(ss.Attempts) >= MaxAttempts {
 			return checkout.Intent{}, fault.New(http.StatusTooManyRequests, "too_many_attempts",
 				"This payment page has had %d tries; start the checkout again.", MaxAttempts)
+		}
+		if err := s.checkout.Throttled(who, ss.IntentID); err != nil {
+			return checkout.Intent{}, err // refused before the card is even stored
 		}
 		nm, err := vault.ParseMethodRequest(body, s.now())
 		if err != nil {

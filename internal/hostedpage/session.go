@@ -28,6 +28,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // Lifetime is how long a session's URL works: "Iframe source; expires 1 hour after creation".
@@ -43,6 +44,8 @@ type Config struct {
 	PublicURL string
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Velocity limits the sessions each API key creates (required).
+	Velocity *velocity.Limiter
 }
 
 // Service serves hosted-page sessions and the page.
@@ -55,12 +58,14 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	csrf      *http.CrossOriginProtection
+	velocity  *velocity.Limiter
 }
 
 // New returns the service.
 func New(cfg Config) *Service {
 	s := &Service{db: cfg.DB, checkout: cfg.Checkout, vault: cfg.Vault, merchants: cfg.Merchants,
-		base: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
+		base: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger, now: cfg.Now, csrf: http.NewCrossOriginProtection(),
+		velocity: cfg.Velocity}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -35,8 +35,9 @@ type errorBody struct {
 	Field   string `json:"field,omitempty"`
 }
 
-// WriteError answers with err. A *fault.Error becomes {"error","message","field"} with its status;
-// anything else is logged with the request id and answered with a 500 that reveals nothing.
+// WriteError answers with err. A *fault.Error becomes {"error","message","field"} with its status,
+// and the rate-limit headers of the velocity limit it carries (WriteRateLimit); anything else is
+// logged with the request id and answered with a 500 that reveals nothing.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var f *fault.Error
 	if !errors.As(err, &f) {
@@ -49,6 +50,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		if w.Header().Get("WWW-Authenticate") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="kassa"`)
 		}
+	}
+	if f.Limit != nil {
+		WriteRateLimit(w.Header(), f.Limit)
 	}
 	WriteJSON(w, f.Status, errorBody{Error: f.Code, Message: f.Message, Field: f.Field})
 }

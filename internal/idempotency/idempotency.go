@@ -151,8 +151,10 @@ func (s *Store) Middleware(next http.Handler) http.Handler {
 		}
 		// The record outlives a client that went away: finish it on a context of its own.
 		ctx := context.WithoutCancel(r.Context())
-		if out.status >= 500 {
-			err = s.release(ctx, rec) // a failure on our side: let the client retry afresh
+		if out.status >= 500 || out.status == http.StatusTooManyRequests {
+			// A failure on our side, or a velocity limit's refusal (the request did not run): either
+			// way the client's retry with the same key must run afresh, not replay the refusal.
+			err = s.release(ctx, rec)
 		} else {
 			err = s.complete(ctx, rec, out.status, out.body.Bytes())
 		}

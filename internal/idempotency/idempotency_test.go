@@ -26,8 +26,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // server answers with the body it was sent, a counter and the key it sees; status 503 when the body
-// says "fail". A request's principal is the account and credential of its Account and Credential
-// headers; without Account it has none.
+// says "fail", 429 when it says "limited". A request's principal is the account and credential of its
+// Account and Credential headers; without Account it has none.
 func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
 	ctx := context.Background()
 	kek, err := envelope.ParseKEK(envelope.NewKEKText())
@@ -50,8 +50,11 @@ func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *ide
 		if string(b) == "hang" && n%2 == 1 {
 			<-unstick // the first of each pair answers only when the test ends
 		}
-		if string(b) == "fail" {
+		switch string(b) {
+		case "fail":
 			w.WriteHeader(503)
+		case "limited":
+			w.WriteHeader(429)
 		}
 		w.Write([]byte(`{"run":` + strconv.FormatInt(n, 10) + `,"key":"` + idempotency.Key(r.Context()) + `"}`))
 	}))
@@ -114,6 +117,11 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 		send(t, srv.URL, a, "f", "fail")
 		if code, _, replayed := send(t, srv.URL, a, "f", "fail"); code != 503 || replayed != "" || runs.Load() != 4 {
 			t.Fatalf("retry after 503: %d %q runs %d", code, replayed, runs.Load())
+		}
+		// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
+		send(t, srv.URL, "m1", "l", "limited")
+		if code, _, replayed := send(t, srv.URL, "m1", "l", "limited"); code != 429 || replayed != "" || runs.Load() != 7 {
+			t.Fatalf("retry after 429: %d %q runs %d", code, replayed, runs.Load())
 		}
 	})
 }

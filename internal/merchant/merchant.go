@@ -21,6 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // Merchant is one merchant account.
@@ -49,6 +50,8 @@ type Settings struct {
 	// AllowedOrigins are the origins whose pages may embed the merchant's hosted payment page; none
 	// means the default (see FrameAncestors).
 	AllowedOrigins []string
+	// Velocity are the merchant's limits against card testing, as stored: a zero field is the default.
+	Velocity velocity.Limits
 }
 
 // DefaultFrameAncestors is who may embed a hosted payment page when the merchant names no origins:
@@ -229,9 +232,12 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	var hash sql.NullString
 	var created int64
 	var currencies, origins string
+	v := &m.Velocity
 	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at,
-		currencies, max_amount_cents, simulator_profile, timezone, allowed_origins FROM merchants WHERE id = $1`, id).
-		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &origins)
+		currencies, max_amount_cents, simulator_profile, timezone, allowed_origins, velocity_card_declines,
+		velocity_credential_declines, velocity_intent_failures, velocity_sessions, velocity_request_rate FROM merchants WHERE id = $1`, id).
+		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &origins,
+			&v.CardDeclines, &v.CredentialDeclines, &v.IntentFailures, &v.Sessions, &v.RequestRate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Merchant{}, ErrNotFound
 	}
@@ -265,6 +271,9 @@ type Update struct {
 	SimulatorProfile *string
 	Timezone         *string  // IANA name, e.g. America/Toronto
 	AllowedOrigins   []string // origins that may embed the hosted payment page; an empty non-nil list restores the default
+	// Velocity changes the limits whose field is not zero: to a number from 1 to velocity.MaxLimit, or
+	// back to the default with velocity.UseDefault.
+	Velocity velocity.Limits
 }
 
 // ApplyUpdate validates u and stores it in the caller's transaction.
@@ -317,9 +326,15 @@ func ApplyUpdate(ctx context.Context, tx store.Querier, id string, u Update) (Me
 			}
 		}
 	}
+	if m.Velocity, err = m.Velocity.Apply(u.Velocity); err != nil {
+		return Merchant{}, err
+	}
+	v := m.Velocity
 	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4, timezone = $5,
-		allowed_origins = $6 WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile, m.Timezone,
-		strings.Join(m.AllowedOrigins, " "))
+		allowed_origins = $6, velocity_card_declines = $7, velocity_credential_declines = $8, velocity_intent_failures = $9,
+		velocity_sessions = $10, velocity_request_rate = $11 WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents,
+		m.SimulatorProfile, m.Timezone, strings.Join(m.AllowedOrigins, " "), v.CardDeclines, v.CredentialDeclines, v.IntentFailures,
+		v.Sessions, v.RequestRate)
 	return m, err
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
@@ -147,4 +148,52 @@ func TestEmbeddingOrigins(t *testing.T) {
 			t.Errorf("ParseOrigin(%q) accepted", bad)
 		}
 	}
+}
+
+// A merchant's velocity limits are stored as set: a limit left alone is 0, Kassa's default (which
+// Effective shows), UseDefault goes back to it, and a limit out of range is a 400 naming it.
+func TestVelocityLimits(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		m, err := create(db, merchant.New{Name: "Shop", Email: "limits@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		update := func(v velocity.Limits) (merchant.Merchant, error) {
+			var got merchant.Merchant
+			err := db.Write(ctx, func(tx *store.Tx) error {
+				var err error
+				got, err = merchant.ApplyUpdate(ctx, tx, m.ID, merchant.Update{Velocity: v})
+				return err
+			})
+			return got, err
+		}
+		if _, err := update(velocity.Limits{CardDeclines: 3, RequestRate: 50}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := update(velocity.Limits{Sessions: 20}); err != nil { // the others stay
+			t.Fatal(err)
+		}
+		got, err := merchant.Get(ctx, db.Reader(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Velocity != (velocity.Limits{CardDeclines: 3, Sessions: 20, RequestRate: 50}) {
+			t.Fatalf("stored %+v", got.Velocity)
+		}
+		d := velocity.Defaults
+		if e := got.Velocity.Effective(); e != (velocity.Limits{CardDeclines: 3, CredentialDeclines: d.CredentialDeclines,
+			IntentFailures: d.IntentFailures, Sessions: 20, RequestRate: 50}) {
+			t.Fatalf("in force %+v", e)
+		}
+		if got, err = update(velocity.Limits{CardDeclines: velocity.UseDefault}); err != nil || got.Velocity.CardDeclines != 0 {
+			t.Fatalf("back to the default: %+v, %v", got.Velocity, err)
+		}
+		for _, bad := range []velocity.Limits{{IntentFailures: velocity.MaxLimit + 1}, {CredentialDeclines: -5}} {
+			var f *fault.Error
+			if _, err := update(bad); !errors.As(err, &f) || f.Status != 400 || !strings.HasPrefix(f.Field, "velocity_") {
+				t.Fatalf("%+v: %v", bad, err)
+			}
+		}
+	})
 }

@@ -70,7 +70,23 @@ func Who(ctx context.Context, merchants *merchant.Cache) (Actor, merchant.Mercha
 	if err != nil {
 		return Actor{}, merchant.Merchant{}, err
 	}
-	return Actor{MerchantID: m.ID, ClientID: c.ClientIDString(), RequestID: httpapi.RequestID(ctx), Profile: m.SimulatorProfile}, m, nil
+	p, _ := httpapi.PrincipalFrom(ctx) // the token's (auth.Claims.Principal), put there by the bearer check
+	return Actor{MerchantID: m.ID, ClientID: c.ClientIDString(), RequestID: httpapi.RequestID(ctx), Profile: m.SimulatorProfile,
+		Principal: p, Velocity: m.Velocity}, m, nil
+}
+
+// Respond answers a card operation with its transaction, approved or declined — "A decline is HTTP
+// 200 with transaction_result DECLINED" (wire-contract.md, Transactions) — and the rate-limit headers
+// of the velocity limit that declined it, if one did; or with err.
+func Respond(w http.ResponseWriter, r *http.Request, t Transaction, err error) {
+	if err != nil {
+		httpapi.WriteError(w, r, cardenc.AsFault(err)) // a token used before is as unusable as any
+		return
+	}
+	if t.Limit != nil {
+		httpapi.WriteRateLimit(w.Header(), t.Limit)
+	}
+	httpapi.WriteJSON(w, http.StatusOK, t.Wire())
 }
 
 func (s *Service) charge(kind string) http.Handler {
@@ -96,12 +112,7 @@ func (s *Service) charge(kind string) http.Handler {
 		}
 		c.Actor, c.Source, c.IdempotencyKey = who, SourceEcommerce, idempotency.Key(ctx)
 		t, err := s.ledger.Charge(ctx, c)
-		if err != nil {
-			httpapi.WriteError(w, r, cardenc.AsFault(err)) // a token used before is as unusable as any
-			return
-		}
-		// A decline is HTTP 200 with transaction_result DECLINED (wire-contract.md, Transactions).
-		httpapi.WriteJSON(w, http.StatusOK, t.Wire())
+		Respond(w, r, t, err)
 	})
 }
 
@@ -141,11 +152,7 @@ func (s *Service) followUp(kind string) http.Handler {
 		default:
 			t, err = s.ledger.Void(ctx, f)
 		}
-		if err != nil {
-			httpapi.WriteError(w, r, err)
-			return
-		}
-		httpapi.WriteJSON(w, http.StatusOK, t.Wire())
+		Respond(w, r, t, err)
 	})
 }
 

@@ -13,9 +13,11 @@ import (
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // Defaults of Config.
@@ -34,6 +36,8 @@ type Config struct {
 	Now              func() time.Time
 	ProcessorTimeout time.Duration // bound on one processor call (default 30 s)
 	RecoveryInterval time.Duration // how often Run looks for abandoned attempts (default 30 s)
+	// Velocity limits the declines of each card and each credential (required).
+	Velocity *velocity.Limiter
 }
 
 // Ledger records card operations and carries them out through the processor.
@@ -44,11 +48,13 @@ type Ledger struct {
 	now      func() time.Time
 	timeout  time.Duration
 	interval time.Duration
+	velocity *velocity.Limiter
 }
 
 // New returns a Ledger.
 func New(cfg Config) *Ledger {
-	l := &Ledger{db: cfg.DB, proc: cfg.Processor, log: cfg.Logger, now: cfg.Now, timeout: cfg.ProcessorTimeout, interval: cfg.RecoveryInterval}
+	l := &Ledger{db: cfg.DB, proc: cfg.Processor, log: cfg.Logger, now: cfg.Now, timeout: cfg.ProcessorTimeout, interval: cfg.RecoveryInterval,
+		velocity: cfg.Velocity}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -70,6 +76,10 @@ type Actor struct {
 	ClientID   string
 	RequestID  string
 	Profile    string // the merchant's simulator profile, passed to the processor
+	// Principal is the credential whose declines a sale or authorization counts against; zero for a
+	// subscription's charge, which no credential asks for.
+	Principal httpapi.Principal
+	Velocity  velocity.Limits // the merchant's velocity limits
 }
 
 // Charge asks for a sale or an authorization.
@@ -105,22 +115,35 @@ var ErrProcessorUnavailable = errors.New("payment: processor unavailable")
 // Charge records a sale or authorization attempt, asks the processor, and records the outcome. A
 // decline is a transaction with status DECLINED, not an error. A card token used before is
 // cardenc.ErrInvalidToken.
+//
+// "Card testing is throttled" (issue 14, point 6), here, on every path that charges a card: a
+// credential whose payments have used up their declines is refused (429) before anything is recorded;
+// a card that has used up its declines is declined with velocity.DeclineCode without asking the
+// processor, recorded like any decline so that the merchant sees it. Both checks read memory only. A
+// card's decline is then counted against the card and the credential. A retry of an attempt already
+// recorded under the same idempotency key answers what it answered, limits or not.
 func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	now := l.now()
 	t := Transaction{MerchantID: c.MerchantID, Kind: c.Kind, Status: StatusPending, Amount: c.Amount, Currency: c.Currency,
 		CardType: string(card.BrandOf(c.Card)), CardPrefix: c.Card.First6(), CardSuffix: c.Card.Last4(),
 		TestMode: c.TestMode, Source: c.Source, Customer: c.Customer, ClientID: c.ClientID, RequestID: c.RequestID,
 		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
+	cardSubject, credential := l.velocity.CardDeclines(c.MerchantID, c.Card), velocity.CredentialDeclines(c.Principal)
 	var prior *Transaction
 	var err error
 	if t.IdempotencyKey == "" && c.Token == nil {
-		err = l.insert(ctx, nil, &t, now) // one statement, a transaction by itself
+		if err = l.velocity.Check(c.Velocity, credential); err == nil {
+			err = l.insert(ctx, nil, &t, now) // one statement, a transaction by itself
+		}
 	} else {
 		err = l.db.Write(ctx, func(tx *store.Tx) error {
 			var err error
 			// A retry that the key resolves to its transaction gets it back, before its token, which
 			// that transaction consumed, could be refused.
 			if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
+				return err
+			}
+			if err := l.velocity.Check(c.Velocity, credential); err != nil {
 				return err
 			}
 			// The token is consumed by the attempt, in its transaction (issue 14: "recorded in the same
@@ -136,13 +159,26 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	if err != nil || prior != nil {
 		return deref(prior), err
 	}
-	res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+	var res processor.Result
+	over := l.velocity.Over(cardSubject, c.Velocity)
+	if over != nil {
+		res = processor.Result{Code: velocity.DeclineCode, Message: velocity.Refusal(over)}
+	} else if res, err = l.call(ctx, func(ctx context.Context) (processor.Result, error) {
 		return l.proc.Authorize(ctx, c.payment(t.TransactionID))
-	})
-	if err != nil {
+	}); err != nil {
 		return Transaction{}, l.unavailable(ctx, t, err)
 	}
-	return l.finish(ctx, t, res, operation(t.Kind))
+	if t, err = l.finish(ctx, t, res, operation(t.Kind)); err != nil {
+		return Transaction{}, err
+	}
+	if t.CardDeclined() {
+		// Counted even when the client has gone: hanging up must not spare a decline its count.
+		if err := l.velocity.Record(context.WithoutCancel(ctx), c.Velocity, cardSubject, credential); err != nil {
+			l.log.ErrorContext(ctx, "count a decline against the velocity limits", "transaction_id", t.TransactionID, "err", err)
+		}
+	}
+	t.Limit = over
+	return t, nil
 }
 
 // payment is what the processor is asked to authorize for c, under Kassa's reference ref.

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/processor"
 )
 
 // Kinds of transaction, spelled as the wire's transaction_type.
@@ -70,6 +72,17 @@ type Transaction struct {
 	UpdatedAt      time.Time
 
 	ParentTransactionID string // the parent's transaction_id, for the response
+
+	// Limit is the velocity limit that declined the payment without asking the processor (decline code
+	// velocity.DeclineCode), for the response's rate-limit headers; nil otherwise. It is not stored.
+	Limit *fault.RateLimit
+}
+
+// CardDeclined reports whether t is a decline of the card, which the velocity limits count. A
+// processing error is not: the processor failed (or the attempt was interrupted), which says nothing
+// about the card, and counting it would throttle every merchant through a processor's outage.
+func (t Transaction) CardDeclined() bool {
+	return t.Status == StatusDeclined && t.DeclineCode != processor.CodeProcessingError
 }
 
 // columns is every column a Transaction is read from, in scan order.

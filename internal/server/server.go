@@ -31,6 +31,7 @@ import (
 	"github.com/kassapay/kassa/internal/signin"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
 	"github.com/kassapay/kassa/web"
 )
 
@@ -71,7 +72,8 @@ type Config struct {
 	// the poll, as it stops its tokens.
 	APIKeyCacheTTL time.Duration
 	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
-	// operations on payment intents are settled (default 1 minute).
+	// operations on payment intents are settled, and velocity counts of ended windows dropped
+	// (default 1 minute).
 	SweepInterval time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.ClientAddrs);
 	// default none.
@@ -89,6 +91,8 @@ type Server struct {
 	vault      *vault.Service
 	checkout   *checkout.Service
 	idem       *idempotency.Store
+	velocity   *velocity.Limiter
+	merchants  *merchant.Cache
 	router     *httpapi.Router
 	handler    http.Handler
 }
@@ -131,8 +135,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter(),
 		cardenc: cardenc.New(cardenc.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now})}
+	if s.velocity, err = velocity.New(ctx, velocity.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now}); err != nil {
+		return nil, err
+	}
 	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processor: cfg.Processor, Logger: cfg.Logger, Now: cfg.Now,
-		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval})
+		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval, Velocity: s.velocity})
 	if cfg.ProcessorTimeout <= 0 {
 		cfg.ProcessorTimeout = payment.DefaultProcessorTimeout
 	}
@@ -145,6 +152,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	merchants := merchant.NewCache(cfg.DB, cfg.MerchantCacheTTL, cfg.Now)
+	s.merchants = merchants
 
 	r := s.router
 	r.HandleFunc("GET", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -164,10 +172,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	v.Routes(r, s.gateway)
 	s.vault = v
 	s.checkout = checkout.New(checkout.Config{DB: cfg.DB, Ledger: s.ledger, Vault: v, Merchants: merchants, Idempotency: s.idem,
-		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout})
+		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout, Velocity: s.velocity})
 	s.checkout.Routes(r)
 	hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
-		Logger: cfg.Logger, Now: cfg.Now}).Routes(r)
+		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity}).Routes(r)
 	plan.New(cfg.DB, merchants, cfg.Now).Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
@@ -178,10 +186,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 // gateway wraps a handler of the transaction, customer and plan services: a bearer token with the
-// ecom scope, a path and query a database can take as sent, then idempotency of POSTs per principal
-// (merchant and client).
+// ecom scope, the request rate of its credential, a path and query a database can take as sent, then
+// idempotency of POSTs per principal (merchant and client).
 func (s *Server) gateway(h http.Handler) http.Handler {
-	return s.auth.Require(auth.ScopeEcom, httpapi.StorableRequest(s.idem.Middleware(h)))
+	return s.auth.Require(auth.ScopeEcom, s.velocity.Requests(s.merchantLimits, httpapi.StorableRequest(s.idem.Middleware(h))))
+}
+
+// merchantLimits are the velocity limits of the merchant of a request's bearer token. A merchant that
+// cannot be read has the defaults here; the handler then answers for it.
+func (s *Server) merchantLimits(r *http.Request) velocity.Limits {
+	m, _ := s.merchants.Get(r.Context(), auth.ClaimsFrom(r.Context()).MerchantID)
+	return m.Velocity
 }
 
 // ready answers 200 when the database answers within two seconds, and 503 otherwise.
@@ -280,6 +295,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge used card tokens", s.cardenc.Purge) })
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge sign-in counts", s.auth.PurgeSignIns) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
+	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "velocity sweep", s.velocity.Sweep) })
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

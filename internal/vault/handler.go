@@ -97,8 +97,7 @@ func respond[T any](w http.ResponseWriter, r *http.Request, v T, err error, wire
 	httpapi.WriteJSON(w, http.StatusOK, wire(v))
 }
 
-func customerWire(c Customer) any               { return c.wire() }
-func transactionWire(t payment.Transaction) any { return t.Wire() }
+func customerWire(c Customer) any { return c.wire() }
 
 func (s *Service) create(w http.ResponseWriter, r *http.Request) {
 	who, _, err := payment.Who(r.Context(), s.merchants)
@@ -173,7 +172,7 @@ func (s *Service) cardOrPay(w http.ResponseWriter, r *http.Request) {
 		respond(w, r, c, err, customerWire)
 	case b.Amount.Set():
 		t, err := s.pay(ctx, who, m, payment.KindSale, r.PathValue("c"), "", b.payBody, idempotency.Key(ctx))
-		respond(w, r, t, err, transactionWire)
+		payment.Respond(w, r, t, err)
 	default:
 		httpapi.WriteError(w, r, fault.Invalid("card_number",
 			"send card_number, card_expiry_month and card_expiry_year (or token) to store a card, or amount and currency to pay with the default card"))
@@ -193,7 +192,7 @@ func (s *Service) payWith(kind string) http.HandlerFunc {
 		if err == nil {
 			t, err = s.pay(ctx, who, m, kind, r.PathValue("c"), r.PathValue("card"), b, idempotency.Key(ctx))
 		}
-		respond(w, r, t, err, transactionWire)
+		payment.Respond(w, r, t, err)
 	}
 }
 

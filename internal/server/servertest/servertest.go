@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -137,6 +138,15 @@ func (s *Server) NewClient(t testing.TB, merchantID string) auth.Credentials {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// NewClient returns the merchant with another client-credential pair of its own and its token: a
+// second credential of the same merchant.
+func (m *Merchant) NewClient(t testing.TB) *Merchant {
+	t.Helper()
+	other := &Merchant{ID: m.ID, Creds: m.server.NewClient(t, m.ID), server: m.server}
+	other.NewToken(t)
+	return other
 }
 
 // NewToken gets the merchant a fresh token, as a client does when its token has expired.
@@ -284,6 +294,18 @@ func (r Response) Num(k string) string { n, _ := r.Body[k].(json.Number); return
 
 // Bool returns a boolean field of the body.
 func (r Response) Bool(k string) bool { b, _ := r.Body[k].(bool); return b }
+
+// WantRateLimit fails t unless r reports the velocity limit policy used up: RateLimit-Policy with its
+// quota and window (seconds), RateLimit with nothing remaining, and Retry-After, both saying seconds.
+func (r Response) WantRateLimit(t testing.TB, policy string, quota, window, seconds int) {
+	t.Helper()
+	name, h := `"`+policy+`"`, r.Header
+	if h.Get("RateLimit-Policy") != fmt.Sprintf("%s;q=%d;w=%d", name, quota, window) ||
+		h.Get("RateLimit") != fmt.Sprintf("%s;r=0;t=%d", name, seconds) || h.Get("Retry-After") != strconv.Itoa(seconds) {
+		t.Fatalf("rate-limit headers: policy %q, limit %q, retry-after %q; want %s used up, %d per %d s, %d s to go",
+			h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("Retry-After"), policy, quota, window, seconds)
+	}
+}
 
 // Parallel runs f n times concurrently and waits for all.
 func Parallel(n int, f func(i int)) {
