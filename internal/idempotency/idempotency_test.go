@@ -119,8 +119,8 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 			t.Fatalf("retry after 503: %d %q runs %d", code, replayed, runs.Load())
 		}
 		// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
-		send(t, srv.URL, "m1", "l", "limited")
-		if code, _, replayed := send(t, srv.URL, "m1", "l", "limited"); code != 429 || replayed != "" || runs.Load() != 7 {
+		send(t, srv.URL, a, "l", "limited")
+		if code, _, replayed := send(t, srv.URL, a, "l", "limited"); code != 429 || replayed != "" || runs.Load() != 6 {
 			t.Fatalf("retry after 429: %d %q runs %d", code, replayed, runs.Load())
 		}
 	})
