@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kassapay/kassa/internal/card"
@@ -47,8 +48,9 @@ type Limiter struct {
 	fingerprints sync.Pool // of HMAC-SHA256 under the card fingerprint key, reset for each use
 	now          func() time.Time
 
-	mu   sync.RWMutex
-	used map[string]usedUp // subjects that have used up their quota, until their window ends
+	mu    sync.RWMutex
+	used  map[string]usedUp // subjects that have used up their quota, until their window ends
+	nUsed atomic.Int64      // len(used), read without the lock
 
 	bucketsMu sync.RWMutex
 	buckets   map[httpapi.Principal]*bucket
@@ -78,6 +80,10 @@ func New(ctx context.Context, cfg Config) (*Limiter, error) {
 type Subject struct {
 	policy *policy
 	key    string // the policy's name, a space, and the subject's own key: its counter's row
+	// A card's key is its keyed fingerprint, computed only when it is needed (keyOf): while no
+	// subject of this node is over its quota, a payment checks its card without hashing it.
+	merchantID string
+	card       card.Number
 }
 
 // CardDeclines is the card pan as the merchant's declines count it: by its keyed fingerprint,
@@ -85,13 +91,21 @@ type Subject struct {
 // anyone could recompute from one. Cards are counted per merchant: one merchant's declines must not
 // refuse a card at another (nor let one merchant block a card everywhere).
 func (l *Limiter) CardDeclines(merchantID string, pan card.Number) Subject {
+	return Subject{policy: cardDeclines, merchantID: merchantID, card: pan}
+}
+
+// keyOf is s's key, a card's fingerprint computed now.
+func (l *Limiter) keyOf(s Subject) string {
+	if s.policy != cardDeclines {
+		return s.key
+	}
 	m := l.fingerprints.Get().(hash.Hash)
 	m.Reset()
-	m.Write([]byte(pan.Digits()))
+	m.Write([]byte(s.card.Digits()))
 	var sum [sha256.Size]byte
 	m.Sum(sum[:0])
 	l.fingerprints.Put(m)
-	return Subject{cardDeclines, cardDeclines.name + " " + merchantID + " " + hex.EncodeToString(sum[:16])}
+	return cardDeclines.name + " " + s.merchantID + " " + hex.EncodeToString(sum[:16])
 }
 
 // CredentialDeclines is the declines of the payments that p asks for; the zero Subject for no
@@ -105,22 +119,23 @@ func principalSubject(of *policy, p httpapi.Principal) Subject {
 	if p == (httpapi.Principal{}) {
 		return Subject{}
 	}
-	return Subject{of, of.name + " " + p.String()}
+	return Subject{policy: of, key: of.name + " " + p.String()}
 }
 
 // IntentFailures is the failed confirmations of the merchant's payment intent id.
 func IntentFailures(merchantID, id string) Subject {
-	return Subject{intentFailures, intentFailures.name + " " + merchantID + " " + id}
+	return Subject{policy: intentFailures, key: intentFailures.name + " " + merchantID + " " + id}
 }
 
 // Over returns the state of s's limit when s has used up its quota (lim's) in the current window, and
 // nil otherwise. It reads only memory.
 func (l *Limiter) Over(s Subject, lim Limits) *fault.RateLimit {
-	if s.policy == nil {
-		return nil
+	if s.policy == nil || l.nUsed.Load() == 0 {
+		return nil // nothing is over its quota on this node: the common case costs one atomic load
 	}
+	key := l.keyOf(s)
 	l.mu.RLock()
-	u, ok := l.used[s.key]
+	u, ok := l.used[key]
 	l.mu.RUnlock()
 	now := l.now()
 	quota := s.policy.quota(lim.Effective())
@@ -149,13 +164,15 @@ func Refusal(rl *fault.RateLimit) string { return cardDeclines.refuse(rl).Messag
 // transaction. A subject whose count reaches its quota is refused from then on until its window ends.
 func (l *Limiter) Record(ctx context.Context, lim Limits, subjects ...Subject) error {
 	now := l.now()
+	keys := make([]string, len(subjects))
 	counts := make([]counted, len(subjects))
 	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		for i, s := range subjects {
 			if s.policy == nil {
 				continue
 			}
-			if err := tx.QueryRowContext(ctx, countSQL, s.key, now.Add(s.policy.window).UnixMilli(), now.UnixMilli()).
+			keys[i] = l.keyOf(s)
+			if err := tx.QueryRowContext(ctx, countSQL, keys[i], now.Add(s.policy.window).UnixMilli(), now.UnixMilli()).
 				Scan(&counts[i].n, &counts[i].end); err != nil {
 				return err
 			}
@@ -167,7 +184,7 @@ func (l *Limiter) Record(ctx context.Context, lim Limits, subjects ...Subject) e
 	}
 	for i, s := range subjects {
 		if s.policy != nil {
-			l.note(s, lim, counts[i])
+			l.note(s, keys[i], lim, counts[i])
 		}
 	}
 	return nil
@@ -181,10 +198,11 @@ func (l *Limiter) Take(ctx context.Context, s Subject, lim Limits) error {
 	}
 	now := l.now()
 	var c counted
-	if err := l.db.QueryRow(ctx, []any{&c.n, &c.end}, countSQL, s.key, now.Add(s.policy.window).UnixMilli(), now.UnixMilli()); err != nil {
+	key := l.keyOf(s)
+	if err := l.db.QueryRow(ctx, []any{&c.n, &c.end}, countSQL, key, now.Add(s.policy.window).UnixMilli(), now.UnixMilli()); err != nil {
 		return err
 	}
-	l.note(s, lim, c)
+	l.note(s, key, lim, c)
 	if quota := s.policy.quota(lim.Effective()); c.n > quota {
 		return s.policy.refuse(&fault.RateLimit{Policy: s.policy.name, Quota: quota, Window: s.policy.window,
 			Reset: time.UnixMilli(c.end).Sub(now)})
@@ -207,13 +225,14 @@ type counted struct {
 	end int64 // epoch milliseconds
 }
 
-// note remembers s as used up when its count c reached its quota.
-func (l *Limiter) note(s Subject, lim Limits, c counted) {
+// note remembers s, whose key is key, as used up when its count c reached its quota.
+func (l *Limiter) note(s Subject, key string, lim Limits, c counted) {
 	if c.n < s.policy.quota(lim.Effective()) {
 		return
 	}
 	l.mu.Lock()
-	l.used[s.key] = usedUp{count: c.n, until: time.UnixMilli(c.end)}
+	l.used[key] = usedUp{count: c.n, until: time.UnixMilli(c.end)}
+	l.nUsed.Store(int64(len(l.used)))
 	l.mu.Unlock()
 }
 
@@ -227,6 +246,7 @@ func (l *Limiter) Sweep(ctx context.Context) error {
 			delete(l.used, k)
 		}
 	}
+	l.nUsed.Store(int64(len(l.used)))
 	l.mu.Unlock()
 	l.sweepBuckets(now)
 	_, err := l.db.Exec(ctx, `DELETE FROM velocity_counters WHERE window_end <= $1`, now.UnixMilli())
