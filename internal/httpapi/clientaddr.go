@@ -1,35 +1,23 @@
 package httpapi
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 )
 
-type clientAddrKey struct{}
+// Proxies are the reverse proxies trusted to name the client in X-Forwarded-For; none by default.
+type Proxies []netip.Prefix
 
-// ClientAddrs resolves each request's client address once, for what is kept per client (sign-in
-// throttling), and puts it in the request's context for ClientAddr. The client is the peer, unless
-// the peer is one of the trusted proxies: then it is the right-most X-Forwarded-For address that is
-// not itself a trusted proxy. Entries further left were written by whoever sent the request to the
-// first trusted proxy, and anyone can write anything there; with no trusted proxy (the default),
-// X-Forwarded-For is never read.
-func ClientAddrs(trusted []netip.Prefix, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := resolveClientAddr(peerAddr(r), r.Header.Values("X-Forwarded-For"), trusted)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, addr)))
-	})
-}
-
-// ClientAddr is the address of the client of r, as ClientAddrs resolved it; without ClientAddrs in
-// front, the peer's address.
-func ClientAddr(r *http.Request) netip.Addr {
-	if a, ok := r.Context().Value(clientAddrKey{}).(netip.Addr); ok {
-		return a
-	}
-	return peerAddr(r)
+// ClientAddr is the address of the client of r, for what is kept per client (sign-in throttling).
+// The client is the peer, unless the peer is one of the trusted proxies: then it is the right-most
+// X-Forwarded-For address that is not itself a trusted proxy. Entries further left were written by
+// whoever sent the request to the first trusted proxy, and anyone can write anything there; with no
+// trusted proxy (the default), X-Forwarded-For is never read. It is resolved where it is needed,
+// not for every request: the payment API has no use for it.
+func (p Proxies) ClientAddr(r *http.Request) netip.Addr {
+	return resolveClientAddr(peerAddr(r), r.Header.Values("X-Forwarded-For"), p)
 }
 
 // peerAddr is the address of the connection's other end (the zero Addr when RemoteAddr is not an
@@ -73,8 +61,8 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 
 // ParsePrefixes parses a comma-separated list of CIDR prefixes ("10.0.0.0/8,2001:db8::/32"); a bare
 // address stands for itself alone.
-func ParsePrefixes(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
+func ParsePrefixes(list string) (Proxies, error) {
+	var out Proxies
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -75,9 +74,9 @@ type Config struct {
 	// operations on payment intents are settled, and velocity counts of ended windows dropped
 	// (default 1 minute).
 	SweepInterval time.Duration
-	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.ClientAddrs);
+	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.Proxies);
 	// default none.
-	TrustedProxies []netip.Prefix
+	TrustedProxies httpapi.Proxies
 }
 
 // Server is a configured Kassa server.
@@ -162,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	r.Handle("POST", "/oauth/token", a.TokenHandler())
 	r.Handle("POST", "/oauth/revoke", a.RevokeHandler())
 	r.Handle("DELETE", "/oauth/revoke_token", a.RevokeTokenHandler())
-	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Now: cfg.Now}).Routes(r)
+	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
 	v, err := vault.New(ctx, vault.Config{DB: cfg.DB, Keyring: ring, Ledger: s.ledger, Merchants: merchants, Tokens: s.cardenc, Now: cfg.Now})
@@ -181,7 +180,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
 	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
-	s.handler = httpapi.Middleware(cfg.Logger, httpapi.ClientAddrs(cfg.TrustedProxies, r))
+	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }
 

@@ -54,21 +54,24 @@ type Config struct {
 	DB   *store.DB
 	// SecureCookies marks the session cookie Secure: set it when Kassa is served over https.
 	SecureCookies bool
-	Now           func() time.Time
+	// Proxies name the client behind a reverse proxy, for throttling sign-in per client address.
+	Proxies httpapi.Proxies
+	Now     func() time.Time
 }
 
 // Handler serves the authorization pages.
 type Handler struct {
-	auth   *auth.Service
-	db     *store.DB
-	secure bool
-	now    func() time.Time
-	csrf   *http.CrossOriginProtection
+	auth    *auth.Service
+	db      *store.DB
+	secure  bool
+	proxies httpapi.Proxies
+	now     func() time.Time
+	csrf    *http.CrossOriginProtection
 }
 
 // New returns a Handler.
 func New(cfg Config) *Handler {
-	h := &Handler{auth: cfg.Auth, db: cfg.DB, secure: cfg.SecureCookies, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
+	h := &Handler{auth: cfg.Auth, db: cfg.DB, secure: cfg.SecureCookies, proxies: cfg.Proxies, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -168,7 +171,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := view{Title: "Sign in", Request: rawReq, Partner: req.Partner, Email: email}
-	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: httpapi.ClientAddr(r)}
+	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: h.proxies.ClientAddr(r)}
 	if c, err := r.Cookie(deviceCookie); err == nil {
 		attempt.Device = c.Value
 	}
