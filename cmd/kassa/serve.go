@@ -37,6 +37,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	procTimeout := fs.Duration("processor-timeout", payment.DefaultProcessorTimeout, "bound on one processor call")
 	recovery := fs.Duration("recovery-interval", payment.DefaultRecoveryInterval, "how often to look for attempts abandoned by a crashed node")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to this file (diagnostics)")
+	allocProfile := fs.String("alloc-profile", "", "write the allocations of the whole run, by where they were made, to this file at exit (diagnostics)")
 	smtpURL := fs.String("smtp-url", os.Getenv("KASSA_SMTP_URL"), "SMTP server for receipts, smtp://user:pass@host:port (env KASSA_SMTP_URL); without it receipts wait in the outbox")
 	smtpFrom := fs.String("smtp-from", envOr("KASSA_SMTP_FROM", "receipts@localhost"), "From address of receipts (env KASSA_SMTP_FROM)")
 	billingInterval := fs.Duration("billing-interval", billing.DefaultInterval, "how often the billing engine looks for due subscriptions and receipts")
@@ -97,6 +98,13 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 				return err
 			}
 			defer pprof.StopCPUProfile()
+		}
+		if *allocProfile != "" {
+			defer func() {
+				if err := writeAllocProfile(*allocProfile); err != nil {
+					log.Error("write the allocation profile", "err", err)
+				}
+			}()
 		}
 
 		kek, err := e.db.kek(log.Warn)
@@ -174,4 +182,18 @@ Get an access token:
 
 `, m.MerchantID, m.ClientID, m.ClientSecret, m.ClientID, m.ClientSecret, base)
 	return nil
+}
+
+// writeAllocProfile writes the allocations made so far, as "go tool pprof -sample_index=alloc_space"
+// reads them.
+func writeAllocProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
