@@ -593,6 +593,10 @@ const transactionIDLen = 20
 // newTransactionID returns 20 random characters of [A-Z2-7]: 100 bits.
 func newTransactionID() string { return rand.Text()[:transactionIDLen] }
 
+// processorOperations are the processor's names of the kinds of transaction.
+var processorOperations = map[string]string{KindSale: processor.OperationSale, KindAuthorization: processor.OperationAuthorization,
+	KindCapture: processor.OperationCapture, KindRefund: processor.OperationRefund, KindVoid: processor.OperationVoid}
+
 func operation(kind string) string {
 	switch kind {
 	case KindSale:

@@ -59,7 +59,9 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 		if !claimed {
 			continue // another node took it, or its own node finished it
 		}
-		res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) { return l.proc.Lookup(ctx, p.t.TransactionID) })
+		res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+			return l.proc.Lookup(ctx, processor.Operation{Reference: p.t.TransactionID, Kind: processorOperations[p.t.Kind], Amount: p.t.Amount, Currency: p.t.Currency})
+		})
 		outcome := ""
 		switch {
 		case errors.Is(err, processor.ErrNotFound):

@@ -29,9 +29,93 @@ type Processor interface {
 	Refund(ctx context.Context, f FollowUp) (Result, error)
 	// Void releases the authorization f.Original.
 	Void(ctx context.Context, f FollowUp) (Result, error)
-	// Lookup reports the outcome of the operation with Kassa's reference ref, or ErrNotFound when the
-	// processor never received it.
-	Lookup(ctx context.Context, ref string) (Result, error)
+	// Lookup reports the outcome of the operation op, sent earlier, whose answer Kassa did not record:
+	// its Result, ErrNotFound when the processor never received it, or an *Unanswered error when the
+	// processor cannot ask and undoes it instead (ISO 8583 has no enquiry message).
+	Lookup(ctx context.Context, op Operation) (Result, error)
+}
+
+// Operation names an operation sent earlier, for Lookup.
+type Operation struct {
+	Reference string // Kassa's reference (the transaction_id)
+	Merchant  Merchant
+	Kind      string // what it was: OperationSale, OperationAuthorization, OperationCapture, …
+	Amount    int64
+	Currency  money.Currency
+	Trace     string // what Prepare answered for it; "" when the processor is not a Preparer
+}
+
+// Kinds of operation, for Operation.Kind.
+const (
+	OperationSale          = "sale"
+	OperationAuthorization = "authorization"
+	OperationCapture       = "capture"
+	OperationRefund        = "refund"
+	OperationVoid          = "void"
+)
+
+// Preparer is implemented by a processor that must be able to refer to an operation whose answer
+// never came, without asking the acquirer about it (ISO 8583: a reversal names the original by its
+// STAN and transmission time). Before each call the payments core asks for the trace of the coming
+// operation, records it with the attempt in the same write, and hands it back in Payment.Trace,
+// FollowUp.Trace and Operation.Trace. Prepare must be cheap: it runs on every payment.
+type Preparer interface {
+	Prepare(ctx context.Context, m Merchant) (string, error)
+}
+
+// Unanswered is the error of a call that got no answer and that the processor undoes by a reversal
+// (ISO 8583's 0400) rather than by asking what became of it. The payments core records Reversal in
+// the same database transaction that marks the attempt as unanswered, then has it sent with
+// Reverser.Reverse until the acquirer acknowledges it; the operation is then declined
+// CodeProcessingError. The processor must be a Reverser.
+type Unanswered struct {
+	// Reversal is the processor's own description of the reversal (opaque to the core): what it
+	// references and what it is sent as, fixed once so that every sending is a retransmission.
+	Reversal string
+	Err      error // why there was no answer
+}
+
+func (u *Unanswered) Error() string { return "processor: no answer, to be reversed: " + u.Err.Error() }
+func (u *Unanswered) Unwrap() error { return u.Err }
+
+// Reverser sends the reversals that its Unanswered errors describe.
+type Reverser interface {
+	// Reverse sends reversal (an Unanswered.Reversal) for merchant m, as a retransmission when it was
+	// sent before, and returns nil once the acquirer has acknowledged that the original is not in
+	// effect (undone, or never received). An error means no acknowledgement yet: send it again later.
+	Reverse(ctx context.Context, m Merchant, reversal string) error
+}
+
+// Kind is a kind of processor a merchant can be connected to ("simulator", "iso8583", "stripe"): it
+// validates an account's configuration and opens the processor it configures. Accounts of one kind
+// may share what they hold (the connection to an ISO 8583 host shared by its merchants).
+type Kind interface {
+	// Name is the kind's name, as `kassa merchant update --processor` takes it.
+	Name() string
+	// Parse validates a configuration (JSON) and returns what of it may be shown. An error names the
+	// field at fault; it never quotes a secret.
+	Parse(config []byte) (Settings, error)
+	// Open returns the processor of an account configured by config, which Parse accepted.
+	Open(config []byte) (Processor, error)
+}
+
+// Settings is what an account's configuration says that may be shown: never a secret.
+type Settings struct {
+	// Test is true for a test account (a sandbox, a test key): nothing it takes moves money, and
+	// its transactions say test_mode true.
+	Test bool
+	// Fields are the configuration's non-secret fields, by their JSON names.
+	Fields map[string]string
+}
+
+// Account is a merchant's connection to a processor: its kind and configuration, fixed once
+// created (a merchant that changes processor gets a new account, and the transactions of the old one
+// keep going to it). The built-in simulator's account has the ID "".
+type Account struct {
+	ID        string
+	Kind      string
+	Test      bool
+	Processor Processor
 }
 
 // Authenticator is implemented by a processor that runs 3-D Secure (EMV 3DS): before a payment is
@@ -69,6 +153,12 @@ type Payment struct {
 	// Authentication is the outcome of the cardholder's 3-D Secure challenge, when one was run (see
 	// Authenticator): AuthenticationNone, AuthenticationSucceeded or AuthenticationFailed.
 	Authentication string
+	// StoredCard is true when the card comes from Kassa's vault rather than from the cardholder now
+	// (card on file); Recurring when the payment is a subscription's scheduled charge (always of a
+	// stored card, without the cardholder).
+	StoredCard bool
+	Recurring  bool
+	Trace      string // what Prepare answered for this operation; "" when the processor is not a Preparer
 }
 
 // Outcomes of cardholder authentication (3-D Secure), for Payment.Authentication.
@@ -90,6 +180,7 @@ type FollowUp struct {
 	Amount       int64
 	Currency     money.Currency
 	AuthorizedAt time.Time // when the original authorization was placed
+	Trace        string    // what Prepare answered for this operation; "" when the processor is not a Preparer
 }
 
 // Merchant is what a processor needs to know of the merchant.

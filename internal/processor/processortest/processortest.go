@@ -93,7 +93,7 @@ func Run(t *testing.T, p processor.Processor, cards Cards) {
 		}
 	})
 	t.Run("lookup of an unknown reference", func(t *testing.T) {
-		if _, err := p.Lookup(ctx, ref("never-sent")); !errors.Is(err, processor.ErrNotFound) {
+		if _, err := p.Lookup(ctx, processor.Operation{Reference: ref("never-sent"), Kind: processor.OperationSale, Amount: 1000, Currency: cad}); !errors.Is(err, processor.ErrNotFound) {
 			t.Fatalf("Lookup = %v, want ErrNotFound", err)
 		}
 	})

@@ -163,6 +163,6 @@ func (s *Simulator) Void(ctx context.Context, f processor.FollowUp) (processor.R
 }
 
 // Lookup reports every operation as never received (see the package comment).
-func (s *Simulator) Lookup(ctx context.Context, ref string) (processor.Result, error) {
+func (s *Simulator) Lookup(ctx context.Context, op processor.Operation) (processor.Result, error) {
 	return processor.Result{}, processor.ErrNotFound
 }
