@@ -11,6 +11,7 @@ import (
 const (
 	outcomeRejected = "REJECTED" // refused before the processor was asked: the state forbade it
 	outcomeFailed   = "FAILED"   // interrupted; the processor never received it
+	outcomeReversed = "REVERSED" // unanswered, then reversed at the processor: not in effect
 )
 
 // auditSelectSQL inserts an audit record whose values are parameters from $7, from a SELECT: the

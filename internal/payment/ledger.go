@@ -24,37 +24,41 @@ import (
 const (
 	DefaultProcessorTimeout = 30 * time.Second
 	DefaultRecoveryInterval = 30 * time.Second
+	DefaultReversalInterval = 5 * time.Second
 	// keyRetention is how long an idempotency key stays bound to the transaction it created.
 	keyRetention = 24 * time.Hour
 )
 
 // Config configures a Ledger.
 type Config struct {
-	DB               *store.DB
-	Processor        processor.Processor
+	DB *store.DB
+	// Processors are the processor accounts: each merchant's, and each transaction's.
+	Processors       Processors
 	Logger           *slog.Logger
 	Now              func() time.Time
 	ProcessorTimeout time.Duration // bound on one processor call (default 30 s)
 	RecoveryInterval time.Duration // how often Run looks for abandoned attempts (default 30 s)
+	ReversalInterval time.Duration // how often Run sends the reversals not yet acknowledged (default 5 s)
 	// Velocity limits the declines of each card and each credential (required).
 	Velocity *velocity.Limiter
 }
 
 // Ledger records card operations and carries them out through the processor.
 type Ledger struct {
-	db       *store.DB
-	proc     processor.Processor
-	log      *slog.Logger
-	now      func() time.Time
-	timeout  time.Duration
-	interval time.Duration
-	velocity *velocity.Limiter
+	db        *store.DB
+	procs     Processors
+	log       *slog.Logger
+	now       func() time.Time
+	timeout   time.Duration
+	interval  time.Duration
+	reversals time.Duration
+	velocity  *velocity.Limiter
 }
 
 // New returns a Ledger.
 func New(cfg Config) *Ledger {
-	l := &Ledger{db: cfg.DB, proc: cfg.Processor, log: cfg.Logger, now: cfg.Now, timeout: cfg.ProcessorTimeout, interval: cfg.RecoveryInterval,
-		velocity: cfg.Velocity}
+	l := &Ledger{db: cfg.DB, procs: cfg.Processors, log: cfg.Logger, now: cfg.Now, timeout: cfg.ProcessorTimeout, interval: cfg.RecoveryInterval,
+		reversals: cfg.ReversalInterval, velocity: cfg.Velocity}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -66,6 +70,9 @@ func New(cfg Config) *Ledger {
 	}
 	if l.interval <= 0 {
 		l.interval = DefaultRecoveryInterval
+	}
+	if l.reversals <= 0 {
+		l.reversals = DefaultReversalInterval
 	}
 	return l
 }
@@ -93,18 +100,24 @@ type Charge struct {
 	CVV            string
 	Authentication string // the cardholder's 3-D Secure outcome (processor.Payment.Authentication); "" for none
 	Customer       Customer
+	// TestMode asks for the simulator whatever the merchant's processor: nothing is charged.
 	TestMode       bool
 	Source         string
 	IdempotencyKey string
 	// Token is the card token that Card came from, consumed with the attempt; nil for card fields.
 	Token *cardenc.Token
+	// StoredCard: the card comes from the vault (card on file); Recurring: a subscription's
+	// scheduled charge. The processor marks them so (processor.Payment).
+	StoredCard, Recurring bool
 }
 
 // FollowUp asks for a capture, refund or void of the transaction ParentID.
 type FollowUp struct {
 	Actor
-	ParentID       int64
-	Amount         int64 // minor units of the parent's currency; ignored by Void
+	ParentID int64
+	Amount   int64 // minor units of the parent's currency; ignored by Void
+	// TestMode is accepted for compatibility and changes nothing: a follow-up goes to the processor
+	// that took its parent, and is a test as its parent was.
 	TestMode       bool
 	IdempotencyKey string
 }
@@ -124,13 +137,19 @@ var ErrProcessorUnavailable = errors.New("payment: processor unavailable")
 // recorded under the same idempotency key answers what it answered, limits or not.
 func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	now := l.now()
+	acct, err := l.accountFor(ctx, c)
+	if err != nil {
+		return Transaction{}, err
+	}
 	t := Transaction{MerchantID: c.MerchantID, Kind: c.Kind, Status: StatusPending, Amount: c.Amount, Currency: c.Currency,
 		CardType: string(card.BrandOf(c.Card)), CardPrefix: c.Card.First6(), CardSuffix: c.Card.Last4(),
-		TestMode: c.TestMode, Source: c.Source, Customer: c.Customer, ClientID: c.ClientID, RequestID: c.RequestID,
-		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now}
+		TestMode: acct.Test, Source: c.Source, Customer: c.Customer, ClientID: c.ClientID, RequestID: c.RequestID,
+		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now, ProcessorAccount: acct.ID}
+	if t.ProcessorTrace, err = l.prepare(ctx, acct, c.Actor); err != nil {
+		return Transaction{}, err
+	}
 	cardSubject, credential := l.velocity.CardDeclines(c.MerchantID, c.Card), velocity.CredentialDeclines(c.Principal)
 	var prior *Transaction
-	var err error
 	if t.IdempotencyKey == "" && c.Token == nil {
 		if err = l.velocity.Check(c.Velocity, credential); err == nil {
 			err = l.insert(ctx, nil, &t, now) // one statement, a transaction by itself
@@ -164,9 +183,9 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	if over != nil {
 		res = processor.Result{Code: velocity.DeclineCode, Message: velocity.Refusal(over)}
 	} else if res, err = l.call(ctx, func(ctx context.Context) (processor.Result, error) {
-		return l.proc.Authorize(ctx, c.payment(t.TransactionID))
+		return acct.Processor.Authorize(ctx, c.payment(t.TransactionID, t.ProcessorTrace))
 	}); err != nil {
-		return Transaction{}, l.unavailable(ctx, t, err)
+		return l.noAnswer(ctx, t, acct, err)
 	}
 	if t, err = l.finish(ctx, t, res, operation(t.Kind)); err != nil {
 		return Transaction{}, err
@@ -181,11 +200,12 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	return t, nil
 }
 
-// payment is what the processor is asked to authorize for c, under Kassa's reference ref.
-func (c Charge) payment(ref string) processor.Payment {
-	return processor.Payment{Reference: ref, Merchant: processor.Merchant{ID: c.MerchantID, SimulatorProfile: c.Profile},
-		Amount: c.Amount, Currency: c.Currency, Capture: c.Kind == KindSale, Card: c.Card, Expiry: c.Expiry, CVV: c.CVV,
-		Authentication: c.Authentication}
+// payment is what the processor is asked to authorize for c, under Kassa's reference ref and the
+// trace the processor prepared for it.
+func (c Charge) payment(ref, trace string) processor.Payment {
+	return processor.Payment{Reference: ref, Merchant: c.merchant(), Amount: c.Amount, Currency: c.Currency,
+		Capture: c.Kind == KindSale, Card: c.Card, Expiry: c.Expiry, CVV: c.CVV, Authentication: c.Authentication,
+		StoredCard: c.StoredCard, Recurring: c.Recurring, Trace: trace}
 }
 
 // ChallengeRequired reports whether the cardholder of c must pass the issuer's 3-D Secure challenge
@@ -193,13 +213,17 @@ func (c Charge) payment(ref string) processor.Payment {
 // Nothing is recorded, since nothing is authorized; the question is bounded by the processor timeout,
 // and a processor that does not answer is a 502 with nothing charged.
 func (l *Ledger) ChallengeRequired(ctx context.Context, c Charge) (bool, error) {
-	a, ok := l.proc.(processor.Authenticator)
+	acct, err := l.accountFor(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	a, ok := acct.Processor.(processor.Authenticator)
 	if !ok {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	required, err := a.ChallengeRequired(ctx, c.payment(""))
+	required, err := a.ChallengeRequired(ctx, c.payment("", ""))
 	if err != nil {
 		l.log.WarnContext(ctx, "processor did not say whether a payment needs 3-D Secure", "err", err)
 		return false, &fault.Error{Status: http.StatusBadGateway, Code: "processor_unavailable",
@@ -211,23 +235,27 @@ func (l *Ledger) ChallengeRequired(ctx context.Context, c Charge) (bool, error) 
 // Capture collects f.Amount (at most the authorized amount) of an authorization. One capture per
 // authorization; what it does not capture is released.
 func (l *Ledger) Capture(ctx context.Context, f FollowUp) (Transaction, error) {
-	return l.followUp(ctx, f, KindCapture, l.proc.Capture)
+	return l.followUp(ctx, f, KindCapture, processor.Processor.Capture)
 }
 
 // Refund returns f.Amount of a sale or capture. Refunds may repeat while their sum stays within the
 // amount of the sale or capture.
 func (l *Ledger) Refund(ctx context.Context, f FollowUp) (Transaction, error) {
-	return l.followUp(ctx, f, KindRefund, l.proc.Refund)
+	return l.followUp(ctx, f, KindRefund, processor.Processor.Refund)
 }
 
 // Void releases an authorization that was not captured.
 func (l *Ledger) Void(ctx context.Context, f FollowUp) (Transaction, error) {
-	return l.followUp(ctx, f, KindVoid, l.proc.Void)
+	return l.followUp(ctx, f, KindVoid, processor.Processor.Void)
 }
 
-func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string, call func(context.Context, processor.FollowUp) (processor.Result, error)) (Transaction, error) {
+// followUp records a capture, refund or void of f.ParentID and has call carry it out on the
+// processor account that took the parent, whatever the merchant's processor is now.
+func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
+	call func(processor.Processor, context.Context, processor.FollowUp) (processor.Result, error)) (Transaction, error) {
 	now := l.now()
 	var t, parent Transaction
+	var acct processor.Account
 	var prior *Transaction
 	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
@@ -240,13 +268,19 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string, call fun
 		}
 		t = Transaction{MerchantID: f.MerchantID, Kind: kind, Status: StatusPending, ParentID: parent.ID, Amount: amount,
 			Currency: parent.Currency, CardType: parent.CardType, CardPrefix: parent.CardPrefix, CardSuffix: parent.CardSuffix,
-			TestMode: f.TestMode || parent.TestMode, Source: parent.Source, Customer: parent.Customer, ClientID: f.ClientID,
+			TestMode: parent.TestMode, Source: parent.Source, Customer: parent.Customer, ClientID: f.ClientID,
 			RequestID: f.RequestID, IdempotencyKey: f.IdempotencyKey, CreatedAt: now, UpdatedAt: now,
-			ParentTransactionID: parent.TransactionID}
+			ParentTransactionID: parent.TransactionID, ProcessorAccount: parent.ProcessorAccount}
 		if prior, err = l.prior(ctx, tx, &t, now); err != nil || prior != nil {
 			return err
 		}
 		if err := l.reserve(ctx, tx, &parent, kind, amount, now); err != nil {
+			return err
+		}
+		if acct, err = l.procs.Account(ctx, parent.ProcessorAccount); err != nil {
+			return err
+		}
+		if t.ProcessorTrace, err = l.prepare(ctx, acct, f.Actor); err != nil {
 			return err
 		}
 		return l.insert(ctx, tx, &t, now)
@@ -259,11 +293,11 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string, call fun
 		return deref(prior), err
 	}
 	res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
-		return call(ctx, processor.FollowUp{Reference: t.TransactionID, Merchant: processor.Merchant{ID: f.MerchantID, SimulatorProfile: f.Profile},
-			Original: parent.ProcessorRef, Amount: t.Amount, Currency: t.Currency, AuthorizedAt: parent.CreatedAt})
+		return call(acct.Processor, ctx, processor.FollowUp{Reference: t.TransactionID, Merchant: f.merchant(),
+			Original: parent.ProcessorRef, Amount: t.Amount, Currency: t.Currency, AuthorizedAt: parent.CreatedAt, Trace: t.ProcessorTrace})
 	})
 	if err != nil {
-		return Transaction{}, l.unavailable(ctx, t, err)
+		return l.noAnswer(ctx, t, acct, err)
 	}
 	return l.finish(ctx, t, res, operation(kind))
 }
@@ -405,7 +439,7 @@ func (l *Ledger) insert(ctx context.Context, tx *store.Tx, t *Transaction, now t
 		nullable(c.Company), nullable(c.Telephone), nullable(c.Address1), nullable(c.Address2), nullable(c.City),
 		nullable(c.Province), nullable(c.Country), nullable(c.PostalCode), nullable(c.CustomID), nullable(c.InvoiceID),
 		nullable(c.OrderID), nullable(c.Description), nullable(t.ClientID), nullable(t.RequestID), nullable(t.IdempotencyKey),
-		l.lease(now), now.UnixMilli(), nullable(t.ParentTransactionID)}
+		l.lease(now), now.UnixMilli(), nullable(t.ParentTransactionID), nullable(t.ProcessorAccount), nullable(t.ProcessorTrace)}
 	if tx == nil {
 		return l.db.QueryRow(ctx, []any{&t.ID}, insertSQL, args...)
 	}
@@ -415,9 +449,10 @@ func (l *Ledger) insert(ctx context.Context, tx *store.Tx, t *Transaction, now t
 const insertSQL = `INSERT INTO transactions (transaction_id, merchant_id, kind, parent_id, status, amount,
 		currency, scale, card_type, card_prefix, card_suffix, test_mode, source, email, first_name, last_name, company,
 		telephone, address1, address2, city, province, country, postal_code, custom_id, invoice_id, order_id, description,
-		client_id, request_id, idempotency_key, lease_until, created_at, updated_at, parent_transaction_id)
+		client_id, request_id, idempotency_key, lease_until, created_at, updated_at, parent_transaction_id,
+		processor_account, processor_trace)
 		VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32, $33)
+		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32, $33, $34, $35)
 		RETURNING id`
 
 // call runs one processor call, bounded by the processor timeout. It is not canceled when the client
@@ -426,14 +461,6 @@ func (l *Ledger) call(ctx context.Context, f func(context.Context) (processor.Re
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
 	return f(ctx)
-}
-
-// unavailable answers a processor call that failed: the attempt stays pending for recovery.
-func (l *Ledger) unavailable(ctx context.Context, t Transaction, err error) error {
-	l.log.WarnContext(ctx, "processor call failed; attempt left pending for recovery", "transaction_id", t.TransactionID, "err", err)
-	return &fault.Error{Status: http.StatusBadGateway, Code: "processor_unavailable",
-		Message: "The processor did not answer. Transaction " + t.TransactionID + " is pending and will be resolved; " +
-			"retry with the same Idempotency-Key to learn its outcome."}
 }
 
 // finish records the processor's answer: the outcome, the release of a declined follow-up's

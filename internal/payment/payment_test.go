@@ -106,7 +106,7 @@ func TestSaleResponseIsTheWireContract(t *testing.T) {
 		}
 		want := map[string]any{"transaction_type": "SALE", "transaction_result": "APPROVED", "transaction_success": true,
 			"transaction_message": "Approved", "currency": "CAD", "card_type": "VISA", "card_suffix": "4242",
-			"captured": true, "test_mode": false, "transaction_source": "E_COMMERCE"}
+			"captured": true, "test_mode": true, "transaction_source": "E_COMMERCE"}
 		for k, v := range want {
 			if r.Body[k] != v {
 				t.Errorf("%s = %v, want %v", k, r.Body[k], v)

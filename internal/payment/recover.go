@@ -15,7 +15,9 @@ import (
 // Recover resolves attempts that were recorded but whose outcome never was: the process that made
 // them died between asking the processor and recording its answer. Each is asked of the processor;
 // one the processor never received is declined as interrupted, and a follow-up's reservation is
-// released. None is sent to the processor again, so nothing is charged twice.
+// released. A processor that cannot be asked (ISO 8583) answers that the operation is to be reversed:
+// the reversal is recorded and sent as for a call that timed out. None is sent to the processor again,
+// so nothing is charged twice.
 //
 // With all, every pending attempt is taken (a single server at start-up: none can still be running);
 // otherwise only those whose lease has run out, which no live node can still finish.
@@ -31,8 +33,10 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 	}
 	var todo []pending
 	err := l.db.Read(ctx, func(q store.Querier) error {
+		// An attempt with a reversal is the reversal's to settle (SendReversals).
 		rows, err := q.QueryContext(ctx, `SELECT `+columns+`, t.lease_until`+from+
-			`WHERE t.status = 'PENDING' AND t.lease_until <= $1 ORDER BY t.id LIMIT 500`, cutoff)
+			`WHERE t.status = 'PENDING' AND t.lease_until <= $1
+			AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.transaction_id = t.transaction_id) ORDER BY t.id LIMIT 500`, cutoff)
 		if err != nil {
 			return err
 		}
@@ -40,7 +44,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 		for rows.Next() {
 			var p pending
 			var err error
-			if p.t, err = scanTransaction(scanWithLease{rows, &p.lease}); err != nil {
+			if p.t, err = scanTransaction(scanWith{rows, []any{&p.lease}}); err != nil {
 				return err
 			}
 			todo = append(todo, p)
@@ -59,14 +63,29 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 		if !claimed {
 			continue // another node took it, or its own node finished it
 		}
+		acct, err := l.procs.Account(ctx, p.t.ProcessorAccount)
+		if err != nil {
+			return done, err
+		}
 		res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
-			return l.proc.Lookup(ctx, processor.Operation{Reference: p.t.TransactionID, Kind: processorOperations[p.t.Kind], Amount: p.t.Amount, Currency: p.t.Currency})
+			return acct.Processor.Lookup(ctx, processor.Operation{Reference: p.t.TransactionID, Merchant: processor.Merchant{ID: p.t.MerchantID},
+				Kind: processorOperations[p.t.Kind], Amount: p.t.Amount, Currency: p.t.Currency, Trace: p.t.ProcessorTrace})
 		})
 		outcome := ""
+		var u *processor.Unanswered
 		switch {
 		case errors.Is(err, processor.ErrNotFound):
 			res = processor.Result{Code: processor.CodeProcessingError, Message: "Interrupted before the processor received it; nothing was charged"}
 			outcome = outcomeFailed
+		case errors.As(err, &u):
+			// The processor cannot ask, and undoes it: recorded, then sent now and until acknowledged.
+			if err := l.recordReversal(ctx, p.t, u.Reversal); err != nil {
+				return done, err
+			}
+			if _, err := l.sendReversal(ctx, p.t, acct, u.Reversal, 0, "recover"); err == nil {
+				done++
+			}
+			continue
 		case err != nil:
 			l.log.WarnContext(ctx, "recovery lookup failed; will retry", "transaction_id", p.t.TransactionID, "err", err)
 			continue
@@ -96,16 +115,21 @@ func (l *Ledger) claim(ctx context.Context, id, lease int64, now time.Time) (boo
 	return n == 1, err
 }
 
-// scanWithLease reads the columns of a Transaction followed by lease_until.
-type scanWithLease struct {
-	rows  *sql.Rows
-	lease *int64
+// scanWith reads the columns of a Transaction followed by more.
+type scanWith struct {
+	rows *sql.Rows
+	more []any
 }
 
-func (s scanWithLease) Scan(dest ...any) error { return s.rows.Scan(append(dest, s.lease)...) }
+func (s scanWith) Scan(dest ...any) error { return s.rows.Scan(append(dest, s.more...)...) }
 
-// Run looks for abandoned attempts every recovery interval until ctx is done.
+// Run looks for abandoned attempts every recovery interval, and sends the reversals that are due
+// every reversal interval, until ctx is done.
 func (l *Ledger) Run(ctx context.Context) {
+	go clock.Every(ctx, l.reversals, l.log, "reversal sweep", func(ctx context.Context) error {
+		_, err := l.SendReversals(ctx)
+		return err
+	})
 	clock.Every(ctx, l.interval, l.log, "recovery sweep", func(ctx context.Context) error {
 		_, err := l.Recover(ctx, false)
 		return err

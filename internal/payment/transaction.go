@@ -73,6 +73,12 @@ type Transaction struct {
 
 	ParentTransactionID string // the parent's transaction_id, for the response
 
+	// ProcessorAccount is the processor account that took the transaction ("" for the simulator), to
+	// which its follow-ups and its recovery go; ProcessorTrace what that processor prepared for it
+	// before it was sent (processor.Preparer).
+	ProcessorAccount string
+	ProcessorTrace   string
+
 	// Limit is the velocity limit that declined the payment without asking the processor (decline code
 	// velocity.DeclineCode), for the response's rate-limit headers; nil otherwise. It is not stored.
 	Limit *fault.RateLimit
@@ -94,7 +100,8 @@ const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALES
 	COALESCE(t.province, ''), COALESCE(t.country, ''), COALESCE(t.postal_code, ''), COALESCE(t.custom_id, ''),
 	COALESCE(t.invoice_id, ''), COALESCE(t.order_id, ''), COALESCE(t.description, ''),
 	COALESCE(t.client_id, ''), COALESCE(t.request_id, ''), COALESCE(t.idempotency_key, ''),
-	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, '')`
+	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, ''), COALESCE(t.processor_account, ''),
+	COALESCE(t.processor_trace, '')`
 
 // from is the FROM clause that goes with columns.
 const from = ` FROM transactions t `
@@ -110,7 +117,8 @@ func scanTransaction(s scanner) (Transaction, error) {
 		&t.CardType, &t.CardPrefix, &t.CardSuffix, &t.TestMode, &t.Source,
 		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
 		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
-		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID)
+		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
+		&t.ProcessorAccount, &t.ProcessorTrace)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return t, err
 }

@@ -137,7 +137,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.velocity, err = velocity.New(ctx, velocity.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
-	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processor: cfg.Processor, Logger: cfg.Logger, Now: cfg.Now,
+	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processors: builtIn{processor.Account{Kind: "simulator", Test: true, Processor: cfg.Processor}},
+		Logger: cfg.Logger, Now: cfg.Now,
 		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval, Velocity: s.velocity})
 	if cfg.ProcessorTimeout <= 0 {
 		cfg.ProcessorTimeout = payment.DefaultProcessorTimeout
@@ -315,4 +316,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		return nil
 	}
 	return err
+}
+
+// builtIn is the processors of a server whose every merchant is on the built-in simulator.
+type builtIn struct{ sim processor.Account }
+
+func (b builtIn) ForMerchant(context.Context, string) (processor.Account, error) { return b.sim, nil }
+
+func (b builtIn) Account(_ context.Context, id string) (processor.Account, error) {
+	if id != "" {
+		return processor.Account{}, fmt.Errorf("server: no processor account %q", id)
+	}
+	return b.sim, nil
 }

@@ -95,6 +95,7 @@ func (s *Service) charge(ctx context.Context, who payment.Actor, kind string, c 
 	d := c.Details
 	return s.ledger.Charge(ctx, payment.Charge{Actor: who, Kind: kind, Amount: amount, Currency: cur, Card: number,
 		Expiry: cd.Expiry, TestMode: testMode, Source: source, IdempotencyKey: idempotencyKey,
+		StoredCard: true, Recurring: source == payment.SourceRecurring,
 		Customer: payment.Customer{Email: d.Email, FirstName: d.FirstName, LastName: d.LastName, Company: d.Company,
 			Telephone: d.Telephone, Address1: d.Address1, Address2: d.Address2, City: d.City, Province: d.Province,
 			Country: d.Country, PostalCode: d.PostalCode, CustomID: d.CustomID}})
