@@ -15,14 +15,12 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	processortest.Run(t, simulator.New(simulator.Config{}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined,
-		Challenge: cardtest.ThreeDSecure})
+	processortest.Run(t, simulator.New(simulator.Config{}), processortest.Config{Approve: cardtest.Visa, Challenge: cardtest.ThreeDSecure})
 }
 
 func TestConformanceWithLatency(t *testing.T) {
 	t.Parallel()
-	processortest.Run(t, simulator.New(simulator.Config{Latency: 5 * time.Millisecond}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined,
-		Challenge: cardtest.ThreeDSecure})
+	processortest.Run(t, simulator.New(simulator.Config{Latency: 5 * time.Millisecond}), processortest.Config{Approve: cardtest.Visa, Challenge: cardtest.ThreeDSecure})
 }
 
 func pay(t *testing.T, pan string, amount int64, profile string) processor.Payment {
