@@ -351,7 +351,7 @@ func (s *Service) Refresh(ctx context.Context) error {
 	for m, o := range cur {
 		if o.err != nil {
 			edit()
-			next[m] = s.opened(ctx, m, o.account.ID)
+			next[m] = s.openFor(ctx, m, o.account.ID)
 		}
 	}
 	for _, c := range changes {
@@ -362,7 +362,7 @@ func (s *Service) Refresh(ctx context.Context) error {
 			delete(next, c.merchant)
 		case c.account.Valid && (!on || o.account.ID != c.account.String):
 			edit()
-			next[c.merchant] = s.opened(ctx, c.merchant, c.account.String)
+			next[c.merchant] = s.openFor(ctx, c.merchant, c.account.String)
 		}
 	}
 	if old == nil || copied {
@@ -375,9 +375,9 @@ func (s *Service) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// opened opens the merchant's account, logging a failure: the merchant's payments fail until a
+// openFor opens the merchant's account, logging a failure: the merchant's payments fail until a
 // refresh opens it.
-func (s *Service) opened(ctx context.Context, merchantID, id string) opened {
+func (s *Service) openFor(ctx context.Context, merchantID, id string) opened {
 	a, err := s.Account(ctx, id)
 	if err != nil {
 		s.log.ErrorContext(ctx, "a merchant's processor account does not open; its payments fail", "merchant_id", merchantID, "account", id, "err", err)
