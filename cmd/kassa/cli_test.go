@@ -2,14 +2,25 @@ package main_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kassapay/kassa/internal/envelope"
 )
 
 func TestCLIFailures(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "taken@example.com", "--data-dir", dir)
+	notJSON, emptyObject := filepath.Join(t.TempDir(), "not.json"), filepath.Join(t.TempDir(), "empty.json")
+	// The key-encryption key that seals processor configurations, made here rather than with a warning by
+	// the first command that needs it.
+	if os.WriteFile(notJSON, []byte(`{"latency": 5s}`), 0o600) != nil || os.WriteFile(emptyObject, []byte(`{}`), 0o600) != nil ||
+		os.WriteFile(filepath.Join(dir, "vault.key"), []byte(envelope.NewKEKText()), 0o600) != nil {
+		t.Fatal("write the processor configurations and the key-encryption key")
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -39,6 +50,11 @@ func TestCLIFailures(t *testing.T) {
 		{"update to a bad maximum", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--max-amount", "-5"}, 1, "max_amount"},
 		{"update to no card declines", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-card-declines", "0"}, 2, "--velocity-card-declines must be"},
 		{"update to a request rate of words", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-request-rate", "lots"}, 2, "--velocity-request-rate must be"},
+		{"update to an unknown processor", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor", "paypal"}, 1, "processor must be one of"},
+		{"processor configuration without a processor", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor-config", emptyObject}, 2, "--processor-config needs --processor"},
+		{"processor configuration that is not JSON", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor", "simulator", "--processor-config", notJSON}, 1, "the simulator configuration is not valid JSON (at byte 14)"},
+		{"processor configuration that is not there", []string{"merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor", "simulator", "--processor-config", notJSON + ".missing"}, 1, "--processor-config: open"},
+		{"processor of an unknown merchant", []string{"merchant", "update", "--merchant-id", "0000000000", "--processor", "simulator", "--processor-config", emptyObject}, 1, "no merchant"},
 		{"bad simulator latency", []string{"serve", "--simulator-latency", "-1s"}, 2, "--simulator-latency"},
 		{"bad database url", []string{"migrate", "--database-url", "mysql://x"}, 1, "postgres://"},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "--log-level"},
@@ -80,6 +96,14 @@ func TestCLIFailures(t *testing.T) {
 	}
 	if d := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--allowed-origins", "default", "--data-dir", dir); fmt.Sprint(d["allowed_origins"]) != "[]" {
 		t.Fatalf("allowed origins back to the default: %v", d["allowed_origins"])
+	}
+	// Every update says which processor takes the merchant's payments: the simulator by default.
+	if p := u["processor"]; fmt.Sprint(p) != "map[name:simulator settings:map[] test:true]" {
+		t.Fatalf("merchant update printed the processor %v", p)
+	}
+	if p := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor", "simulator", "--processor-config", emptyObject,
+		"--data-dir", dir)["processor"]; fmt.Sprint(p) != "map[name:simulator settings:map[] test:true]" {
+		t.Fatalf("merchant update --processor simulator printed the processor %v", p)
 	}
 	// Velocity limits: each set printed back, in force, beside the defaults of the others.
 	v := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-card-declines", "4",

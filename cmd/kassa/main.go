@@ -21,11 +21,19 @@ import (
 
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], connectors(), os.Stdout, os.Stderr))
+}
+
+// connectors are the kinds of processor a merchant can be connected to beside the built-in
+// simulator (which package accounts always has): what "kassa merchant update --processor" accepts.
+// Each kind is one line here.
+func connectors() []processor.Kind {
+	return []processor.Kind{}
 }
 
 const usage = `kassa: a self-hosted card payment gateway
@@ -35,6 +43,7 @@ Usage:
   kassa migrate
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
   kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99] [--timezone Zone]
+                        [--processor simulator|iso8583|stripe [--processor-config FILE]]
   kassa merchant keys --merchant-id M
   kassa keys rotate --merchant-id M [--grace 168h]
   kassa keys rotate-vault --new-vault-key-file NEW
@@ -62,6 +71,12 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	db             dbFlags
+	kinds          []processor.Kind // the connectors
+}
+
+// warn tells the operator something on stderr, as slog's Warn would take it.
+func (e *env) warn(msg string, args ...any) {
+	fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
 }
 
 // usageError marks a failure of the command line itself: exit status 2.
@@ -91,7 +106,7 @@ func commands() []command {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, kinds []processor.Kind, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
@@ -106,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		flags := flag.NewFlagSet("kassa "+c.name, flag.ContinueOnError)
 		flags.SetOutput(stderr)
-		e := &env{stdout: stdout, stderr: stderr}
+		e := &env{stdout: stdout, stderr: stderr, kinds: kinds}
 		e.db.register(flags)
 		runCmd := c.setup(flags)
 		if err := flags.Parse(args[len(words):]); err != nil {

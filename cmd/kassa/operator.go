@@ -17,6 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/velocity"
 	"github.com/kassapay/kassa/web"
@@ -152,6 +153,9 @@ type merchantSettings struct {
 	Timezone         string          `json:"timezone"`
 	AllowedOrigins   []string        `json:"allowed_origins"`
 	Velocity         velocity.Limits `json:"velocity"` // in force: a limit left at its default shows the default
+	// Processor is what may be shown of the processor that takes the merchant's payments: never a
+	// secret of its configuration.
+	Processor accounts.Summary `json:"processor"`
 }
 
 func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -161,6 +165,8 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
 	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by, e.g. America/Toronto")
 	origins := fs.String("allowed-origins", "", `origins whose pages may embed the hosted payment page, comma-separated (e.g. https://shop.example); "default" for any https origin and localhost`)
+	kind := fs.String("processor", "", "processor that takes the merchant's new payments: simulator (the default), iso8583 or stripe; earlier transactions keep theirs")
+	configFile := fs.String("processor-config", "", "file with the processor's configuration (JSON); stored sealed, never printed back")
 	var u merchant.Update
 	d := velocity.Defaults
 	limits := []struct {
@@ -210,14 +216,32 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		default:
 			u.AllowedOrigins = strings.Split(*origins, ",")
 		}
-		db, err := e.db.open(ctx)
+		if *configFile != "" && *kind == "" {
+			return usagef("--processor-config needs --processor")
+		}
+		var config []byte
+		if *configFile != "" {
+			var err error
+			if config, err = os.ReadFile(*configFile); err != nil {
+				return fmt.Errorf("--processor-config: %w", err)
+			}
+		}
+		processors, db, err := e.processors(ctx, *kind != "")
 		if err != nil {
 			return err
 		}
 		defer db.Close()
 		var m merchant.Merchant
+		var p accounts.Summary
 		err = db.Write(ctx, func(tx *store.Tx) error {
-			m, err = merchant.ApplyUpdate(ctx, tx, *id, u)
+			if m, err = merchant.ApplyUpdate(ctx, tx, *id, u); err != nil {
+				return err
+			}
+			if processors != nil {
+				p, err = processors.Set(ctx, tx, *id, *kind, config)
+			} else {
+				p, err = accounts.Describe(ctx, tx, *id)
+			}
 			return err
 		})
 		if errors.Is(err, merchant.ErrNotFound) {
@@ -228,8 +252,30 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
 			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins),
-			Velocity: m.Velocity.Effective()})
+			Velocity: m.Velocity.Effective(), Processor: p})
 	}
+}
+
+// processors opens the database and, when the command sets a processor, the processor accounts (whose
+// configurations are sealed under the key-encryption key, checked first as cardKeys does).
+func (e *env) processors(ctx context.Context, setting bool) (*accounts.Service, *store.DB, error) {
+	var kek *envelope.KEK
+	if setting {
+		var err error
+		if kek, err = e.db.kek(e.warn); err != nil {
+			return nil, nil, err
+		}
+	}
+	db, err := e.db.open(ctx)
+	if err != nil || !setting {
+		return nil, db, err
+	}
+	ring, err := envelope.NewKeyring(ctx, db, kek, time.Now)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return accounts.New(accounts.Config{DB: db, Keyring: ring, Kinds: e.kinds}), db, nil
 }
 
 // orEmpty prints a missing list as [], not null.
@@ -258,9 +304,7 @@ func keyOut(k cardenc.PublicKey) publicKeyOut {
 // cardKeys opens what the card-encryption commands need, and checks that the merchant exists. The
 // key-encryption key is checked first: a configuration problem is reported before a data problem.
 func cardKeys(ctx context.Context, e *env, merchantID string) (*cardenc.Service, func(), error) {
-	kek, err := e.db.kek(func(msg string, args ...any) {
-		fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
-	})
+	kek, err := e.db.kek(e.warn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,9 +387,7 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 		if err := required([2]string{"new-vault-key-file", *newFile}); err != nil {
 			return err
 		}
-		old, err := e.db.kek(func(msg string, args ...any) {
-			fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
-		})
+		old, err := e.db.kek(e.warn)
 		if err != nil {
 			return err
 		}

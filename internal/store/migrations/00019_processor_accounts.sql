@@ -16,8 +16,12 @@ CREATE TABLE processor_accounts (
 );
 CREATE INDEX processor_accounts_merchant ON processor_accounts (merchant_id);
 
--- The account that takes the merchant's new payments; NULL: the built-in simulator.
+-- The account that takes the merchant's new payments; NULL: the built-in simulator. Every change of it
+-- stamps processor_changed_at (epoch ms, never below an earlier change's), so that each node reads
+-- only the merchants whose processor changed since its last refresh (package accounts).
 ALTER TABLE merchants ADD COLUMN processor_account TEXT REFERENCES processor_accounts (id);
+ALTER TABLE merchants ADD COLUMN processor_changed_at BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX merchants_processor_changed ON merchants (processor_changed_at);
 
 -- The account that took each transaction (NULL: the simulator), to which its captures, refunds, voids
 -- and recovery go; and the trace the processor gave the attempt before it was sent
@@ -28,5 +32,7 @@ ALTER TABLE transactions ADD COLUMN processor_trace TEXT;
 -- +goose Down
 ALTER TABLE transactions DROP COLUMN processor_trace;
 ALTER TABLE transactions DROP COLUMN processor_account;
+DROP INDEX merchants_processor_changed;
+ALTER TABLE merchants DROP COLUMN processor_changed_at;
 ALTER TABLE merchants DROP COLUMN processor_account;
 DROP TABLE processor_accounts;
