@@ -27,7 +27,14 @@ func (l *Ledger) accountFor(ctx context.Context, c Charge) (processor.Account, e
 	if c.TestMode {
 		return l.procs.Account(ctx, "")
 	}
-	return l.procs.ForMerchant(ctx, c.MerchantID)
+	acct, err := l.procs.ForMerchant(ctx, c.MerchantID)
+	if err != nil {
+		// Never the simulator instead: a payment meant for a live acquirer must not be approved by it.
+		l.log.ErrorContext(ctx, "the merchant's processor account is not available", "merchant_id", c.MerchantID, "err", err)
+		return processor.Account{}, &fault.Error{Status: http.StatusBadGateway, Code: "processor_unavailable",
+			Message: "The merchant's processor is not available on this server. Nothing was charged; retry."}
+	}
+	return acct, nil
 }
 
 // prepare asks a processor that is a processor.Preparer for the trace of the operation about to be

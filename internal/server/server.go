@@ -26,6 +26,7 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/signin"
 	"github.com/kassapay/kassa/internal/store"
@@ -48,6 +49,12 @@ type Config struct {
 	Processor processor.Processor
 	// Simulator configures the built-in simulator when Processor is nil.
 	Simulator simulator.Config
+	// Connectors are the kinds of processor, beside the simulator, that a merchant can be connected
+	// to (processor accounts, set with `kassa merchant update --processor`).
+	Connectors []processor.Kind
+	// ProcessorRefresh is how often a merchant's change of processor made on another node is read
+	// (default and at most accounts.DefaultRefreshInterval).
+	ProcessorRefresh time.Duration
 	// ProcessorTimeout bounds one processor call (default 30 s).
 	ProcessorTimeout time.Duration
 	// RecoveryInterval is how often abandoned attempts are looked for (default 30 s).
@@ -87,6 +94,7 @@ type Server struct {
 	auth       *auth.Service
 	cardenc    *cardenc.Service
 	ledger     *payment.Ledger
+	accounts   *accounts.Service
 	vault      *vault.Service
 	checkout   *checkout.Service
 	idem       *idempotency.Store
@@ -137,8 +145,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.velocity, err = velocity.New(ctx, velocity.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
-	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processors: builtIn{processor.Account{Kind: "simulator", Test: true, Processor: cfg.Processor}},
-		Logger: cfg.Logger, Now: cfg.Now,
+	s.accounts = accounts.New(accounts.Config{DB: cfg.DB, Keyring: ring, Kinds: cfg.Connectors, Simulator: cfg.Processor,
+		Now: cfg.Now, Logger: cfg.Logger, RefreshInterval: cfg.ProcessorRefresh})
+	if err := s.accounts.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processors: s.accounts, Logger: cfg.Logger, Now: cfg.Now,
 		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval, Velocity: s.velocity})
 	if cfg.ProcessorTimeout <= 0 {
 		cfg.ProcessorTimeout = payment.DefaultProcessorTimeout
@@ -246,6 +258,9 @@ func (s *Server) Checkout() *checkout.Service { return s.checkout }
 // Ledger is the payments core.
 func (s *Server) Ledger() *payment.Ledger { return s.ledger }
 
+// Accounts are the merchants' processor accounts.
+func (s *Server) Accounts() *accounts.Service { return s.accounts }
+
 // Serve serves HTTP on ln and runs the background work until ctx is done, then shuts down
 // gracefully: it stops accepting, lets in-flight requests finish (up to ShutdownTimeout), and stops
 // the background work.
@@ -288,6 +303,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(bg) })
 	wg.Go(func() { s.ledger.Run(bg) })
+	wg.Go(func() { s.accounts.Run(bg) })
 	if !s.cfg.NoBillingEngine {
 		wg.Go(func() { s.billing.Run(bg) })
 	}
@@ -316,16 +332,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		return nil
 	}
 	return err
-}
-
-// builtIn is the processors of a server whose every merchant is on the built-in simulator.
-type builtIn struct{ sim processor.Account }
-
-func (b builtIn) ForMerchant(context.Context, string) (processor.Account, error) { return b.sim, nil }
-
-func (b builtIn) Account(_ context.Context, id string) (processor.Account, error) {
-	if id != "" {
-		return processor.Account{}, fmt.Errorf("server: no processor account %q", id)
-	}
-	return b.sim, nil
 }
