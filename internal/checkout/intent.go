@@ -84,6 +84,7 @@ type Intent struct {
 	PendingOp                 string // the operation running, or ""
 	LeaseUntil                time.Time
 	ClientID                  string
+	Livemode                  bool // created while the merchant's payments went to a live processor account
 	CreatedAt                 time.Time
 	UpdatedAt                 time.Time
 
@@ -127,7 +128,7 @@ const intentColumns = `id, intent_id, merchant_id, status, amount, currency, cap
 	COALESCE(payment_method, ''), COALESCE(last_error_code, ''), COALESCE(last_error_decline_code, ''),
 	COALESCE(last_error_message, ''), COALESCE(charge_id, 0), COALESCE(latest_charge, ''), COALESCE(canceled_at, 0),
 	COALESCE(cancellation_reason, ''), attempts, COALESCE(pending_op, ''), COALESCE(lease_until, 0), COALESCE(client_id, ''),
-	created_at, updated_at`
+	livemode, created_at, updated_at`
 
 func scanIntent(s interface{ Scan(...any) error }) (Intent, error) {
 	var in Intent
@@ -137,7 +138,7 @@ func scanIntent(s interface{ Scan(...any) error }) (Intent, error) {
 	err := s.Scan(&in.ID, &in.IntentID, &in.MerchantID, &in.Status, &in.Amount, &in.Currency.Code, &in.CaptureMethod,
 		&in.AmountCapturable, &in.AmountReceived, &in.Description, &in.ReceiptEmail, &in.StatementDescriptorSuffix, &metadata,
 		&in.PaymentMethod, &errCode, &errDecline, &errMessage, &in.ChargeID, &in.LatestCharge, &canceled,
-		&in.CancellationReason, &in.Attempts, &in.PendingOp, &lease, &in.ClientID, &created, &updated)
+		&in.CancellationReason, &in.Attempts, &in.PendingOp, &lease, &in.ClientID, &in.Livemode, &created, &updated)
 	if err != nil {
 		return Intent{}, err
 	}
@@ -238,7 +239,8 @@ func (in Intent) Wire() WireIntent {
 		CaptureMethod: in.CaptureMethod, Created: in.CreatedAt.Unix(), Description: orNull(in.Description),
 		Metadata: in.Metadata, PaymentMethod: orNull(in.PaymentMethod), PaymentMethodTypes: []string{"card"},
 		ReceiptEmail: orNull(in.ReceiptEmail), StatementDescriptorSuffix: orNull(in.StatementDescriptorSuffix),
-		LastPaymentError: in.LastError, CancellationReason: orNull(in.CancellationReason), LatestCharge: orNull(in.LatestCharge)}
+		LastPaymentError: in.LastError, CancellationReason: orNull(in.CancellationReason), LatestCharge: orNull(in.LatestCharge),
+		Livemode: in.Livemode}
 	if w.Metadata == nil {
 		w.Metadata = map[string]string{}
 	}

@@ -1,6 +1,7 @@
 package checkout_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
@@ -203,5 +206,43 @@ func TestListIntents(t *testing.T) {
 		if r := b.ok(t, "GET", "/v1/payment-intents", nil); len(r.Body["data"].([]any)) != 1 || r.Bool("has_more") {
 			t.Fatalf("another account lists %s", r.Raw)
 		}
+	})
+}
+
+// livemode says whether the merchant's payments went to a live processor account when the object was
+// created: false on the simulator and on a test account, true on a live one.
+func TestLivemodeIsTheMerchantsProcessors(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := start(t, db, server.Config{Connectors: []processor.Kind{&processortest.Journal{}}})
+		a := newAccount(t, srv)
+		ctx := context.Background()
+		use := func(kind, config string) {
+			t.Helper()
+			if err := db.Write(ctx, func(tx *store.Tx) error {
+				_, err := srv.Accounts().Set(ctx, tx, a.m.ID, kind, []byte(config))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Accounts().Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(want bool) {
+			t.Helper()
+			pm := a.ok(t, "POST", "/v1/payment-methods", cardBody(cardtest.Visa))
+			in := a.ok(t, "POST", "/v1/payment-intents", map[string]any{"amount": 1000, "currency": "cad", "payment_method": pm.Str("id")})
+			if pm.Bool("livemode") != want || in.Bool("livemode") != want {
+				t.Fatalf("livemode: payment method %v, intent %v; want %v", pm.Bool("livemode"), in.Bool("livemode"), want)
+			}
+			if got := a.ok(t, "GET", "/v1/payment-intents/"+in.Str("id"), nil); got.Bool("livemode") != want {
+				t.Fatalf("livemode read back: %v, want %v", got.Bool("livemode"), want)
+			}
+		}
+		check(false)
+		use("journal", `{"name":"live","test":false}`)
+		check(true)
+		use("journal", `{"name":"sandbox","test":true}`)
+		check(false)
 	})
 }

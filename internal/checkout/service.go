@@ -22,7 +22,7 @@ func (s *Service) Create(ctx context.Context, who Who, p IntentParams) (Intent, 
 	in := Intent{IntentID: "pi_" + rand.Text()[:24], MerchantID: who.Merchant.ID, Status: StatusRequiresPaymentMethod,
 		Amount: p.Amount, Currency: p.Currency, CaptureMethod: p.CaptureMethod, Description: p.Description,
 		ReceiptEmail: p.ReceiptEmail, StatementDescriptorSuffix: p.StatementDescriptorSuffix, Metadata: p.Metadata,
-		PaymentMethod: p.PaymentMethod, ClientID: who.ClientID, CreatedAt: now, UpdatedAt: now}
+		PaymentMethod: p.PaymentMethod, ClientID: who.ClientID, Livemode: s.ledger.Live(ctx, who.Merchant.ID), CreatedAt: now, UpdatedAt: now}
 	if in.Metadata == nil {
 		in.Metadata = map[string]string{}
 	}
@@ -38,11 +38,11 @@ func (s *Service) Create(ctx context.Context, who Who, p IntentParams) (Intent, 
 			return err
 		}
 		err = tx.QueryRowContext(ctx, `INSERT INTO payment_intents (intent_id, merchant_id, status, amount, currency, capture_method,
-			description, receipt_email, statement_descriptor_suffix, metadata, payment_method, client_id, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) RETURNING id`,
+			description, receipt_email, statement_descriptor_suffix, metadata, payment_method, client_id, livemode, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $13, $13) RETURNING id`,
 			in.IntentID, in.MerchantID, in.Status, in.Amount, in.Currency.Code, in.CaptureMethod, nullable(in.Description),
 			nullable(in.ReceiptEmail), nullable(in.StatementDescriptorSuffix), string(md), nullable(in.PaymentMethod),
-			nullable(in.ClientID), now.UnixMilli()).Scan(&in.ID)
+			nullable(in.ClientID), now.UnixMilli(), in.Livemode).Scan(&in.ID)
 		if err != nil {
 			return err
 		}

@@ -2,87 +2,24 @@ package payment_test
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/processor"
-	"github.com/kassapay/kassa/internal/processor/simulator"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// journal is a kind of processor whose accounts decide as the simulator does and write down which
-// account was asked for what: {"name": …, "test": …} configures one.
-type journal struct {
-	mu    sync.Mutex
-	calls []string // "<account name> <operation>"
-}
-
-type journalConfig struct {
-	Name string `json:"name"`
-	Test bool   `json:"test"`
-}
-
-func (j *journal) Name() string { return "journal" }
-
-func (j *journal) Parse(config []byte) (processor.Settings, error) {
-	var c journalConfig
-	err := json.Unmarshal(config, &c)
-	return processor.Settings{Test: c.Test, Fields: map[string]string{"name": c.Name}}, err
-}
-
-func (j *journal) Open(config []byte) (processor.Processor, error) {
-	var c journalConfig
-	if err := json.Unmarshal(config, &c); err != nil {
-		return nil, err
-	}
-	return &journaled{Processor: simulator.New(simulator.Config{}), name: c.Name, j: j}, nil
-}
-
-func (j *journal) asked() []string {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return append([]string(nil), j.calls...)
-}
-
-type journaled struct {
-	processor.Processor
-	name string
-	j    *journal
-}
-
-func (p *journaled) note(op string) {
-	p.j.mu.Lock()
-	p.j.calls = append(p.j.calls, p.name+" "+op)
-	p.j.mu.Unlock()
-}
-
-func (p *journaled) Authorize(ctx context.Context, pay processor.Payment) (processor.Result, error) {
-	p.note(map[bool]string{true: "sale", false: "authorize"}[pay.Capture])
-	return p.Processor.Authorize(ctx, pay)
-}
-
-func (p *journaled) Capture(ctx context.Context, f processor.FollowUp) (processor.Result, error) {
-	p.note("capture")
-	return p.Processor.Capture(ctx, f)
-}
-
-func (p *journaled) Refund(ctx context.Context, f processor.FollowUp) (processor.Result, error) {
-	p.note("refund")
-	return p.Processor.Refund(ctx, f)
-}
-
 // A merchant's processor takes its new payments; a transaction's capture and refunds go to the account
 // that took it, whatever the merchant is on by then; test_mode is the account's: false on a live one,
 // true on a test account and on the simulator, which also takes every request that asks for test_mode.
 func TestFollowUpsGoWhereTheOriginalWent(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		kind := &journal{}
+		kind := &processortest.Journal{}
 		srv := servertest.Start(t, db, server.Config{Connectors: []processor.Kind{kind}})
 		m := srv.NewMerchant(t)
 		ctx := context.Background()
@@ -121,7 +58,7 @@ func TestFollowUpsGoWhereTheOriginalWent(t *testing.T) {
 		testMode(ok(t, post(t, m, "sale", card(cardtest.Visa)), "SALE", "10.00"), true)
 
 		want := []string{"live sale", "live authorize", "sandbox sale", "live refund", "live capture"}
-		if got := kind.asked(); !slices.Equal(got, want) {
+		if got := kind.Asked(); !slices.Equal(got, want) {
 			t.Fatalf("the accounts were asked %q, want %q", got, want)
 		}
 	})

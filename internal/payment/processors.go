@@ -37,6 +37,14 @@ func (l *Ledger) accountFor(ctx context.Context, c Charge) (processor.Account, e
 	return acct, nil
 }
 
+// Live reports whether the merchant's new payments go to a live processor account: what v1 objects
+// created now say as livemode. An account that is not available counts as live: it is not the
+// simulator's.
+func (l *Ledger) Live(ctx context.Context, merchantID string) bool {
+	acct, err := l.procs.ForMerchant(ctx, merchantID)
+	return err != nil || !acct.Test
+}
+
 // prepare asks a processor that is a processor.Preparer for the trace of the operation about to be
 // recorded; "" for any other. Nothing is recorded or charged when it fails.
 func (l *Ledger) prepare(ctx context.Context, acct processor.Account, a Actor) (string, error) {

@@ -37,6 +37,7 @@ type Method struct {
 	Billing    Billing
 	AttachedTo string // the intent whose confirmation used it
 	Sealed     bool   // its number is still held
+	Livemode   bool   // created while the merchant's payments went to a live processor account
 	ExpiresAt  time.Time
 	CreatedAt  time.Time
 }
@@ -45,14 +46,14 @@ type Method struct {
 func methodAAD(id string) []byte { return []byte("kassa payment method\x00" + id) }
 
 const methodColumns = `pm_id, merchant_id, card_type, card_prefix, card_suffix, expiry_month, expiry_year, billing_details,
-	COALESCE(attached_to, ''), pan IS NOT NULL, expires_at, created_at`
+	COALESCE(attached_to, ''), pan IS NOT NULL, livemode, expires_at, created_at`
 
 func scanMethod(s interface{ Scan(...any) error }) (Method, error) {
 	var m Method
 	var billing string
 	var expires, created int64
 	err := s.Scan(&m.ID, &m.MerchantID, &m.Brand, &m.Prefix, &m.Last4, &m.Expiry.Month, &m.Expiry.Year, &billing,
-		&m.AttachedTo, &m.Sealed, &expires, &created)
+		&m.AttachedTo, &m.Sealed, &m.Livemode, &expires, &created)
 	if err != nil {
 		return Method{}, err
 	}
@@ -64,7 +65,7 @@ func scanMethod(s interface{ Scan(...any) error }) (Method, error) {
 func (s *Service) CreateMethod(ctx context.Context, merchantID, clientID string, nm NewMethod) (Method, error) {
 	now := s.now()
 	m := Method{ID: "pm_" + rand.Text()[:24], MerchantID: merchantID, Brand: card.BrandOf(nm.Number), Prefix: nm.Number.First6(),
-		Last4: nm.Number.Last4(), Expiry: nm.Expiry, Billing: nm.Billing, Sealed: true,
+		Last4: nm.Number.Last4(), Expiry: nm.Expiry, Billing: nm.Billing, Sealed: true, Livemode: s.ledger.Live(ctx, merchantID),
 		ExpiresAt: time.UnixMilli(now.Add(MethodLifetime).UnixMilli()), CreatedAt: time.UnixMilli(now.UnixMilli())}
 	billing, err := json.Marshal(m.Billing)
 	if err != nil {
@@ -72,9 +73,9 @@ func (s *Service) CreateMethod(ctx context.Context, merchantID, clientID string,
 	}
 	err = s.db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO payment_methods (pm_id, merchant_id, pan, card_type, card_prefix, card_suffix,
-			expiry_month, expiry_year, billing_details, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			expiry_month, expiry_year, billing_details, expires_at, created_at, livemode) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			m.ID, merchantID, s.ring.Seal([]byte(nm.Number.Digits()), methodAAD(m.ID)), string(m.Brand), m.Prefix, m.Last4,
-			m.Expiry.Month, m.Expiry.Year, string(billing), m.ExpiresAt.UnixMilli(), m.CreatedAt.UnixMilli())
+			m.Expiry.Month, m.Expiry.Year, string(billing), m.ExpiresAt.UnixMilli(), m.CreatedAt.UnixMilli(), m.Livemode)
 		if err != nil {
 			return err
 		}
@@ -245,7 +246,7 @@ func (m Method) Wire() WireMethod {
 		BillingDetails: WireBilling{Name: orNull(b.Name), Email: orNull(b.Email), Phone: orNull(b.Phone),
 			Address: WireAddress{Line1: orNull(b.Line1), Line2: orNull(b.Line2), City: orNull(b.City), State: orNull(b.State),
 				PostalCode: orNull(b.PostalCode), Country: orNull(b.Country)}},
-		Created: m.CreatedAt.Unix()}
+		Created: m.CreatedAt.Unix(), Livemode: m.Livemode}
 }
 
 // BrandName is the v1 API's spelling of a brand: lower case, and "unknown" for a number of no known
