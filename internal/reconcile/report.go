@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,89 +46,33 @@ func (e *ReportError) Error() string {
 	return fmt.Sprintf("settlement report line %d, column %s: %s", e.Line, e.Column, e.Reason)
 }
 
-// columns are the columns of a settlement report, each with the check of its fields (acquirer-iso8583.md,
-// "Settlement report"). A check stores the field in the row, or says what is wrong with it.
+// columns are the columns of a settlement report (acquirer-iso8583.md, "Settlement report"): what a
+// valid field is, and where it goes in a row.
 var columns = []struct {
-	name  string
-	check func(r *Row, v string) string
+	name   string
+	valid  func(v string) bool
+	reason string // what a field must be
+	set    func(r *Row, v string)
 }{
-	{"date", func(r *Row, v string) string {
-		if d, err := time.Parse(time.DateOnly, v); err != nil || d.Format(time.DateOnly) != v {
-			return "must be a day, YYYY-MM-DD"
-		}
-		r.Date = v
-		return ""
-	}},
-	{"mti", func(r *Row, v string) string {
-		// "listing every 0100, 0200 and 0220 it approved that day (0800 and 0400 messages are not listed)"
-		if v != "0100" && v != "0200" && v != "0220" {
-			return "must be 0100, 0200 or 0220: the report lists no other message"
-		}
-		r.MTI = v
-		return ""
-	}},
-	{"processing_code", func(r *Row, v string) string {
-		// "000000 purchase / authorization, 200000 refund"; a refund is an 0200.
-		if v != "000000" && v != "200000" {
-			return "must be 000000 or 200000"
-		}
-		r.ProcessingCode = v
-		return ""
-	}},
-	{"stan", func(r *Row, v string) string {
-		if len(v) != 6 || !digits(v) {
-			return "must be 6 digits"
-		}
-		r.STAN = v
-		return ""
-	}},
-	{"rrn", func(r *Row, v string) string {
-		// Field 37: 12 characters, assigned by Kassa.
-		if len(v) != 12 || !printable(v) {
-			return "must be 12 printable ASCII characters"
-		}
-		r.RRN = v
-		return ""
-	}},
-	{"reference", func(r *Row, v string) string {
-		if !transactionID(v) {
-			return "must be a Kassa transaction_id: 20 letters and digits"
-		}
-		r.Reference = v
-		return ""
-	}},
-	{"amount", func(r *Row, v string) string {
-		// Field 4: at most 12 digits, minor units.
-		if len(v) == 0 || len(v) > 12 || !digits(v) {
-			return "must be minor units: 1 to 12 digits"
-		}
-		r.Amount, _ = strconv.ParseInt(v, 10, 64)
-		return ""
-	}},
-	{"currency", func(r *Row, v string) string {
-		// Field 49: the ISO 4217 numeric code.
-		c, ok := money.ByNumeric(v)
-		if !ok {
-			return "must be the numeric code of an ISO 4217 currency, e.g. 124"
-		}
-		r.Currency = c.Code
-		return ""
-	}},
-	{"auth_code", func(r *Row, v string) string {
-		// Field 38: 6 characters, set by the host on approval; every row was approved.
-		if len(v) != 6 || !printable(v) {
-			return "must be 6 printable ASCII characters"
-		}
-		r.AuthCode = v
-		return ""
-	}},
-	{"reversed", func(r *Row, v string) string {
-		if v != "true" && v != "false" {
-			return "must be true or false"
-		}
-		r.Reversed = v == "true"
-		return ""
-	}},
+	{"date", isDay, "must be a day, YYYY-MM-DD", func(r *Row, v string) { r.Date = v }},
+	// "listing every 0100, 0200 and 0220 it approved that day (0800 and 0400 messages are not listed)"
+	{"mti", oneOf("0100", "0200", "0220"), "must be 0100, 0200 or 0220: the report lists no other message",
+		func(r *Row, v string) { r.MTI = v }},
+	// "000000 purchase / authorization, 200000 refund"
+	{"processing_code", oneOf("000000", "200000"), "must be 000000 or 200000", func(r *Row, v string) { r.ProcessingCode = v }},
+	{"stan", fixed(6, digits), "must be 6 digits", func(r *Row, v string) { r.STAN = v }},
+	// Field 37: 12 characters, assigned by Kassa.
+	{"rrn", fixed(12, printable), "must be 12 printable ASCII characters", func(r *Row, v string) { r.RRN = v }},
+	{"reference", transactionID, "must be a Kassa transaction_id: 20 letters and digits", func(r *Row, v string) { r.Reference = v }},
+	// Field 4: 12 digits at most, minor units.
+	{"amount", func(v string) bool { return len(v) >= 1 && len(v) <= 12 && digits(v) }, "must be minor units: 1 to 12 digits",
+		func(r *Row, v string) { r.Amount, _ = strconv.ParseInt(v, 10, 64) }},
+	// Field 49: the ISO 4217 numeric code.
+	{"currency", func(v string) bool { _, ok := money.ByNumeric(v); return ok }, "must be the numeric code of an ISO 4217 currency, e.g. 124",
+		func(r *Row, v string) { c, _ := money.ByNumeric(v); r.Currency = c.Code }},
+	// Field 38: 6 characters, set by the host on approval; every row was approved.
+	{"auth_code", fixed(6, printable), "must be 6 printable ASCII characters", func(r *Row, v string) { r.AuthCode = v }},
+	{"reversed", oneOf("true", "false"), "must be true or false", func(r *Row, v string) { r.Reversed = v == "true" }},
 }
 
 // kinds are the kinds of Kassa transaction of a report's messages, by MTI and processing code.
@@ -191,11 +136,13 @@ func Parse(r io.Reader) ([]Row, error) {
 			return nil, &ReportError{Line: row.Line, Reason: fmt.Sprintf("%d fields where the header has %d", len(record), len(header))}
 		}
 		for i, v := range record {
-			if reason := columns[at[i]].check(&row, v); reason != "" {
+			c := columns[at[i]]
+			if !c.valid(v) {
 				line, _ := cr.FieldPos(i)
 				// The field itself is not quoted: a host's mistake could put a card number anywhere.
-				return nil, &ReportError{Line: line, Column: columns[at[i]].name, Reason: reason}
+				return nil, &ReportError{Line: line, Column: c.name, Reason: c.reason}
 			}
+			c.set(&row, v)
 		}
 		if row.Kind = kinds[[2]string{row.MTI, row.ProcessingCode}]; row.Kind == "" {
 			return nil, &ReportError{Line: row.Line, Column: "processing_code", Reason: "a refund (200000) is an 0200, not an " + row.MTI}
@@ -215,6 +162,22 @@ func csvError(err error) error {
 		return &ReportError{Line: pe.Line, Column: strconv.Itoa(pe.Column), Reason: "not CSV (RFC 4180): " + pe.Err.Error()}
 	}
 	return err
+}
+
+// isDay accepts a day written YYYY-MM-DD, and no other spelling of it.
+func isDay(v string) bool {
+	d, err := time.Parse(time.DateOnly, v)
+	return err == nil && d.Format(time.DateOnly) == v
+}
+
+// oneOf accepts exactly one of values.
+func oneOf(values ...string) func(string) bool {
+	return func(v string) bool { return slices.Contains(values, v) }
+}
+
+// fixed accepts n characters that each pass ok.
+func fixed(n int, ok func(string) bool) func(string) bool {
+	return func(v string) bool { return len(v) == n && ok(v) }
 }
 
 func digits(s string) bool {
