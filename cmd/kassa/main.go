@@ -55,6 +55,7 @@ Usage:
   kassa apikey create --account-id acct_... --permissions payment_intents:read,payment_intents:write,...
   kassa apikey list --account-id acct_...
   kassa apikey revoke --id key_...
+  kassa reconcile --merchant-id M --date YYYY-MM-DD --report FILE
 
 Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
 --vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
@@ -103,6 +104,7 @@ func commands() []command {
 		{"apikey create", apikeyCreateCommand},
 		{"apikey list", apikeyListCommand},
 		{"apikey revoke", apikeyRevokeCommand},
+		{"reconcile", reconcileCommand},
 	}
 }
 

@@ -132,3 +132,27 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestNumeric(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ code, num string }{{"CAD", "124"}, {"USD", "840"}, {"EUR", "978"}, {"JPY", "392"}, {"ALL", "008"}, {"XCG", "532"}} {
+		c, _ := Lookup(tc.code)
+		if c.Numeric() != tc.num {
+			t.Errorf("%s.Numeric() = %q, want %q", tc.code, c.Numeric(), tc.num)
+		}
+		if back, ok := ByNumeric(tc.num); !ok || back != c {
+			t.Errorf("ByNumeric(%q) = %v, %v; want %v", tc.num, back, ok, c)
+		}
+	}
+	for code := range iso4217 {
+		c, _ := Lookup(code)
+		if back, ok := ByNumeric(c.Numeric()); len(c.Numeric()) != 3 || !ok || (back != c && code != "ANG") {
+			t.Errorf("%s: numeric %q reads back as %v, %v", code, c.Numeric(), back, ok)
+		}
+	}
+	for _, n := range []string{"", "12", "1240", "999", "959", "abc"} {
+		if c, ok := ByNumeric(n); ok {
+			t.Errorf("ByNumeric(%q) = %v, want none", n, c)
+		}
+	}
+}
