@@ -38,7 +38,7 @@ type fake struct {
 	events    []obj                 // oldest first
 	replays   map[string]replay     // by Idempotency-Key
 	requests  []request
-	faults    map[string]*fault
+	faults    map[string]*injected
 	searchLag time.Duration // how long after it is created a PaymentIntent becomes searchable
 	pageSize  int           // the most events one page lists, whatever the limit asked
 }
@@ -58,17 +58,17 @@ type request struct {
 	IdempotencyKey string
 }
 
-// fault is an injected failure of a route: "hang" (never answers, does nothing), "lose" (does the
+// injected is a failure of a route: "hang" (never answers, does nothing), "lose" (does the
 // work, then never answers), "drop" (closes the connection without doing anything), or an HTTP
 // status answered without doing anything.
-type fault struct {
+type injected struct {
 	how   string
 	times int // how many requests it hits; < 0 for all
 }
 
 func newFake(t *testing.T) *fake {
 	f := &fake{t: t, clock: clock.NewManual(time.Now().Truncate(time.Second)), key: "sk_test_" + strings.Repeat("k", 24),
-		methods: map[string]url.Values{}, objects: map[string]obj{}, replays: map[string]replay{}, faults: map[string]*fault{},
+		methods: map[string]url.Values{}, objects: map[string]obj{}, replays: map[string]replay{}, faults: map[string]*injected{},
 		pageSize: 100}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -102,7 +102,7 @@ func (f *fake) open(cfg stripe.KindConfig) processor.Processor {
 func (f *fake) inject(route, how string, times int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.faults[route] = &fault{how: how, times: times}
+	f.faults[route] = &injected{how: how, times: times}
 }
 
 // received returns the requests of route so far.
