@@ -98,6 +98,12 @@ func (f *fake) open(cfg stripe.KindConfig) processor.Processor {
 	return p
 }
 
+// start starts a fake and opens an account on it with the defaults of open.
+func start(t *testing.T) (*fake, processor.Processor) {
+	f := newFake(t)
+	return f, f.open(stripe.KindConfig{})
+}
+
 // inject makes the next times requests of route fail as how says (times < 0: all of them).
 func (f *fake) inject(route, how string, times int) {
 	f.mu.Lock()

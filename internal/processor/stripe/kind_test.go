@@ -10,6 +10,7 @@ import (
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/processor/stripe"
+	"github.com/kassapay/kassa/internal/readmetest"
 )
 
 // A full-length key, as Stripe issues them.
@@ -48,6 +49,16 @@ func TestParse(t *testing.T) {
 		if _, err := k.Open([]byte(tc.config)); err != nil {
 			t.Errorf("Open(%s): %v", tc.config, err)
 		}
+	}
+}
+
+// The README's configuration is one that Parse takes, shown as the README says.
+func TestREADMEConfiguration(t *testing.T) {
+	t.Parallel()
+	config := readmetest.Block(t, "a JSON file, `stripe.json`:", "json")
+	s, err := stripe.NewKind(stripe.KindConfig{}).Parse([]byte(config))
+	if err != nil || !s.Test || !reflect.DeepEqual(s.Fields, map[string]string{"secret_key": "sk_test_…1y2z"}) {
+		t.Fatalf("Parse(README) = %+v, %v", s, err)
 	}
 }
 

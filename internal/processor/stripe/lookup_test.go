@@ -109,8 +109,7 @@ func TestLookupOfPayments(t *testing.T) {
 // What became of a capture, void or refund whose answer was lost: the event its request left.
 func TestLookupOfFollowUps(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	f, p := start(t)
 	ctx := context.Background()
 	auth, _ := p.Authorize(ctx, payment(t, "fu-auth", cardtest.Visa, 1000, false))
 	op := f.followUp(t, p, processor.OperationCapture, "fu-capture", auth.Reference, "lose")

@@ -113,7 +113,7 @@ func (p *Processor) Authorize(ctx context.Context, pay processor.Payment) (proce
 func (p *Processor) Capture(ctx context.Context, f processor.FollowUp) (processor.Result, error) {
 	amount, ok := stripeAmount(f.Amount, f.Currency)
 	if !ok {
-		return declined(f.Original, processor.CodeProcessingError), nil
+		return declined("", processor.CodeProcessingError), nil
 	}
 	pi, err := p.api.V1PaymentIntents.Capture(ctx, f.Original, &stripego.PaymentIntentCaptureParams{
 		Params:          stripego.Params{IdempotencyKey: stripego.String(f.Reference)},

@@ -40,8 +40,7 @@ func payment(t *testing.T, ref, pan string, amount int64, capture bool) processo
 // error.
 func TestDeclines(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	_, p := start(t)
 	for pan, code := range map[string]string{
 		cardtest.Declined:          processor.CodeDeclined,
 		cardtest.InsufficientFunds: processor.CodeInsufficientFunds,
@@ -79,8 +78,7 @@ func want(t *testing.T, r request, values map[string]string) {
 // Idempotency-Key and in metadata; amounts in Stripe's minor units.
 func TestRequests(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	f, p := start(t)
 	ctx := context.Background()
 	last := func(route string) request {
 		t.Helper()
@@ -205,8 +203,7 @@ func TestRequests(t *testing.T) {
 // authentication_required error on one without: both authentication_required.
 func TestThreeDSecure(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	f, p := start(t)
 	ctx := context.Background()
 	for _, pan := range []string{cardtest.ThreeDSecure, cardtest.ThreeDSecure2} {
 		r, err := p.Authorize(ctx, payment(t, "3ds-"+pan[12:], pan, 1000, true))
@@ -233,8 +230,7 @@ func TestThreeDSecure(t *testing.T) {
 // processing_error decline.
 func TestUnknownOutcomes(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	f, p := start(t)
 	for _, tc := range []struct {
 		name, route, how string
 	}{
@@ -336,37 +332,40 @@ func TestNetworkRetries(t *testing.T) {
 // A retried call is the same call at Stripe: the same PaymentIntent, one capture, one refund.
 func TestIdempotentReplays(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	f, p := start(t)
 	ctx := context.Background()
-	a1, err1 := p.Authorize(ctx, payment(t, "replay-auth", cardtest.Visa, 1000, false))
-	a2, err2 := p.Authorize(ctx, payment(t, "replay-auth", cardtest.Visa, 1000, false))
-	if err1 != nil || err2 != nil || !a1.Approved || a1 != a2 {
-		t.Fatalf("authorizations: %+v, %v; %+v, %v", a1, err1, a2, err2)
+	twice := func(name string, call func() (processor.Result, error)) processor.Result {
+		t.Helper()
+		r1, err1 := call()
+		r2, err2 := call()
+		if err1 != nil || err2 != nil || r1 != r2 {
+			t.Fatalf("%s: %+v, %v; then %+v, %v", name, r1, err1, r2, err2)
+		}
+		return r1
 	}
-	d1, _ := p.Authorize(ctx, payment(t, "replay-decline", cardtest.InsufficientFunds, 1000, true))
-	d2, _ := p.Authorize(ctx, payment(t, "replay-decline", cardtest.InsufficientFunds, 1000, true))
-	if d1.Code != processor.CodeInsufficientFunds || d1 != d2 {
-		t.Fatalf("declines: %+v; %+v", d1, d2)
+	auth := twice("authorization", func() (processor.Result, error) {
+		return p.Authorize(ctx, payment(t, "replay-auth", cardtest.Visa, 1000, false))
+	})
+	if d := twice("decline", func() (processor.Result, error) {
+		return p.Authorize(ctx, payment(t, "replay-decline", cardtest.InsufficientFunds, 1000, true))
+	}); d.Code != processor.CodeInsufficientFunds {
+		t.Fatalf("decline: %+v", d)
 	}
-	capture := processor.FollowUp{Reference: "replay-capture", Original: a1.Reference, Amount: 1000, Currency: cad}
-	c1, err1 := p.Capture(ctx, capture)
-	c2, err2 := p.Capture(ctx, capture)
-	if err1 != nil || err2 != nil || !c1.Approved || c1 != c2 {
-		t.Fatalf("captures: %+v, %v; %+v, %v", c1, err1, c2, err2)
-	}
-	refund := processor.FollowUp{Reference: "replay-refund", Original: a1.Reference, Amount: 1000, Currency: cad}
-	r1, err1 := p.Refund(ctx, refund)
-	r2, err2 := p.Refund(ctx, refund)
-	if err1 != nil || err2 != nil || !r1.Approved || r1 != r2 {
-		t.Fatalf("refunds: %+v, %v; %+v, %v", r1, err1, r2, err2)
+	for _, step := range []struct {
+		name string
+		call func(context.Context, processor.FollowUp) (processor.Result, error)
+	}{{"capture", p.Capture}, {"refund", p.Refund}} {
+		if r := twice(step.name, func() (processor.Result, error) {
+			return step.call(ctx, processor.FollowUp{Reference: "replay-" + step.name, Original: auth.Reference, Amount: 1000, Currency: cad})
+		}); !r.Approved {
+			t.Fatalf("%s: %+v", step.name, r)
+		}
 	}
 	v, _ := p.Authorize(ctx, payment(t, "replay-auth2", cardtest.Visa, 1000, false))
-	void := processor.FollowUp{Reference: "replay-void", Original: v.Reference, Amount: 1000, Currency: cad}
-	v1, err1 := p.Void(ctx, void)
-	v2, err2 := p.Void(ctx, void)
-	if err1 != nil || err2 != nil || !v1.Approved || v1 != v2 {
-		t.Fatalf("voids: %+v, %v; %+v, %v", v1, err1, v2, err2)
+	if r := twice("void", func() (processor.Result, error) {
+		return p.Void(ctx, processor.FollowUp{Reference: "replay-void", Original: v.Reference, Amount: 1000, Currency: cad})
+	}); !r.Approved {
+		t.Fatalf("void: %+v", r)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -383,8 +382,7 @@ func TestIdempotentReplays(t *testing.T) {
 // and its void approved (it is released).
 func TestLapsedAuthorization(t *testing.T) {
 	t.Parallel()
-	f := newFake(t)
-	p := f.open(stripe.KindConfig{})
+	f, p := start(t)
 	ctx := context.Background()
 	auth, _ := p.Authorize(ctx, payment(t, "lapsed", cardtest.Visa, 1000, false))
 	f.mu.Lock()
