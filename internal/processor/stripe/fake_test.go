@@ -63,7 +63,8 @@ type request struct {
 // status answered without doing anything.
 type injected struct {
 	how   string
-	times int // how many requests it hits; < 0 for all
+	times int    // how many requests it hits; < 0 for all
+	then  func() // called once a "hang" request has arrived, or a "lose" one is done; may be nil
 }
 
 func newFake(t *testing.T) *fake {
@@ -105,10 +106,13 @@ func start(t *testing.T) (*fake, processor.Processor) {
 }
 
 // inject makes the next times requests of route fail as how says (times < 0: all of them).
-func (f *fake) inject(route, how string, times int) {
+func (f *fake) inject(route, how string, times int) { f.injectThen(route, how, times, nil) }
+
+// injectThen is inject, calling then when each request hangs for good (see injected).
+func (f *fake) injectThen(route, how string, times int, then func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.faults[route] = &injected{how: how, times: times}
+	f.faults[route] = &injected{how: how, times: times, then: then}
 }
 
 // received returns the requests of route so far.
@@ -156,9 +160,13 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, request{Route: route, Form: r.Form, IdempotencyKey: key})
 	var how string
+	then := func() {}
 	if ft := f.faults[route]; ft != nil && ft.times != 0 {
 		how = ft.how
 		ft.times--
+		if ft.then != nil {
+			then = ft.then
+		}
 	}
 	f.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer "+f.key {
@@ -167,6 +175,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch how {
 	case "hang":
+		then()
 		<-r.Context().Done()
 		return
 	case "":
@@ -175,7 +184,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	case "lose":
-		defer func() { <-r.Context().Done() }()
+		defer func() {
+			then()
+			<-r.Context().Done()
+		}()
 	default:
 		status, _ := strconv.Atoi(how)
 		typ, code := "api_error", ""

@@ -21,9 +21,10 @@ func lost(t *testing.T, f *fake, p processor.Processor, route, how string, op pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.inject(route, how, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// The call gives up as soon as the fake has done (or not done) the work: the answer never comes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	f.injectThen(route, how, 1, cancel)
 	if r, err := call(ctx, trace); err == nil {
 		t.Fatalf("%s %s: decided %+v", route, how, r)
 	}

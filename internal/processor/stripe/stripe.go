@@ -40,7 +40,7 @@ func (p *Processor) Prepare(ctx context.Context, m processor.Merchant) (string, 
 	return strconv.FormatInt(p.now().Unix(), 10), nil
 }
 
-// Authorize charges (p.Capture) or places a hold on the card: a PaymentIntent created and confirmed
+// Authorize charges the card (a sale, pay.Capture) or places a hold on it: a PaymentIntent created and confirmed
 // at once, capture_method automatic for a sale and manual for an authorization. A zero amount
 // verifies the card with a SetupIntent instead: Stripe has no PaymentIntent of zero.
 //
@@ -72,6 +72,8 @@ func (p *Processor) Authorize(ctx context.Context, pay processor.Payment) (proce
 	cardOnly := []*string{stripego.String("card")}
 	metadata := map[string]string{metadataKey: pay.Reference}
 	if pay.Amount == 0 {
+		// A PaymentIntent's amount: "The minimum amount is $0.50 US or equivalent in charge
+		// currency." A SetupIntent checks the card without charging it.
 		si, err := p.api.V1SetupIntents.Create(ctx, &stripego.SetupIntentCreateParams{
 			Params:             stripego.Params{IdempotencyKey: stripego.String(pay.Reference)},
 			Confirm:            stripego.Bool(true),
@@ -98,6 +100,8 @@ func (p *Processor) Authorize(ctx context.Context, pay processor.Payment) (proce
 		params.CaptureMethod = stripego.String(string(stripego.PaymentIntentCaptureMethodAutomatic))
 	}
 	if pay.StoredCard || pay.Recurring {
+		// Stripe: off_session "indicate[s] that the customer isn't in your checkout flow during this
+		// payment attempt and can't authenticate", as for a charge of a card on file.
 		params.OffSession = stripego.Bool(true)
 	}
 	pi, err := p.api.V1PaymentIntents.Create(ctx, params)
