@@ -2,7 +2,8 @@
 # Installs what `make test` needs beyond Go, or explains how when it cannot:
 #   - PostgreSQL server binaries (initdb, postgres): the tests start a throwaway cluster from them;
 #   - Node.js with npx: the CardEncryption script's tests, and Redocly's CLI for the OpenAPI description;
-#   - Chromium: the browser tests.
+#   - Chromium: the browser tests;
+#   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
 
@@ -45,6 +46,24 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 test-deps: Chromium is missing, and could not be installed here.
   On Debian:  sudo apt-get install chromium     (or set KASSA_CHROMIUM to a Chrome or Chromium binary)
   Without it the browser tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+stripe_mock_version=v0.203.0
+have_stripe_mock() {
+  command -v stripe-mock >/dev/null 2>&1 && return 0
+  local bin
+  bin="$(${GO:-go} env GOBIN)"
+  [ -n "$bin" ] || bin="$(${GO:-go} env GOPATH)/bin"
+  [ -x "$bin/stripe-mock" ]
+}
+if ! have_stripe_mock; then
+  echo "test-deps: installing stripe-mock $stripe_mock_version with go install" >&2
+  if ! ${GO:-go} install "github.com/stripe/stripe-mock@$stripe_mock_version" >/dev/null 2>&1; then
+    cat >&2 <<MSG
+test-deps: stripe-mock could not be installed here (go install needs the Go module proxy or a module cache).
+  Install it with:  go install github.com/stripe/stripe-mock@$stripe_mock_version
+  Without it the Stripe connector's request tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi
