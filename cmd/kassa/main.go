@@ -22,6 +22,7 @@ import (
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/stripe"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -33,7 +34,7 @@ func main() {
 // simulator (which package accounts always has): what "kassa merchant update --processor" accepts.
 // Each kind is one line here.
 func connectors() []processor.Kind {
-	return []processor.Kind{}
+	return []processor.Kind{stripe.NewKind(stripe.KindConfig{})}
 }
 
 const usage = `kassa: a self-hosted card payment gateway

@@ -19,7 +19,10 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	f := newFake(t)
-	processortest.Run(t, f.open(stripe.KindConfig{}), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined})
+	settle := time.Minute
+	processortest.Run(t, f.open(stripe.KindConfig{Settle: settle}), processortest.Config{Approve: cardtest.Visa, EnforcesAmounts: true,
+		Silence: func() { f.inject("POST /v1/payment_intents", "lose", 1) },
+		Settle:  func() { f.clock.Advance(settle + time.Second) }})
 }
 
 var cad, _ = money.Lookup("CAD")
