@@ -105,6 +105,27 @@ func TestCLIFailures(t *testing.T) {
 		"--data-dir", dir)["processor"]; fmt.Sprint(p) != "map[name:simulator settings:map[] test:true]" {
 		t.Fatalf("merchant update --processor simulator printed the processor %v", p)
 	}
+	// A Stripe account: validated, its key never printed back; a test key makes a test account.
+	stripeKey := "sk_test_" + strings.Repeat("s3cr3t", 5)
+	stripeConfig := filepath.Join(t.TempDir(), "stripe.json")
+	if err := os.WriteFile(stripeConfig, []byte(`{"secret_key":"`+stripeKey+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := cli(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor", "stripe",
+		"--processor-config", stripeConfig, "--data-dir", dir)
+	if code != 0 || strings.Contains(stdout+stderr, "s3cr3t") {
+		t.Fatalf("merchant update --processor stripe: exit %d, printed %s %s", code, stdout, stderr)
+	}
+	if p, _ := decodeOne(t, stdout)["processor"].(map[string]any); p["name"] != "stripe" || p["test"] != true {
+		t.Fatalf("merchant update --processor stripe printed the processor %v", p)
+	}
+	if err := os.WriteFile(stripeConfig, []byte(`{"api_base":"https://api.stripe.com"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := cli(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--processor", "stripe",
+		"--processor-config", stripeConfig, "--data-dir", dir); code != 1 || !strings.Contains(stderr, "secret_key") {
+		t.Fatalf("a Stripe configuration without its key: exit %d, %s", code, stderr)
+	}
 	// Velocity limits: each set printed back, in force, beside the defaults of the others.
 	v := cliJSON(t, "merchant", "update", "--merchant-id", m["merchant_id"].(string), "--velocity-card-declines", "4",
 		"--velocity-credential-declines", "40", "--velocity-intent-failures", "5", "--velocity-sessions", "60", "--velocity-request-rate", "200",
