@@ -23,6 +23,22 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// The numeric codes ISO 8583's field 49 carries: the profile's examples, and one for every currency.
+func TestNumeric(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]string{"CAD": "124", "USD": "840", "EUR": "978", "JPY": "392", "KWD": "414"} {
+		if c, _ := Lookup(code); c.Numeric() != want {
+			t.Errorf("%s.Numeric() = %q, want %q", code, c.Numeric(), want)
+		}
+	}
+	for code := range iso4217 {
+		n := Currency{Code: code}.Numeric()
+		if len(n) != 3 || strings.Trim(n, "0123456789") != "" {
+			t.Errorf("%s.Numeric() = %q, want three digits", code, n)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	t.Parallel()
 	cad, _ := Lookup("CAD")
