@@ -34,13 +34,10 @@ type host struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	conn    *connection.Connection // signed on; nil while there is none
-	changed chan struct{}          // closed when conn changes
+	conn    *link         // signed on; nil while there is none
+	changed chan struct{} // closed when conn changes
 
-	// inflight are the requests sent through send that may not have been written yet, by request ID
-	// (see requestID): the writer marks each written, or leaves out one whose caller gave up first.
-	inflight sync.Map // string → *pending
-	netSTAN  atomic.Int64
+	netSTAN atomic.Int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -61,25 +58,25 @@ func (h *host) run() {
 	defer close(h.done)
 	failures := 0
 	for {
-		c, failed, err := h.connect()
+		l, err := h.connect()
 		if err != nil {
 			h.log.Warn("iso8583: cannot connect to the acquirer host", "attempt", failures+1, "err", err)
 			failures++
 		} else {
 			failures = 0
-			h.publish(c)
+			h.publish(l)
 			h.log.Info("iso8583: connected and signed on to the acquirer host")
 			select {
-			case <-failed:
+			case <-l.failed:
 				h.publish(nil)
 				h.log.Warn("iso8583: connection to the acquirer host lost; reconnecting")
 			case <-h.stop:
 				h.publish(nil)
 				// Sign off (function code 002) before an orderly close; the host's answer changes nothing.
-				if err := h.network(c, "002"); err != nil {
+				if err := h.network(l, "002"); err != nil {
 					h.log.Warn("iso8583: sign-off", "err", err)
 				}
-				c.Close()
+				l.Close() // waits for the requests in flight
 				return
 			}
 		}
@@ -107,61 +104,72 @@ func (h *host) backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// link is a connection to the host, and what tells that it failed.
+type link struct {
+	*connection.Connection
+	failed chan struct{} // closed when the connection fails or closes
+	once   sync.Once
+	// inflight are the requests exchanged on the connection, by request ID (see requestID), until
+	// it is done with them: the writer marks each written, or leaves out one whose caller gave up
+	// first.
+	inflight sync.Map // string → *pending
+}
+
+func (l *link) fail() { l.once.Do(func() { close(l.failed) }) }
+
 // connect dials the host and signs on (0800, function code 001): "sign-on after every connect", before
-// any financial message, which cannot be sent before the connection is published. failed is closed
-// when the connection fails or closes.
-func (h *host) connect() (*connection.Connection, <-chan struct{}, error) {
-	failed := make(chan struct{})
-	var once sync.Once
-	fail := func() { once.Do(func() { close(failed) }) }
+// any financial message, which cannot be sent before the connection is published.
+func (h *host) connect() (*link, error) {
+	l := &link{failed: make(chan struct{})}
 	c, err := connection.New(h.addr, Spec, readLength, writeLength,
 		connection.ConnectTimeout(h.cfg.NetworkTimeout),
 		// "Echo after 30 s idle": the connection calls echo when it has written nothing for IdleTime.
 		connection.IdleTime(h.cfg.EchoInterval),
-		connection.PingHandler(h.echo),
+		connection.PingHandler(func(*connection.Connection) { h.echo(l) }),
 		connection.InboundMessageHandler(h.unmatched),
 		connection.ErrorHandler(h.connectionError),
-		connection.SetMessageWriter(h),
+		connection.SetMessageWriter(l),
 		// The library matches answers by field 11 alone; accounts of several terminals share this
 		// connection and STANs are unique per terminal only, so answers are matched by MTI class,
 		// field 41 and field 11.
 		connection.SetRequestIDGenerator(requestIDs{}),
-		// The library closes a failed connection only once every pending request has been answered
-		// its failure; failed does not wait for that, so reconnecting does not either.
-		connection.WithConnectionFailedHandler(func(*connection.Connection, error) { fail() }),
-		connection.WithConnectionClosedHandler(func(*connection.Connection) { fail() }),
+		// The library closes a failed connection only once every request in flight has been told,
+		// and a request it took as the connection failed waits for its timeout; failed does not wait.
+		connection.WithConnectionFailedHandler(func(*connection.Connection, error) { l.fail() }),
+		connection.WithConnectionClosedHandler(func(*connection.Connection) { l.fail() }),
 		func(o *connection.Options) error { o.TLSConfig = h.tls; return nil },
 	)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	l.Connection = c
 	if err := c.Connect(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := h.network(c, "001"); err != nil {
+	if err := h.network(l, "001"); err != nil {
 		c.Close()
-		return nil, nil, fmt.Errorf("sign-on: %w", err)
+		return nil, fmt.Errorf("sign-on: %w", err)
 	}
-	return c, failed, nil
+	return l, nil
 }
 
-// publish makes c the connection requests use (nil: none) and wakes those waiting for one.
-func (h *host) publish(c *connection.Connection) {
+// publish makes l the connection requests use (nil: none) and wakes those waiting for one.
+func (h *host) publish(l *link) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.conn = c
+	h.conn = l
 	close(h.changed)
 	h.changed = make(chan struct{})
 }
 
 // online waits for a signed-on connection until ctx is done.
-func (h *host) online(ctx context.Context) (*connection.Connection, error) {
+func (h *host) online(ctx context.Context) (*link, error) {
 	for {
 		h.mu.Lock()
-		c, changed := h.conn, h.changed
+		l, changed := h.conn, h.changed
 		h.mu.Unlock()
-		if c != nil {
-			return c, nil
+		if l != nil {
+			return l, nil
 		}
 		select {
 		case <-changed:
@@ -179,30 +187,28 @@ func (h *host) close() {
 
 // echo sends an echo test (0800, function code 301); a host that does not answer it is taken for
 // gone: the connection is failed and made again.
-func (h *host) echo(c *connection.Connection) {
-	if err := h.network(c, "301"); err != nil {
+func (h *host) echo(l *link) {
+	if err := h.network(l, "301"); err != nil {
 		h.log.Warn("iso8583: echo test failed; reconnecting", "err", err)
-		c.TriggerFailure(fmt.Errorf("echo test: %w", err))
+		l.TriggerFailure(fmt.Errorf("echo test: %w", err))
 	}
 }
 
 // network sends a network management message (0800 with fields 7, 11 and 24) and checks that the host
-// answered 0810 with 39 = 00.
-func (h *host) network(c *connection.Connection, function string) error {
+// answered it with 39 = 00.
+func (h *host) network(l *link, function string) error {
 	msg := moov.NewMessage(Spec)
 	msg.MTI("0800")
 	stan := stanOf(h.netSTAN.Add(1))
 	if err := setFields(msg, map[int]string{7: h.cfg.Now().UTC().Format("0102150405"), 11: stan, 24: function}); err != nil {
 		return err
 	}
-	resp, err := c.Send(msg, connection.SendTimeout(h.cfg.NetworkTimeout))
+	resp, err := h.exchange(context.Background(), l, msg, time.Now().Add(h.cfg.NetworkTimeout))
 	if err != nil {
 		return err
 	}
-	mti, _ := resp.GetMTI()
-	code, _ := resp.GetString(39)
-	if mti != "0810" || code != "00" {
-		return fmt.Errorf("the host answered %s with %s %q", function, mti, code)
+	if code, _ := resp.GetString(39); code != "00" {
+		return fmt.Errorf("the host answered function %s with response code %q", function, code)
 	}
 	return nil
 }
@@ -247,13 +253,13 @@ var errAbandoned = errors.New("iso8583: request given up before it was written")
 
 // WriteMessage writes a message with its length header in one write, after marking it written; one
 // whose caller already gave up is not written (connection.MessageWriter).
-func (h *host) WriteMessage(w io.Writer, msg *moov.Message) error {
+func (l *link) WriteMessage(w io.Writer, msg *moov.Message) error {
 	packed, err := msg.Pack()
 	if err != nil {
 		return err
 	}
 	if id, err := requestID(msg); err == nil {
-		if p, ok := h.inflight.Load(id); ok && !p.(*pending).state.CompareAndSwap(queued, written) {
+		if p, ok := l.inflight.Load(id); ok && !p.(*pending).state.CompareAndSwap(queued, written) {
 			return &moovErrors.PackError{Err: errAbandoned}
 		}
 	}
@@ -277,51 +283,58 @@ func (e *noAnswer) Unwrap() error { return e.err }
 // *noAnswer when the request was written to the host and no usable answer came in time (the
 // timeout, ctx ended, the connection failed, an answer of the wrong type or without field 39);
 // any other error means that the request was not written and never will be: not connected within the
-// timeout, ctx ended first, or the same request already in flight.
+// timeout, ctx ended first, or the same request still in flight (a retransmission must wait for the
+// connection to be done with the previous sending, whose answer would otherwise be taken for its own).
 func (h *host) send(ctx context.Context, msg *moov.Message, timeout time.Duration) (*moov.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	deadline := time.Now().Add(timeout)
+	connected, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	c, err := h.online(ctx)
+	l, err := h.online(connected)
 	if err != nil {
 		return nil, err
 	}
+	return h.exchange(ctx, l, msg, deadline)
+}
+
+// exchange sends msg on l and waits for its answer until deadline, while ctx lasts and l stands, with
+// send's errors.
+func (h *host) exchange(ctx context.Context, l *link, msg *moov.Message, deadline time.Time) (*moov.Message, error) {
 	id, err := requestID(msg)
 	if err != nil {
 		return nil, err
 	}
 	p := &pending{}
-	if _, dup := h.inflight.LoadOrStore(id, p); dup {
-		return nil, fmt.Errorf("iso8583: request %s is already awaiting its answer", id)
-	}
-	type answer struct {
-		m   *moov.Message
-		err error
+	if _, dup := l.inflight.LoadOrStore(id, p); dup {
+		return nil, fmt.Errorf("iso8583: request %s is still in flight", id)
 	}
 	answers := make(chan answer, 1)
-	deadline, _ := ctx.Deadline()
 	go func() {
-		// The entry stays until the connection is done with the request, so that the writer still
-		// finds it abandoned after its caller has gone.
-		m, err := c.Send(msg, connection.SendTimeout(time.Until(deadline)))
-		h.inflight.Delete(id)
+		// The connection ends the wait at the deadline. The entry stays until it is done with the
+		// request, so that the writer still finds it abandoned after its caller has gone.
+		m, err := l.Send(msg, connection.SendTimeout(time.Until(deadline)))
+		l.inflight.Delete(id)
 		if p.delivered.CompareAndSwap(false, true) {
 			answers <- answer{m, err}
 		} else if m != nil {
-			h.unmatched(c, m)
+			h.unmatched(l.Connection, m)
 		}
 	}()
+	// The connection's own timer starts once it has taken the request; this one bounds a request it
+	// never takes.
+	stuck := time.NewTimer(time.Until(deadline) + time.Second)
+	defer stuck.Stop()
 	var a answer
 	select {
 	case a = <-answers:
 	case <-ctx.Done():
-		if p.delivered.CompareAndSwap(false, true) {
-			a.err = ctx.Err()
-		} else {
-			a = <-answers // it came as ctx ended
-		}
+		a = giveUp(p, answers, ctx.Err())
+	case <-l.failed:
+		a = giveUp(p, answers, connection.ErrConnectionClosed)
+	case <-stuck.C:
+		a = giveUp(p, answers, connection.ErrSendTimeout)
 	}
 	if a.err != nil {
 		// A request not written yet never will be; one written may have been received.
@@ -336,6 +349,21 @@ func (h *host) send(ctx context.Context, msg *moov.Message, timeout time.Duratio
 		return nil, &noAnswer{fmt.Errorf("unusable answer %s to %s (response code %q)", got, mti, code)}
 	}
 	return a.m, nil
+}
+
+// answer is what the connection made of a request: the host's answer, or why there is none.
+type answer struct {
+	m   *moov.Message
+	err error
+}
+
+// giveUp stops waiting for p's answer for reason err, unless the answer is being delivered: then it
+// waits for it.
+func giveUp(p *pending, answers <-chan answer, err error) answer {
+	if p.delivered.CompareAndSwap(false, true) {
+		return answer{err: err}
+	}
+	return <-answers
 }
 
 // answerMTI is the MTI of the answer to a request: "the host answers each request with the MTI plus

@@ -1,8 +1,8 @@
-// Package iso8583 connects Kassa to an acquirer's host over ISO 8583 (1987, ASCII), speaking the
-// profile of /work/shared/spec/acquirer-iso8583.md ("acquirer-iso8583.md" below): authorizations and
-// sales (0100, 0200), captures (0220), refunds (0200 with processing code 200000), voids and timeout
-// reversals (0400), over one persistent connection per host shared by the merchants on it, with
-// sign-on, echo tests and reconnection.
+// Package iso8583 connects Kassa to an acquirer's host over ISO 8583 (1987, ASCII), speaking Kassa's
+// acquirer profile (acquirer-iso8583.md, quoted as "the profile"): authorizations and sales (0100,
+// 0200), captures (0220), refunds (0200 with processing code 200000), voids and timeout reversals
+// (0400), over one persistent connection per host shared by the merchants on it, with sign-on, echo
+// tests and reconnection.
 //
 // ISO 8583 has no enquiry: a request that gets no answer is undone by a reversal that names it (field
 // 90), never asked about. Every message's STAN, transmission time and RRN are therefore fixed before
