@@ -2,8 +2,11 @@ package iso8583_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -551,5 +554,88 @@ func TestUnansweredVoidIsRepeated(t *testing.T) {
 	sent := h.messages(func(w *wire) bool { return w.mti == "0400" })
 	if len(sent) != 2 || string(sent[0].raw) != string(sent[1].raw) || sent[0].get(62) != "void" {
 		t.Errorf("want the void sent twice, identical:%s", describe(sent))
+	}
+}
+
+// TestUnpackableIsNotSent: a request that cannot be encoded (an amount beyond field 4's 12 digits) is
+// never written, so it fails with a plain error.
+func TestUnpackableIsNotSent(t *testing.T) {
+	t.Parallel()
+	h := newScripted(t)
+	k, _ := newKind(t, nil, iso8583.KindConfig{})
+	p := open(t, k, config(h.addr, "TERM0001", "5s"))
+	_, err := p.Authorize(context.Background(), payment(t, "too-much", cardtest.Visa, 1_000_000_000_000, true))
+	var un *processor.Unanswered
+	if err == nil || errors.As(err, &un) {
+		t.Fatalf("Authorize of 10^12 = %v, want a plain error", err)
+	}
+	if r, err := p.Authorize(context.Background(), payment(t, "fine", cardtest.Visa, 999_999_999_999, true)); err != nil || !r.Approved {
+		t.Fatalf("Authorize of 10^12 - 1 = %+v, %v", r, err)
+	}
+	if fin := h.messages(financial); len(fin) != 1 {
+		t.Errorf("want only the second sale at the host:%s", describe(fin))
+	}
+}
+
+// TestTLS: an account with TLS settings verifies the host against its CA file and presents its client
+// certificate; it gets its own connection, apart from a plain one to the same address.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	h := newScripted(t)
+	certFile, keyFile, _ := tlsFiles(t)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	// A TLS front for the scripted host that requires the client certificate.
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var handshakes atomic.Int32
+	go func() {
+		for {
+			front, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer front.Close()
+				if err := front.(*tls.Conn).Handshake(); err != nil {
+					return
+				}
+				handshakes.Add(1)
+				back, err := net.Dial("tcp", h.addr)
+				if err != nil {
+					return
+				}
+				defer back.Close()
+				go io.Copy(back, front)
+				io.Copy(front, back)
+			}()
+		}
+	}()
+	k, _ := newKind(t, nil, iso8583.KindConfig{})
+	withTLS := fmt.Appendf(nil, `{"address":%q,"merchant_id":"KASSA0000000001","terminal_id":"TERM0001","acquirer_id":"12345",`+
+		`"timeout":"5s","test":true,"tls":{"ca_file":%q,"cert_file":%q,"key_file":%q}}`, ln.Addr().String(), certFile, certFile, keyFile)
+	if r, err := open(t, k, withTLS).Authorize(context.Background(), payment(t, "over-tls", cardtest.Visa, 1000, true)); err != nil || !r.Approved {
+		t.Fatalf("Authorize over TLS = %+v, %v", r, err)
+	}
+	if handshakes.Load() != 1 {
+		t.Errorf("%d TLS handshakes, want 1", handshakes.Load())
+	}
+	// Without the TLS settings, the same address is another host: a plain connection, which the TLS
+	// front refuses.
+	if _, err := open(t, k, config(ln.Addr().String(), "TERM0002", "300ms")).Authorize(context.Background(),
+		payment(t, "plain", cardtest.Visa, 1000, true)); err == nil {
+		t.Error("Authorize in plain TCP to a TLS host succeeded")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"maps"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,8 @@ import (
 	"github.com/kassapay/kassa/internal/processor/iso8583"
 )
 
-// tlsFiles writes a self-signed certificate and its key to PEM files, and a file that is not PEM.
+// tlsFiles writes a self-signed certificate and its key to PEM files, and a file that is not PEM. The
+// certificate is its own CA and serves 127.0.0.1 as a server and as a client.
 func tlsFiles(t *testing.T) (cert, key, notPEM string) {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -28,7 +30,10 @@ func tlsFiles(t *testing.T) (cert, key, notPEM string) {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kassa"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
 	if err != nil {
 		t.Fatal(err)
