@@ -507,7 +507,12 @@ func TestLookupReverses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.setScript(func(w *wire) action { return action{code: "25"} })
+	h.setScript(func(w *wire) action {
+		if w.mti == "0400" {
+			return action{code: "25"}
+		}
+		return action{}
+	})
 	for kind, mti := range map[string]string{processor.OperationSale: "0200", processor.OperationAuthorization: "0100",
 		processor.OperationCapture: "0220", processor.OperationRefund: "0200"} {
 		_, err = p.Lookup(ctx, processor.Operation{Reference: "crashed-" + kind, Kind: kind, Amount: 1234, Currency: cad, Trace: tr})

@@ -117,6 +117,16 @@ type link struct {
 
 func (l *link) fail() { l.once.Do(func() { close(l.failed) }) }
 
+// down reports whether the connection has failed or closed.
+func (l *link) down() bool {
+	select {
+	case <-l.failed:
+		return true
+	default:
+		return false
+	}
+}
+
 // connect dials the host and signs on (0800, function code 001): "sign-on after every connect", before
 // any financial message, which cannot be sent before the connection is published.
 func (h *host) connect() (*link, error) {
@@ -168,7 +178,7 @@ func (h *host) online(ctx context.Context) (*link, error) {
 		h.mu.Lock()
 		l, changed := h.conn, h.changed
 		h.mu.Unlock()
-		if l != nil {
+		if l != nil && !l.down() { // one that failed is about to be replaced
 			return l, nil
 		}
 		select {
@@ -285,6 +295,7 @@ func (e *noAnswer) Unwrap() error { return e.err }
 // any other error means that the request was not written and never will be: not connected within the
 // timeout, ctx ended first, or the same request still in flight (a retransmission must wait for the
 // connection to be done with the previous sending, whose answer would otherwise be taken for its own).
+// A request that a connection failed before taking goes on the next connection, within the timeout.
 func (h *host) send(ctx context.Context, msg *moov.Message, timeout time.Duration) (*moov.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -292,11 +303,18 @@ func (h *host) send(ctx context.Context, msg *moov.Message, timeout time.Duratio
 	deadline := time.Now().Add(timeout)
 	connected, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	l, err := h.online(connected)
-	if err != nil {
-		return nil, err
+	for {
+		l, err := h.online(connected)
+		if err != nil {
+			return nil, err
+		}
+		m, err := h.exchange(ctx, l, msg, deadline)
+		var na *noAnswer
+		if err != nil && !errors.As(err, &na) && l.down() && connected.Err() == nil {
+			continue // the connection failed before it took the request: the next one will
+		}
+		return m, err
 	}
-	return h.exchange(ctx, l, msg, deadline)
 }
 
 // exchange sends msg on l and waits for its answer until deadline, while ctx lasts and l stands, with
