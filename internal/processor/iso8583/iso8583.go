@@ -267,7 +267,9 @@ func (p *Processor) unanswered(ctx context.Context, o sent, why error) error {
 		r.Original = o.original
 	} else {
 		var err error
-		// The caller may have gone (its context ended): the reversal is allocated all the same.
+		// The caller may have gone (its context ended): the reversal is allocated all the same. When
+		// it cannot be (the database is down), the error is a plain one, an unknown outcome: the
+		// payments core keeps the attempt pending, and Lookup makes the reversal later.
 		if t, err = p.allocate(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("iso8583: %w; and no reversal could be allocated: %w", why, err)
 		}

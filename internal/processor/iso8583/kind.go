@@ -109,6 +109,9 @@ func (k *Kind) Open(config []byte) (processor.Processor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.cfg.DB == nil {
+		return nil, errors.New("iso8583: the kind has no database to number messages from")
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {

@@ -100,6 +100,9 @@ func TestParse(t *testing.T) {
 	if _, err := k.Parse(build(map[string]string{"tls": "{}"})); err != nil {
 		t.Errorf("Parse(TLS with the system's roots, no client certificate) = %v", err)
 	}
+	if _, err := k.Open(build(nil)); err == nil {
+		t.Error("Open on a kind without a database succeeded")
+	}
 
 	for _, tc := range []struct {
 		name   string
