@@ -188,6 +188,9 @@ type Merchant struct {
 	ID string
 	// SimulatorProfile selects the simulator's decision rule: "standard" or "payfirma".
 	SimulatorProfile string
+	// Location is the merchant's time zone (its timezone setting), for processors that send the
+	// merchant's local time (ISO 8583 fields 12 and 13); nil is UTC.
+	Location *time.Location
 }
 
 // Result is a processor's answer.

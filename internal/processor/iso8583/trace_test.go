@@ -1,0 +1,104 @@
+package iso8583_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/iso8583"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// traces collects prepared traces ("STAN:YYYYMMDDhhmmss:RRN") and fails the test on a STAN used twice
+// by one terminal or an RRN used twice at the acquirer.
+type traces struct {
+	mu    sync.Mutex
+	stans map[string]bool // terminal + STAN
+	rrns  map[string]bool
+}
+
+func (c *traces) prepare(t *testing.T, p conn, terminal string, n int) {
+	t.Helper()
+	for range n {
+		tr, err := p.Prepare(context.Background(), processor.Merchant{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		parts := strings.Split(tr, ":")
+		if len(parts) != 3 || len(parts[0]) != 6 || len(parts[2]) != 12 {
+			t.Errorf("trace %q", tr)
+			return
+		}
+		c.mu.Lock()
+		if c.stans[terminal+parts[0]] || c.rrns[parts[2]] {
+			t.Errorf("trace %q of %s repeats a STAN of the terminal or an RRN", tr, terminal)
+		}
+		c.stans[terminal+parts[0]], c.rrns[parts[2]] = true, true
+		c.mu.Unlock()
+	}
+}
+
+// run prepares n traces on each of ps at once.
+func (c *traces) run(t *testing.T, n int, ps map[string]conn) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for name, p := range ps {
+		for range 2 {
+			wg.Go(func() { c.prepare(t, p, name[:8], n) })
+		}
+	}
+	wg.Wait()
+}
+
+// TestTracesUniqueAcrossKindsAndRestarts: two kinds on one database (two nodes) prepare at once, for
+// two terminals of one acquirer, then a third kind on the database (a restart) goes on; no terminal's
+// STAN and no RRN is handed out twice. Small blocks make every kind reserve many.
+func TestTracesUniqueAcrossKindsAndRestarts(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		addr := closedAddress(t)
+		c := &traces{stans: map[string]bool{}, rrns: map[string]bool{}}
+		a, _ := newKind(t, db, iso8583.KindConfig{Block: 7})
+		b, _ := newKind(t, db, iso8583.KindConfig{Block: 5})
+		c.run(t, 100, map[string]conn{
+			"TERM0001 on a": open(t, a, config(addr, "TERM0001", "1s")),
+			"TERM0002 on a": open(t, a, config(addr, "TERM0002", "1s")),
+			"TERM0001 on b": open(t, b, config(addr, "TERM0001", "1s")),
+			"TERM0002 on b": open(t, b, config(addr, "TERM0002", "1s")),
+		})
+		a.Close()
+		b.Close()
+		restarted, _ := newKind(t, db, iso8583.KindConfig{Block: 7})
+		c.run(t, 50, map[string]conn{
+			"TERM0001 restarted": open(t, restarted, config(addr, "TERM0001", "1s")),
+			"TERM0002 restarted": open(t, restarted, config(addr, "TERM0002", "1s")),
+		})
+		if len(c.rrns) != 2*4*100+2*2*50 {
+			t.Errorf("%d traces, want %d", len(c.rrns), 2*4*100+2*2*50)
+		}
+	})
+}
+
+// TestTracesUniqueAcrossPostgresNodes: two nodes with their own connections to one PostgreSQL
+// database.
+func TestTracesUniqueAcrossPostgresNodes(t *testing.T) {
+	t.Parallel()
+	url := storetest.PostgresURL(t)
+	addr := closedAddress(t)
+	c := &traces{stans: map[string]bool{}, rrns: map[string]bool{}}
+	nodes := map[string]conn{}
+	for _, name := range []string{"TERM0001 node 1", "TERM0001 node 2"} {
+		db, err := store.Open(context.Background(), store.Config{DatabaseURL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		k, _ := newKind(t, db, iso8583.KindConfig{Block: 3})
+		nodes[name] = open(t, k, config(addr, "TERM0001", "1s"))
+	}
+	c.run(t, 200, nodes)
+}
