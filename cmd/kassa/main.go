@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,20 +23,29 @@ import (
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/iso8583"
 	"github.com/kassapay/kassa/internal/processor/stripe"
 	"github.com/kassapay/kassa/internal/store"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], connectors(), os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], connectors, os.Stdout, os.Stderr))
 }
 
 // connectors are the kinds of processor a merchant can be connected to beside the built-in
 // simulator (which package accounts always has): what "kassa merchant update --processor" accepts.
-// Each kind is one line here.
-func connectors() []processor.Kind {
-	return []processor.Kind{stripe.NewKind(stripe.KindConfig{})}
+// Each kind is one line here. Kinds hold what their accounts share (an ISO 8583 host's connection,
+// the numbering of its messages in db); a command that only validates configurations may pass a nil
+// logger.
+func connectors(db *store.DB, log *slog.Logger) []processor.Kind {
+	return []processor.Kind{
+		iso8583.NewKind(iso8583.KindConfig{DB: db, Logger: log}),
+		stripe.NewKind(stripe.KindConfig{Logger: log}),
+	}
 }
+
+// connectorsFunc builds the connectors for a database and a logger (connectors, or a test's own).
+type connectorsFunc func(db *store.DB, log *slog.Logger) []processor.Kind
 
 const usage = `kassa: a self-hosted card payment gateway
 
@@ -73,7 +83,7 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	db             dbFlags
-	kinds          []processor.Kind // the connectors
+	connectors     connectorsFunc
 }
 
 // warn tells the operator something on stderr, as slog's Warn would take it.
@@ -109,7 +119,7 @@ func commands() []command {
 	}
 }
 
-func run(args []string, kinds []processor.Kind, stdout, stderr io.Writer) int {
+func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
@@ -124,7 +134,7 @@ func run(args []string, kinds []processor.Kind, stdout, stderr io.Writer) int {
 		}
 		flags := flag.NewFlagSet("kassa "+c.name, flag.ContinueOnError)
 		flags.SetOutput(stderr)
-		e := &env{stdout: stdout, stderr: stderr, kinds: kinds}
+		e := &env{stdout: stdout, stderr: stderr, connectors: kinds}
 		e.db.register(flags)
 		runCmd := c.setup(flags)
 		if err := flags.Parse(args[len(words):]); err != nil {

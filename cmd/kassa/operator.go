@@ -275,7 +275,7 @@ func (e *env) processors(ctx context.Context, setting bool) (*accounts.Service, 
 		db.Close()
 		return nil, nil, err
 	}
-	return accounts.New(accounts.Config{DB: db, Keyring: ring, Kinds: e.kinds}), db, nil
+	return accounts.New(accounts.Config{DB: db, Keyring: ring, Kinds: e.connectors(db, nil)}), db, nil
 }
 
 // orEmpty prints a missing list as [], not null.

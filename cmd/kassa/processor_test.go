@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,7 @@ func TestMerchantUpdateProcessor(t *testing.T) {
 			}
 			kassa := func(args ...string) (map[string]any, string, int) {
 				var stdout, stderr bytes.Buffer
-				code := run(append(args, where...), []processor.Kind{secretKind{}}, &stdout, &stderr)
+				code := run(append(args, where...), func(*store.DB, *slog.Logger) []processor.Kind { return []processor.Kind{secretKind{}} }, &stdout, &stderr)
 				for _, out := range []string{stdout.String(), stderr.String()} {
 					if strings.Contains(out, "Hush") {
 						t.Fatalf("kassa %s printed the secret: %s", strings.Join(args, " "), out)

@@ -131,7 +131,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
 				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base,
-			TrustedProxies: proxies, Connectors: e.kinds})
+			TrustedProxies: proxies, Connectors: e.connectors(db, log)})
 		if err != nil {
 			ln.Close()
 			return err

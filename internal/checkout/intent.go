@@ -113,7 +113,7 @@ type Who struct {
 
 // actor is who the ledger records.
 func (w Who) actor() payment.Actor {
-	return payment.Actor{MerchantID: w.Merchant.ID, ClientID: w.ClientID, RequestID: w.RequestID, Profile: w.Merchant.SimulatorProfile,
+	return payment.Actor{MerchantID: w.Merchant.ID, ClientID: w.ClientID, RequestID: w.RequestID, Profile: w.Merchant.SimulatorProfile, Location: w.Merchant.Location(),
 		Principal: w.Principal, Velocity: w.Merchant.Velocity}
 }
 

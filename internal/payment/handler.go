@@ -71,7 +71,7 @@ func Who(ctx context.Context, merchants *merchant.Cache) (Actor, merchant.Mercha
 		return Actor{}, merchant.Merchant{}, err
 	}
 	p, _ := httpapi.PrincipalFrom(ctx) // the token's (auth.Claims.Principal), put there by the bearer check
-	return Actor{MerchantID: m.ID, ClientID: c.ClientIDString(), RequestID: httpapi.RequestID(ctx), Profile: m.SimulatorProfile,
+	return Actor{MerchantID: m.ID, ClientID: c.ClientIDString(), RequestID: httpapi.RequestID(ctx), Profile: m.SimulatorProfile, Location: m.Location(),
 		Principal: p, Velocity: m.Velocity}, m, nil
 }
 

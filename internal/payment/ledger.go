@@ -83,6 +83,8 @@ type Actor struct {
 	ClientID   string
 	RequestID  string
 	Profile    string // the merchant's simulator profile, passed to the processor
+	// Location is the merchant's time zone, for the local time an acquirer is told (nil: UTC).
+	Location *time.Location
 	// Principal is the credential whose declines a sale or authorization counts against; zero for a
 	// subscription's charge, which no credential asks for.
 	Principal httpapi.Principal

@@ -63,5 +63,5 @@ func (l *Ledger) prepare(ctx context.Context, acct processor.Account, a Actor) (
 
 // merchant is what the processor is told of the merchant acting.
 func (a Actor) merchant() processor.Merchant {
-	return processor.Merchant{ID: a.MerchantID, SimulatorProfile: a.Profile}
+	return processor.Merchant{ID: a.MerchantID, SimulatorProfile: a.Profile, Location: a.Location}
 }

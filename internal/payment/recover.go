@@ -82,7 +82,10 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 			if err := l.recordReversal(ctx, p.t, u.Reversal); err != nil {
 				return done, err
 			}
-			if _, err := l.sendReversal(ctx, p.t, acct, u.Reversal, 0, "recover"); err == nil {
+			rctx, cancel := context.WithTimeout(ctx, l.timeout)
+			_, err := l.sendReversal(rctx, p.t, acct, u.Reversal, 0, "recover")
+			cancel()
+			if err == nil {
 				done++
 			}
 			continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -328,6 +329,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	}
 	stopBG()
 	wg.Wait()
+	// Connectors that hold connections let them go (an ISO 8583 host is signed off).
+	for _, k := range s.cfg.Connectors {
+		if c, ok := k.(io.Closer); ok {
+			if cerr := c.Close(); cerr != nil {
+				s.cfg.Logger.Warn("close a connector", "kind", k.Name(), "err", cerr)
+			}
+		}
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -70,7 +70,7 @@ func (s *Service) ChargeSubscription(ctx context.Context, sub Subscription, key 
 	if err != nil {
 		return payment.Transaction{}, err
 	}
-	who := payment.Actor{MerchantID: m.ID, RequestID: "billing", Profile: m.SimulatorProfile}
+	who := payment.Actor{MerchantID: m.ID, RequestID: "billing", Profile: m.SimulatorProfile, Location: m.Location()}
 	return s.charge(ctx, who, payment.KindSale, c, cd, sub.Amount, sub.Currency, false, payment.SourceRecurring, key)
 }
 

@@ -79,7 +79,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	h := newScripted(t)
 	k, _ := newKind(t, nil, iso8583.KindConfig{})
-	processortest.Run(t, open(t, k, config(h.addr, "TERM0001", "5s")), processortest.Cards{Approve: cardtest.Visa, Decline: cardtest.Declined})
+	processortest.Run(t, open(t, k, config(h.addr, "TERM0001", "5s")), processortest.Config{Approve: cardtest.Visa})
 }
 
 // bitmap is the hex bitmap of a message with fields ids: the primary, and the secondary when a field
