@@ -5,6 +5,8 @@
 //	sale    approved sales
 //	token   client-credentials token requests
 //	mixed   authorize, capture, refund and a list of 100, in turn
+//	iso8583       approved sales of a merchant on an ISO 8583 account at kassa-acquirer
+//	iso8583-50ms  the same with the host answering after 50 ms, from 1,000 clients
 //
 // It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations.
 // It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
@@ -13,7 +15,8 @@
 //
 // Usage:
 //
-//	kassa-load [--kassa bin/kassa] [--backends sqlite,postgres] [--clients 64] [--duration 10s]
+//	kassa-load [--kassa bin/kassa] [--acquirer bin/kassa-acquirer] [--backends sqlite,postgres]
+//	           [--scenarios sale,token,mixed] [--clients 64] [--duration 10s]
 package main
 
 import (
@@ -32,6 +35,7 @@ import (
 
 type config struct {
 	kassa     string
+	acquirer  string
 	backends  []string
 	scenarios []string
 	clients   int
@@ -46,8 +50,9 @@ func main() {
 	var c config
 	var backends, scenarios, serveArgs string
 	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
+	flag.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary the iso8583 scenarios start")
 	flag.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
-	flag.StringVar(&scenarios, "scenarios", "sale,token,mixed", "scenarios to run, comma-separated: sale, token, mixed")
+	flag.StringVar(&scenarios, "scenarios", "sale,token,mixed,iso8583,iso8583-50ms", "scenarios to run, comma-separated: sale, token, mixed, iso8583, iso8583-50ms")
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
 	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each scenario runs before it is measured")
@@ -95,6 +100,27 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		return err
 	}
 	defer env.close()
+	// The merchant of the iso8583 scenarios is connected to kassa-acquirer before the server starts,
+	// so that the server reads its account at once.
+	var acq *acquirer
+	var isoMerchant merchant
+	for _, name := range c.scenarios {
+		if sc, ok := scenarios[name]; !ok {
+			return fmt.Errorf("unknown scenario %q", name)
+		} else if sc.iso && acq == nil {
+			if acq, err = startAcquirer(ctx, c.acquirer, env.dir); err != nil {
+				return err
+			}
+			defer acq.stop()
+			cli := &kassa{bin: c.kassa, dbArgs: env.dbArgs("api")}
+			if isoMerchant, err = cli.newMerchant(ctx); err != nil {
+				return err
+			}
+			if err := cli.connect(ctx, isoMerchant, acq, env.dir); err != nil {
+				return err
+			}
+		}
+	}
 	srv, err := startKassa(ctx, c.kassa, env.dbArgs("api"), c.serveArgs)
 	if err != nil {
 		return err
@@ -106,11 +132,17 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	}
 	var saleRate float64
 	for _, name := range c.scenarios {
-		sc, ok := scenarios[name]
-		if !ok {
-			return fmt.Errorf("unknown scenario %q", name)
+		sc, cc, who := scenarios[name], c, m
+		if sc.iso {
+			if err := acq.setLatency(ctx, sc.latency); err != nil {
+				return err
+			}
+			who = isoMerchant
+			if sc.clients > 0 {
+				cc.clients = sc.clients
+			}
 		}
-		res, err := drive(ctx, srv, m, sc, c)
+		res, err := drive(ctx, srv, who, sc, cc)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// acquirer is a running kassa-acquirer: the ISO 8583 host the iso8583 scenarios take their sales to.
+type acquirer struct {
+	cmd       *exec.Cmd
+	addr, web string // its ISO 8583 and HTTP addresses
+	done      chan error
+}
+
+func startAcquirer(ctx context.Context, bin, dir string) (*acquirer, error) {
+	a := &acquirer{done: make(chan error, 1)}
+	a.cmd = exec.Command(bin, "--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "acquirer"))
+	out, err := a.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	logs, err := os.CreateTemp("", "kassa-load-acquirer-*.log")
+	if err != nil {
+		return nil, err
+	}
+	a.cmd.Stderr = logs
+	if err := a.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w (build it with: make build)", bin, err)
+	}
+	go func() { a.done <- a.cmd.Wait(); logs.Close() }()
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "kassa-acquirer is listening on "); ok {
+				a.addr = strings.Fields(rest)[0]
+			}
+			if rest, ok := strings.CutPrefix(sc.Text(), "HTTP on "); ok {
+				a.web = strings.TrimSuffix(strings.Fields(rest)[0], ":")
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return a, nil
+	case err := <-a.done:
+		return nil, fmt.Errorf("kassa-acquirer exited: %v (log: %s)", err, logs.Name())
+	case <-time.After(30 * time.Second):
+		a.stop()
+		return nil, errors.New("kassa-acquirer did not listen within 30 s")
+	case <-ctx.Done():
+		a.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// setLatency makes the host wait d before each answer.
+func (a *acquirer) setLatency(ctx context.Context, d time.Duration) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+a.web+"/control",
+		bytes.NewReader([]byte(fmt.Sprintf(`{"latency":%q}`, d.String()))))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("kassa-acquirer /control: %s", resp.Status)
+	}
+	return nil
+}
+
+func (a *acquirer) stop() {
+	if a.cmd.ProcessState != nil || a.cmd.Process == nil {
+		return
+	}
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+// connect points merchant m at the acquirer's host as a test account.
+func (k *kassa) connect(ctx context.Context, m merchant, a *acquirer, dir string) error {
+	config := filepath.Join(dir, "iso8583-"+m.ID+".json")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"address":%q,"merchant_id":"KASSALOAD000001","terminal_id":"LOAD0001",`+
+		`"acquirer_id":"1","timeout":"10s","test":true}`, a.addr)), 0o600); err != nil {
+		return err
+	}
+	args := append([]string{"merchant", "update", "--merchant-id", m.ID, "--processor", "iso8583", "--processor-config", config}, k.dbArgs...)
+	if out, err := exec.CommandContext(ctx, k.bin, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("kassa merchant update --processor iso8583: %w: %s", err, out)
+	}
+	return nil
+}
