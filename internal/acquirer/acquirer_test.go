@@ -338,6 +338,16 @@ func TestRetransmission(t *testing.T) {
 	reuse := term.Purchase("0100", cardtest.Visa, 1000)
 	reuse[7], reuse[11] = sale[7], sale[11]
 	expect(t, term, reuse, "12")
+	// "STAN: unique per terminal ... per day": the sale's STAN later that day is refused too.
+	later := term.Purchase("0200", cardtest.Visa, 1000)
+	later[7], later[11] = sale[7][:4]+"235959", sale[11]
+	if later[7] == sale[7] {
+		later[7] = sale[7][:4] + "000000"
+	}
+	expect(t, term, later, "12")
+	if e := f.journal(later[62]); len(e) != 1 || e[0].Status != acquirer.StatusRefused || !strings.Contains(e[0].Note, "STAN reused") {
+		t.Errorf("journal of a reused STAN: %+v", e)
+	}
 
 	// After a restart on the same data directory: the same answers, and nothing done twice.
 	f.restart()
@@ -351,6 +361,13 @@ func TestRetransmission(t *testing.T) {
 	expect(t, term, term.Refund(sale, 1), "13") // 600 + 400 refunded before the restart
 	expect(t, term, declined.Clone(), "05")
 	expect(t, term, reuse.Clone(), "12")
+	// The same date a year later is another day: the sale's fields 7, 11 and 41 are a new sale.
+	f.clock.Advance(365 * 24 * time.Hour)
+	nextYear := sale.Clone()
+	nextYear[62] = acquirertest.Reference()
+	if a := expect(t, term, nextYear, "00"); a[38] == first[38] {
+		t.Errorf("a sale a year later got the old authorization code %q", a[38])
+	}
 	if n := len(f.journal(sale[62])); n != 3 {
 		t.Errorf("%d journal entries of the sale, want 3: %+v", n, f.journal(sale[62]))
 	}

@@ -82,27 +82,33 @@ var testCards = map[string]string{
 	"4000000000000119": codeMalfunction,
 }
 
-// key names a message of a terminal: fields 41, 11 and 7. The profile makes a STAN unique per terminal
-// per day and field 7 holds the day, so a key names one message for a year.
-type key struct{ tid, stan, transmission string }
+// key names a message of a terminal on a day: field 41, field 11 and the date (MMDD, UTC) of field 7.
+// The profile makes a STAN "unique per terminal ... per day".
+type key struct{ tid, stan, date string }
 
-func keyOf(e *Entry) key { return key{e.TerminalID, e.STAN, e.Transmission} }
+func keyOf(e *Entry) key { return key{e.TerminalID, e.STAN, e.Transmission[:4]} }
+
+// sameDate is how far apart two messages of one key may be received and still be of the same day:
+// field 7 has no year, so the same date a year later is another day.
+const sameDate = 48 * time.Hour
 
 // op is a processed message as the book remembers it: its answer, for retransmissions, and what later
 // messages may still do to it.
 type op struct {
-	id       int64
-	mti      string
-	proc     string
-	mid      string
-	amount   int64
-	currency string
-	code     string
-	authCode string
-	reversed bool
-	parent   *op   // the authorization of a capture; the sale or capture of a refund
-	captured bool  // an authorization with an approved capture not reversed
-	refunded int64 // a sale or capture: its approved refunds not reversed
+	id           int64
+	received     time.Time
+	transmission string // field 7
+	mti          string
+	proc         string
+	mid          string
+	amount       int64
+	currency     string
+	code         string
+	authCode     string
+	reversed     bool
+	parent       *op   // the authorization of a capture; the sale or capture of a refund
+	captured     bool  // an authorization with an approved capture not reversed
+	refunded     int64 // a sale or capture: its approved refunds not reversed
 }
 
 func (o *op) approved() bool { return o.code == codeApproved }
@@ -112,7 +118,7 @@ func (o *op) approved() bool { return o.code == codeApproved }
 // use.
 type book struct {
 	ops   map[key]*op
-	early map[key]string // the key of an original reversed before it arrived → its MTI
+	early map[key]string // the key of an original reversed before it arrived → its MTI and field 7
 }
 
 func newBook() *book { return &book{ops: map[key]*op{}, early: map[key]string{}} }
@@ -142,9 +148,10 @@ func (b *book) decide(r *request, e *Entry, s *session, now time.Time) {
 	}
 	// "A request that repeats fields 7, 11 and 41 of one it already answered is a retransmission: the
 	// host answers it again with the first answer and does nothing twice."
-	if prev := b.ops[keyOf(e)]; prev != nil {
-		if prev.mti != e.MTI || prev.proc != e.ProcessingCode {
-			refuse(codeInvalidTransaction, fmt.Sprintf("fields 7, 11 and 41 are those of entry %d, a %s", prev.id, prev.mti))
+	if prev := b.ops[keyOf(e)]; prev != nil && now.Sub(prev.received) < sameDate {
+		if prev.transmission != e.Transmission || prev.mti != e.MTI || prev.proc != e.ProcessingCode {
+			refuse(codeInvalidTransaction, fmt.Sprintf("STAN reused: entry %d, a %s sent at %s, has it today",
+				prev.id, prev.mti, prev.transmission))
 			return
 		}
 		e.Status, e.ResponseCode, e.AuthCode = StatusRetransmission, prev.code, prev.authCode
@@ -163,7 +170,7 @@ func (b *book) rule(r *request, e *Entry, now time.Time) (code, note string) {
 	if r.problem != "" {
 		return codeFormatError, r.problem
 	}
-	if b.early[keyOf(e)] == e.MTI {
+	if b.early[keyOf(e)] == e.MTI+e.Transmission {
 		e.Reversed = true
 		return codeInvalidTransaction, "reversed before it arrived"
 	}
@@ -254,21 +261,23 @@ func reversal(e *Entry, orig *op) (code, note string) {
 // original is the processed message that field 90 of e names, sent by the same terminal and merchant;
 // nil when there is none.
 func (b *book) original(e *Entry) *op {
-	k, mti := originalKey(e)
+	k, name := originalKey(e)
 	o := b.ops[k]
-	if o == nil || o.mti != mti || o.mid != e.MerchantID {
+	if o == nil || o.mti+o.transmission != name || o.mid != e.MerchantID {
 		return nil
 	}
 	return o
 }
 
-// originalKey is the key and MTI of the message field 90 names: "original MTI (4) + original STAN (6)
-// + original field 7 (10) + acquirer id (11) + forwarding id (11)". The message came from e's terminal.
+// originalKey is the key of the message field 90 names, and its MTI and field 7 run together:
+// "original MTI (4) + original STAN (6) + original field 7 (10) + acquirer id (11) + forwarding id
+// (11)". The message came from e's terminal.
 func originalKey(e *Entry) (key, string) {
 	if len(e.Original) < 20 {
 		return key{}, ""
 	}
-	return key{e.TerminalID, e.Original[4:10], e.Original[10:20]}, e.Original[:4]
+	o := e.Original
+	return key{e.TerminalID, o[4:10], o[10:14]}, o[:4] + o[10:20]
 }
 
 // apply records a decided entry in the book: a processed one is kept for retransmissions, and an
@@ -279,7 +288,7 @@ func (b *book) apply(e *Entry) (reverses int64) {
 		return 0
 	}
 	k := keyOf(e)
-	o := &op{id: e.ID, mti: e.MTI, proc: e.ProcessingCode, mid: e.MerchantID, amount: e.Amount, currency: e.Currency,
+	o := &op{id: e.ID, received: e.ReceivedAt, transmission: e.Transmission, mti: e.MTI, proc: e.ProcessingCode, mid: e.MerchantID, amount: e.Amount, currency: e.Currency,
 		code: e.ResponseCode, authCode: e.AuthCode, reversed: e.Reversed}
 	b.ops[k] = o
 	delete(b.early, k)
@@ -287,8 +296,8 @@ func (b *book) apply(e *Entry) (reverses int64) {
 	switch {
 	case e.MTI == mtiReversal && e.ResponseCode == codeNoOriginal:
 		// The original may still arrive: it is refused then, having been reversed.
-		ok, mti := originalKey(e)
-		b.early[ok] = mti
+		ok, name := originalKey(e)
+		b.early[ok] = name
 	case !o.approved() || orig == nil:
 	case e.MTI == mtiCapture:
 		o.parent, orig.captured = orig, true
