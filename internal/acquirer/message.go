@@ -107,16 +107,24 @@ func (r *request) has(id int) bool { return slots[id] != 0 && r.present&(1<<slot
 func required(mti, proc string) []int {
 	switch {
 	case mti == mtiNetwork:
-		return []int{7, 11, 24}
+		return requiredNetwork
 	case (mti == mtiAuthorization || mti == mtiFinancial) && proc != procRefund:
-		return []int{2, 3, 4, 7, 11, 12, 13, 14, 22, 25, 37, 41, 42, 49, 62}
+		return requiredPurchase
 	case mti == mtiFinancial, mti == mtiCapture:
-		return []int{3, 4, 7, 11, 37, 41, 42, 49, 62, 90}
+		return requiredFollowUp
 	case mti == mtiReversal:
-		return []int{4, 7, 11, 37, 41, 42, 49, 62, 90}
+		return requiredReversal
 	}
-	return []int{7, 11, 41}
+	return requiredKey
 }
+
+var (
+	requiredNetwork  = []int{7, 11, 24}
+	requiredPurchase = []int{2, 3, 4, 7, 11, 12, 13, 14, 22, 25, 37, 41, 42, 49, 62}
+	requiredFollowUp = []int{3, 4, 7, 11, 37, 41, 42, 49, 62, 90} // a capture or a refund
+	requiredReversal = []int{4, 7, 11, 37, 41, 42, 49, 62, 90}
+	requiredKey      = []int{7, 11, 41}
+)
 
 // checks holds, by field, what the profile says a field's content is; each returns the problem or "".
 // Fixed lengths are the spec's business: a field of another length does not unpack.
