@@ -288,8 +288,9 @@ func (b *book) apply(e *Entry) (reverses int64) {
 		return 0
 	}
 	k := keyOf(e)
-	o := &op{id: e.ID, received: e.ReceivedAt, transmission: e.Transmission, mti: e.MTI, proc: e.ProcessingCode, mid: e.MerchantID, amount: e.Amount, currency: e.Currency,
-		code: e.ResponseCode, authCode: e.AuthCode, reversed: e.Reversed}
+	o := &op{id: e.ID, received: e.ReceivedAt, transmission: e.Transmission, mti: e.MTI, proc: e.ProcessingCode,
+		mid: e.MerchantID, amount: e.Amount, currency: e.Currency, code: e.ResponseCode, authCode: e.AuthCode,
+		reversed: e.Reversed}
 	b.ops[k] = o
 	delete(b.early, k)
 	orig := b.original(e)

@@ -44,7 +44,7 @@ type request struct {
 }
 
 // parse reads m. A field the profile constrains but m breaks is noted in problem; fields the
-// profile does not use are kept, to be ignored.
+// profile does not use are ignored.
 func parse(m *iso8583.Message) *request {
 	r := &request{}
 	r.mti, _ = m.GetMTI()
@@ -53,8 +53,8 @@ func parse(m *iso8583.Message) *request {
 			continue
 		}
 		v, err := m.GetString(id)
-		if err != nil {
-			r.note(id, err.Error())
+		if err != nil { // not its text: it may quote the field
+			r.note(id, "unreadable")
 			continue
 		}
 		r.present |= 1 << slots[id]
@@ -233,12 +233,14 @@ func oneOf(values ...string) func(*request, string) string {
 	}
 }
 
+// limits are the ranges of the parts of a date or time.
+var limits = map[string][2]int{"MM": {1, 12}, "DD": {1, 31}, "hh": {0, 23}, "mm": {0, 59}, "ss": {0, 59}}
+
 // clock checks a date or time of the layout made of MM (month), DD, hh, mm and ss.
 func clock(v, layout string) string {
 	if !digits(v, len(layout)) {
 		return "not " + layout
 	}
-	limits := map[string][2]int{"MM": {1, 12}, "DD": {1, 31}, "hh": {0, 23}, "mm": {0, 59}, "ss": {0, 59}}
 	for i := 0; i < len(layout); i += 2 {
 		n := int(v[i]-'0')*10 + int(v[i+1]-'0')
 		if lim := limits[layout[i:i+2]]; n < lim[0] || n > lim[1] {
