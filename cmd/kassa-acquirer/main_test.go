@@ -35,9 +35,8 @@ func TestKassaAcquirer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { io.Copy(io.Discard, out); done <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
+	stuck := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
 	sc := bufio.NewScanner(out)
 	var addr, base string
 	for (addr == "" || base == "") && sc.Scan() {
@@ -49,9 +48,14 @@ func TestKassaAcquirer(t *testing.T) {
 			base = strings.TrimSuffix(strings.Fields(rest)[0], ":")
 		}
 	}
-	if addr == "" || base == "" {
-		t.Fatalf("no listening lines; stderr:\n%s", stderr.String())
+	if !stuck.Stop() || addr == "" || base == "" {
+		t.Fatalf("no listening lines within 30 s; stderr:\n%s", stderr.String())
 	}
+	done := make(chan error, 1)
+	go func() {
+		io.Copy(io.Discard, out)
+		done <- cmd.Wait()
+	}()
 
 	term := acquirertest.Dial(t, addr)
 	sale := term.Purchase("0200", cardtest.Visa, 1999)
