@@ -58,8 +58,6 @@ type Host struct {
 	mu     sync.Mutex // guards book, nextID, and every session
 	book   *book
 	nextID int64
-	// failed holds the journal's failure: from then on nothing more is processed.
-	failed atomic.Pointer[error]
 
 	latency  atomic.Int64  // time.Duration
 	dropRate atomic.Uint64 // math.Float64bits
@@ -108,7 +106,7 @@ func Start(cfg Config) (*Host, error) {
 
 // open opens and replays the journal and starts the listeners; Close undoes what it did.
 func (h *Host) open() (err error) {
-	if h.journal, err = openJournal(h.cfg.DataDir); err != nil {
+	if h.journal, err = openJournal(h.cfg.DataDir, h.log); err != nil {
 		return err
 	}
 	if h.nextID, err = h.journal.replay(context.Background(), h.book); err != nil {
@@ -207,8 +205,8 @@ func (h *Host) process(s *session, r *request) (*Entry, *batch) {
 	if !r.pan.IsZero() {
 		e.PANFirst6, e.PANLast4 = r.pan.First6(), r.pan.Last4()
 	}
-	if err := h.failed.Load(); err != nil {
-		e.Status, e.ResponseCode, e.Note = StatusRefused, codeMalfunction, "the journal failed: "+(*err).Error()
+	if err := h.journal.failure(); err != nil {
+		e.Status, e.ResponseCode, e.Note = StatusRefused, codeMalfunction, "the journal failed: "+err.Error()
 		return e, nil
 	}
 	h.mu.Lock()
@@ -232,11 +230,4 @@ func (h *Host) drop(e *Entry) bool {
 		}
 	}
 	return rand.Float64() < math.Float64frombits(h.dropRate.Load())
-}
-
-// fail records the journal's first failure: the host answers nothing it cannot keep from then on.
-func (h *Host) fail(err error) {
-	if h.failed.CompareAndSwap(nil, &err) {
-		h.log.Error("journal failed: the host refuses every request from now on", "err", err)
-	}
 }

@@ -99,7 +99,6 @@ func (h *Host) handle(s *session, c *connection.Connection, m *iso8583.Message) 
 	if b != nil {
 		<-b.done
 		if b.err != nil {
-			h.fail(b.err)
 			return // not durable, so not answered
 		}
 	}

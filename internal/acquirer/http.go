@@ -22,8 +22,8 @@ func (h *Host) routes() http.Handler {
 }
 
 func (h *Host) healthz(w http.ResponseWriter, _ *http.Request) {
-	if err := h.failed.Load(); err != nil {
-		http.Error(w, "journal failed: "+(*err).Error(), http.StatusServiceUnavailable)
+	if err := h.journal.failure(); err != nil {
+		http.Error(w, "journal failed: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")

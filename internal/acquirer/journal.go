@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the journal's database
@@ -59,6 +61,10 @@ type journal struct {
 	reader *sql.DB
 	insert *sql.Stmt
 	mark   *sql.Stmt
+	log    *slog.Logger
+	// failed is the first commit that failed: the host processes nothing from then on, since what it
+	// decides could no longer be kept.
+	failed atomic.Pointer[error]
 
 	mu      sync.Mutex
 	queue   []write
@@ -81,7 +87,7 @@ type batch struct {
 	err  error
 }
 
-func openJournal(dir string) (*journal, error) {
+func openJournal(dir string, log *slog.Logger) (*journal, error) {
 	path := filepath.Join(dir, "journal.db")
 	// WAL with synchronous FULL: a commit is on disk when it returns, so an answer sent after it is
 	// never forgotten by a restart.
@@ -91,7 +97,7 @@ func openJournal(dir string) (*journal, error) {
 		return nil, err
 	}
 	writer.SetMaxOpenConns(1)
-	j := &journal{writer: writer, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	j := &journal{writer: writer, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if _, err := writer.Exec(schema); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("journal schema: %w", err)
@@ -152,7 +158,9 @@ func (j *journal) commitQueued() {
 	if b == nil {
 		return
 	}
-	b.err = j.commit(q)
+	if b.err = j.commit(q); b.err != nil && j.failed.CompareAndSwap(nil, &b.err) {
+		j.log.Error("journal failed: the host refuses every request from now on", "err", b.err)
+	}
 	close(b.done)
 	clear(q) // let the entries go
 	j.mu.Lock()
@@ -183,6 +191,14 @@ func (j *journal) commit(q []write) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// failure is the commit failure that stopped the journal, or nil.
+func (j *journal) failure() error {
+	if err := j.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // close commits what is queued and closes the database.

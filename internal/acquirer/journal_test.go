@@ -3,6 +3,7 @@ package acquirer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -10,7 +11,7 @@ import (
 // TestGroupCommit shows that the writes queued while a commit is under way share the next
 // transaction, and that none is reported done before its transaction commits.
 func TestGroupCommit(t *testing.T) {
-	j, err := openJournal(t.TempDir())
+	j, err := openJournal(t.TempDir(), slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
