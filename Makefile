@@ -23,9 +23,10 @@ check:
 deps:
 	@scripts/test-deps.sh
 
-## build: the kassa binary in ./bin
+## build: the kassa and kassa-acquirer binaries in ./bin
 build:
 	$(GO) build -o bin/kassa ./cmd/kassa
+	$(GO) build -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
 ## bench: the hot path's Go benchmarks, then the load benchmark on SQLite and PostgreSQL (see README, Performance)
 BENCH_FLAGS ?=

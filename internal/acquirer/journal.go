@@ -1,0 +1,243 @@
+package acquirer
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // the journal's database
+)
+
+// schema is the journal's own: one row per request and its answer.
+const schema = `
+CREATE TABLE IF NOT EXISTS journal (
+	id INTEGER PRIMARY KEY,
+	received_at INTEGER NOT NULL,
+	mti TEXT NOT NULL,
+	processing_code TEXT NOT NULL,
+	function_code TEXT NOT NULL,
+	stan TEXT NOT NULL,
+	transmission TEXT NOT NULL,
+	rrn TEXT NOT NULL,
+	terminal_id TEXT NOT NULL,
+	merchant_id TEXT NOT NULL,
+	reference TEXT NOT NULL,
+	amount INTEGER NOT NULL,
+	currency TEXT NOT NULL,
+	pos_entry_mode TEXT NOT NULL,
+	pos_condition TEXT NOT NULL,
+	cvv2 INTEGER NOT NULL,
+	au TEXT NOT NULL,
+	pan_first6 TEXT NOT NULL,
+	pan_last4 TEXT NOT NULL,
+	original TEXT NOT NULL,
+	response_code TEXT NOT NULL,
+	auth_code TEXT NOT NULL,
+	reversed INTEGER NOT NULL,
+	approval_day TEXT NOT NULL,
+	status TEXT NOT NULL,
+	dropped INTEGER NOT NULL,
+	note TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS journal_reference ON journal (reference);
+CREATE INDEX IF NOT EXISTS journal_approval_day ON journal (approval_day) WHERE approval_day <> '';
+`
+
+const columns = `id, received_at, mti, processing_code, function_code, stan, transmission, rrn, terminal_id,
+	merchant_id, reference, amount, currency, pos_entry_mode, pos_condition, cvv2, au, pan_first6, pan_last4,
+	original, response_code, auth_code, reversed, approval_day, status, dropped, note`
+
+// journal keeps every request and answer in SQLite. Writes are group-committed: everything queued
+// while a transaction commits goes into the next one, and each writer learns when the transaction
+// holding its row is durable.
+type journal struct {
+	writer *sql.DB // one connection, owned by the commit loop
+	reader *sql.DB
+	insert *sql.Stmt
+	mark   *sql.Stmt
+	log    *slog.Logger
+	// failed is the first commit that failed: the host processes nothing from then on, since what it
+	// decides could no longer be kept.
+	failed atomic.Pointer[error]
+
+	mu      sync.Mutex
+	queue   []write
+	spare   []write
+	pending *batch // the batch that writes queued now will commit in
+	wake    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// write is one row to insert, and the id of an earlier row it marks reversed (0: none).
+type write struct {
+	e        *Entry
+	reverses int64
+}
+
+// batch is a transaction of the commit loop: done is closed once it has committed (err nil) or failed.
+type batch struct {
+	done chan struct{}
+	err  error
+}
+
+func openJournal(dir string, log *slog.Logger) (*journal, error) {
+	path := filepath.Join(dir, "journal.db")
+	// WAL with synchronous FULL: a commit is on disk when it returns, so an answer sent after it is
+	// never forgotten by a restart.
+	common := "_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)"
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&"+common)
+	if err != nil {
+		return nil, err
+	}
+	writer.SetMaxOpenConns(1)
+	j := &journal{writer: writer, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if _, err := writer.Exec(schema); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("journal schema: %w", err)
+	}
+	if j.reader, err = sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)&"+common); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	j.insert, err = writer.Prepare(`INSERT INTO journal (` + columns + `) VALUES
+		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`)
+	if err == nil {
+		j.mark, err = writer.Prepare(`UPDATE journal SET reversed = 1 WHERE id = $1`)
+	}
+	if err != nil {
+		j.reader.Close()
+		writer.Close()
+		return nil, err
+	}
+	go j.loop()
+	return j, nil
+}
+
+// add queues e (and the mark of the row it reverses) and returns the batch that will commit it.
+// Writes commit in the order they were added.
+func (j *journal) add(e *Entry, reverses int64) *batch {
+	j.mu.Lock()
+	j.queue = append(j.queue, write{e, reverses})
+	if j.pending == nil {
+		j.pending = &batch{done: make(chan struct{})}
+	}
+	b := j.pending
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	return b
+}
+
+func (j *journal) loop() {
+	defer close(j.stopped)
+	for {
+		select {
+		case <-j.wake:
+		case <-j.stop:
+			j.commitQueued() // what was added before close
+			return
+		}
+		j.commitQueued()
+	}
+}
+
+func (j *journal) commitQueued() {
+	j.mu.Lock()
+	q, b := j.queue, j.pending
+	j.queue, j.spare, j.pending = j.spare[:0], nil, nil
+	j.mu.Unlock()
+	if b == nil {
+		return
+	}
+	if b.err = j.commit(q); b.err != nil && j.failed.CompareAndSwap(nil, &b.err) {
+		j.log.Error("journal failed: the host refuses every request from now on", "err", b.err)
+	}
+	close(b.done)
+	clear(q) // let the entries go
+	j.mu.Lock()
+	j.spare = q
+	j.mu.Unlock()
+}
+
+func (j *journal) commit(q []write) error {
+	tx, err := j.writer.Begin()
+	if err != nil {
+		return err
+	}
+	insert, mark := tx.Stmt(j.insert), tx.Stmt(j.mark)
+	for _, w := range q {
+		e := w.e
+		if _, err := insert.Exec(e.ID, e.ReceivedAt.UnixMilli(), e.MTI, e.ProcessingCode, e.FunctionCode, e.STAN,
+			e.Transmission, e.RRN, e.TerminalID, e.MerchantID, e.Reference, e.Amount, e.Currency, e.EntryMode,
+			e.Condition, e.CVV2, e.AU, e.PANFirst6, e.PANLast4, e.Original, e.ResponseCode, e.AuthCode, e.Reversed,
+			e.ApprovalDay, e.Status, e.Dropped, e.Note); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("journal entry %d: %w", e.ID, err)
+		}
+		if w.reverses != 0 {
+			if _, err := mark.Exec(w.reverses); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("journal: mark %d reversed: %w", w.reverses, err)
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+// failure is the commit failure that stopped the journal, or nil.
+func (j *journal) failure() error {
+	if err := j.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// close commits what is queued and closes the database.
+func (j *journal) close() error {
+	close(j.stop)
+	<-j.stopped
+	return errors.Join(j.reader.Close(), j.writer.Close())
+}
+
+// entries calls fn for each row that the query after "SELECT columns FROM journal" selects, in order.
+func (j *journal) entries(ctx context.Context, db *sql.DB, fn func(*Entry) error, where string, args ...any) error {
+	rows, err := db.QueryContext(ctx, `SELECT `+columns+` FROM journal `+where, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e Entry
+		var received int64
+		if err := rows.Scan(&e.ID, &received, &e.MTI, &e.ProcessingCode, &e.FunctionCode, &e.STAN, &e.Transmission,
+			&e.RRN, &e.TerminalID, &e.MerchantID, &e.Reference, &e.Amount, &e.Currency, &e.EntryMode, &e.Condition,
+			&e.CVV2, &e.AU, &e.PANFirst6, &e.PANLast4, &e.Original, &e.ResponseCode, &e.AuthCode, &e.Reversed,
+			&e.ApprovalDay, &e.Status, &e.Dropped, &e.Note); err != nil {
+			return err
+		}
+		e.ReceivedAt = time.UnixMilli(received).UTC()
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// replay rebuilds b from the whole journal and returns the last id.
+func (j *journal) replay(ctx context.Context, b *book) (last int64, err error) {
+	err = j.entries(ctx, j.writer, func(e *Entry) error {
+		b.apply(e)
+		last = e.ID
+		return nil
+	}, `ORDER BY id`)
+	return last, err
+}
