@@ -4,19 +4,31 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/moov-io/iso8583"
 	connection "github.com/moov-io/iso8583-connection"
+	"github.com/moov-io/iso8583/encoding"
 	iso8583errors "github.com/moov-io/iso8583/errors"
+	"github.com/moov-io/iso8583/field"
 	"github.com/moov-io/iso8583/network"
+	"github.com/moov-io/iso8583/prefix"
 	"github.com/moov-io/iso8583/specs"
 )
 
-// Spec is the profile's encoding: moov-io/iso8583's Spec87ASCII.
-var Spec = specs.Spec87ASCII
+// Spec is the profile's encoding: "the field definitions of moov-io/iso8583's specs.Spec87ASCII
+// (v0.26.1): MTI 4 ASCII digits, bitmap as 16 hex characters per 64 fields (a secondary bitmap when
+// field 90 is present)". Spec87ASCII's own bitmap is one fixed field of 32 hex characters in every
+// message; the profile's is 16, followed by 16 more, and bit 1 set, only when a field above 64 is
+// present: so the fields are Spec87ASCII's, and the bitmap the one that expands.
+var Spec = func() *iso8583.MessageSpec {
+	fields := maps.Clone(specs.Spec87ASCII.Fields)
+	fields[1] = field.NewBitmap(&field.Spec{Length: 8, Description: "Bitmap", Enc: encoding.BytesToASCIIHex, Pref: prefix.Hex.Fixed})
+	return &iso8583.MessageSpec{Name: "ISO 8583 1987 ASCII, the acquirer profile", Fields: fields}
+}()
 
 // ReadLength reads the profile's frame header, "the length as a 2-byte unsigned big-endian integer",
 // and returns the length of the message that follows.
