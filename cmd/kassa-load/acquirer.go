@@ -46,7 +46,7 @@ func startAcquirer(ctx context.Context, bin, dir string) (*acquirer, error) {
 				a.addr = strings.Fields(rest)[0]
 			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "HTTP on "); ok {
-				a.web = strings.TrimSuffix(strings.Fields(rest)[0], ":")
+				a.web = strings.TrimPrefix(strings.TrimSuffix(strings.Fields(rest)[0], ":"), "http://")
 				close(ready)
 			}
 		}

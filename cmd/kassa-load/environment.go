@@ -179,8 +179,9 @@ type merchant struct {
 	ID, ClientID, ClientSecret string
 }
 
-func (k *kassa) newMerchant(ctx context.Context) (merchant, error) {
-	args := append([]string{"merchant", "create", "--name", "Load Test", "--email", "load@example.com"}, k.dbArgs...)
+// newMerchant creates a merchant called name (its e-mail is name@example.com).
+func (k *kassa) newMerchant(ctx context.Context, name string) (merchant, error) {
+	args := append([]string{"merchant", "create", "--name", name, "--email", name + "@example.com"}, k.dbArgs...)
 	out, err := exec.CommandContext(ctx, k.bin, args...).Output()
 	if err != nil {
 		return merchant{}, fmt.Errorf("kassa merchant create: %w", err)

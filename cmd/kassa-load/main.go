@@ -113,7 +113,7 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 			}
 			defer acq.stop()
 			cli := &kassa{bin: c.kassa, dbArgs: env.dbArgs("api")}
-			if isoMerchant, err = cli.newMerchant(ctx); err != nil {
+			if isoMerchant, err = cli.newMerchant(ctx, "acquirer"); err != nil {
 				return err
 			}
 			if err := cli.connect(ctx, isoMerchant, acq, env.dir); err != nil {
@@ -126,7 +126,7 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		return err
 	}
 	defer srv.stop()
-	m, err := srv.newMerchant(ctx)
+	m, err := srv.newMerchant(ctx, "load")
 	if err != nil {
 		return err
 	}
