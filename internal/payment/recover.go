@@ -79,11 +79,11 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 			outcome = outcomeFailed
 		case errors.As(err, &u):
 			// The processor cannot ask, and undoes it: recorded, then sent now and until acknowledged.
-			if err := l.recordReversal(ctx, p.t, u.Reversal); err != nil {
+			if err := l.recordReversal(ctx, p.t, u); err != nil {
 				return done, err
 			}
 			rctx, cancel := context.WithTimeout(ctx, l.timeout)
-			_, err := l.sendReversal(rctx, p.t, acct, u.Reversal, 0, "recover")
+			_, err := l.sendReversal(rctx, p.t, acct, u.Reversal, u.Completes, 0, "recover")
 			cancel()
 			if err == nil {
 				done++

@@ -30,12 +30,12 @@ func (l *Ledger) noAnswer(ctx context.Context, t Transaction, acct processor.Acc
 		return Transaction{}, l.unavailable(ctx, t, err)
 	}
 	l.log.WarnContext(ctx, "processor did not answer; reversing", "transaction_id", t.TransactionID, "err", err)
-	if err := l.recordReversal(ctx, t, u.Reversal); err != nil {
+	if err := l.recordReversal(ctx, t, u); err != nil {
 		return Transaction{}, err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promptReversal)
 	defer cancel()
-	got, err := l.sendReversal(rctx, t, acct, u.Reversal, 0, operation(t.Kind))
+	got, err := l.sendReversal(rctx, t, acct, u.Reversal, u.Completes, 0, operation(t.Kind))
 	if err != nil {
 		return Transaction{}, l.unavailable(ctx, t, err)
 	}
@@ -45,7 +45,7 @@ func (l *Ledger) noAnswer(ctx context.Context, t Transaction, acct processor.Acc
 // recordReversal marks the attempt t as unanswered and records its reversal, in one transaction. An
 // attempt already settled (by recovery, elsewhere) keeps its outcome and gets no reversal; a reversal
 // already recorded for it stays as it is.
-func (l *Ledger) recordReversal(ctx context.Context, t Transaction, reversal string) error {
+func (l *Ledger) recordReversal(ctx context.Context, t Transaction, u *processor.Unanswered) error {
 	ctx = context.WithoutCancel(ctx)
 	now := l.now().UnixMilli()
 	return l.db.Write(ctx, func(tx *store.Tx) error {
@@ -57,16 +57,19 @@ func (l *Ledger) recordReversal(ctx context.Context, t Transaction, reversal str
 		if n, _ := r.RowsAffected(); n == 0 {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO reversals (transaction_id, processor_account, reversal, next_attempt, created_at)
-			VALUES ($1, $2, $3, $4, $4) ON CONFLICT (transaction_id) DO NOTHING`, t.TransactionID, nullable(t.ProcessorAccount), reversal, now)
+		_, err = tx.ExecContext(ctx, `INSERT INTO reversals (transaction_id, processor_account, reversal, completes, next_attempt, created_at)
+			VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (transaction_id) DO NOTHING`, t.TransactionID, nullable(t.ProcessorAccount),
+			u.Reversal, u.Completes, now)
 		return err
 	})
 }
 
 // sendReversal sends the reversal of t, its attempts-th sending, through the processor of acct. Once
-// acknowledged, t is declined CodeProcessingError (its audit record under op) and the reversal is done;
-// otherwise the failure is recorded and the reversal is due again after a backoff.
-func (l *Ledger) sendReversal(ctx context.Context, t Transaction, acct processor.Account, reversal string, attempts int, op string) (Transaction, error) {
+// acknowledged, t is declined CodeProcessingError (its audit record under op) — or, for a reversal
+// that completes the operation, approved — and the reversal is done; otherwise the failure is recorded
+// and the reversal is due again after a backoff.
+func (l *Ledger) sendReversal(ctx context.Context, t Transaction, acct processor.Account, reversal string, completes bool, attempts int,
+	op string) (Transaction, error) {
 	r, ok := acct.Processor.(processor.Reverser)
 	var err error
 	if !ok {
@@ -84,7 +87,11 @@ func (l *Ledger) sendReversal(ctx context.Context, t Transaction, acct processor
 		}
 		return Transaction{}, err
 	}
-	got, err := l.finishAs(ctx, t, processor.Result{Code: processor.CodeProcessingError, Message: reversedMessage}, op, outcomeReversed)
+	res, outcome := processor.Result{Code: processor.CodeProcessingError, Message: reversedMessage}, outcomeReversed
+	if completes {
+		res, outcome = processor.Result{Approved: true, Message: "Approved after a repeated request"}, ""
+	}
+	got, err := l.finishAs(ctx, t, res, op, outcome)
 	if err != nil {
 		return Transaction{}, err
 	}
@@ -112,14 +119,15 @@ func reversalBackoff(n int) time.Duration {
 func (l *Ledger) SendReversals(ctx context.Context) (int, error) {
 	now := l.now()
 	type due struct {
-		t        Transaction
-		reversal string
-		attempts int
-		next     int64
+		t         Transaction
+		reversal  string
+		completes bool
+		attempts  int
+		next      int64
 	}
 	var todo []due
 	err := l.db.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT `+columns+`, r.reversal, r.attempts, r.next_attempt`+from+
+		rows, err := q.QueryContext(ctx, `SELECT `+columns+`, r.reversal, r.completes, r.attempts, r.next_attempt`+from+
 			`JOIN reversals r ON r.transaction_id = t.transaction_id
 			WHERE r.acknowledged_at IS NULL AND r.next_attempt <= $1 ORDER BY r.next_attempt LIMIT 100`, now.UnixMilli())
 		if err != nil {
@@ -129,7 +137,7 @@ func (l *Ledger) SendReversals(ctx context.Context) (int, error) {
 		for rows.Next() {
 			var d due
 			var err error
-			if d.t, err = scanTransaction(scanWith{rows, []any{&d.reversal, &d.attempts, &d.next}}); err != nil {
+			if d.t, err = scanTransaction(scanWith{rows, []any{&d.reversal, &d.completes, &d.attempts, &d.next}}); err != nil {
 				return err
 			}
 			todo = append(todo, d)
@@ -154,7 +162,7 @@ func (l *Ledger) SendReversals(ctx context.Context) (int, error) {
 			return done, err
 		}
 		sctx, cancel := context.WithTimeout(ctx, l.timeout)
-		_, err = l.sendReversal(sctx, d.t, acct, d.reversal, d.attempts, "reverse")
+		_, err = l.sendReversal(sctx, d.t, acct, d.reversal, d.completes, d.attempts, "reverse")
 		cancel()
 		if err == nil {
 			done++

@@ -39,9 +39,13 @@ func (s *silent) Prepare(context.Context, processor.Merchant) (string, error) {
 }
 
 func (s *silent) answer(trace string, call func() (processor.Result, error)) (processor.Result, error) {
+	return s.answerAs(trace, false, call)
+}
+
+func (s *silent) answerAs(trace string, completes bool, call func() (processor.Result, error)) (processor.Result, error) {
 	switch {
 	case s.drop.Load():
-		return processor.Result{}, &processor.Unanswered{Reversal: "reverse " + trace, Err: context.DeadlineExceeded}
+		return processor.Result{}, &processor.Unanswered{Reversal: "reverse " + trace, Completes: completes, Err: context.DeadlineExceeded}
 	case s.fail.Load():
 		return processor.Result{}, errors.New("acquirer unreachable")
 	}
@@ -54,6 +58,11 @@ func (s *silent) Authorize(ctx context.Context, p processor.Payment) (processor.
 
 func (s *silent) Refund(ctx context.Context, f processor.FollowUp) (processor.Result, error) {
 	return s.answer(f.Trace, func() (processor.Result, error) { return s.Processor.Refund(ctx, f) })
+}
+
+// Void is repeated until answered rather than undone, as an ISO 8583 void is.
+func (s *silent) Void(ctx context.Context, f processor.FollowUp) (processor.Result, error) {
+	return s.answerAs(f.Trace, true, func() (processor.Result, error) { return s.Processor.Void(ctx, f) })
 }
 
 func (s *silent) Lookup(_ context.Context, op processor.Operation) (processor.Result, error) {
@@ -297,4 +306,23 @@ func TestNodesSendAReversalOnce(t *testing.T) {
 	if got := f.proc.sendings(); len(got) != 10 {
 		t.Fatalf("5 first sendings and 5 resendings, got %d: %q", len(got), got)
 	}
+}
+
+// A void that gets no answer is repeated until answered, not undone: acknowledged, it is approved, and
+// the authorization is voided for good.
+func TestUnansweredVoidIsCompleted(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newReversalFixture(t, db)
+		auth := ok(t, post(t, f.m, "authorize", card(cardtest.Visa)), "AUTHORIZATION", "10.00")
+		f.proc.drop.Store(true)
+		f.proc.ack.Store(true)
+		void := post(t, f.m, "void/"+auth.Str("transaction_id"), nil)
+		if void.Status != 200 || void.Str("transaction_type") != "VOID" || void.Str("transaction_result") != "APPROVED" {
+			t.Fatalf("an unanswered void, repeated and acknowledged: %d %s", void.Status, void.Raw)
+		}
+		f.proc.drop.Store(false)
+		if r := post(t, f.m, "capture/"+auth.Str("transaction_id"), map[string]any{"amount": "10.00"}); r.Status != 409 {
+			t.Fatalf("a capture of the voided authorization: %d %s", r.Status, r.Raw)
+		}
+	})
 }

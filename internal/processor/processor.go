@@ -72,7 +72,11 @@ type Unanswered struct {
 	// Reversal is the processor's own description of the reversal (opaque to the core): what it
 	// references and what it is sent as, fixed once so that every sending is a retransmission.
 	Reversal string
-	Err      error // why there was no answer
+	// Completes is true when what Reversal sends carries the operation itself through rather than
+	// undoing it: a void, which is itself a reversal of its authorization, is repeated until answered.
+	// Acknowledged, the operation is then approved.
+	Completes bool
+	Err       error // why there was no answer
 }
 
 func (u *Unanswered) Error() string { return "processor: no answer, to be reversed: " + u.Err.Error() }

@@ -550,8 +550,8 @@ func TestUnansweredVoidIsRepeated(t *testing.T) {
 	}
 	_, err = p.Void(ctx, processor.FollowUp{Reference: "void", Original: auth.Reference, Amount: 1000, Currency: cad})
 	var un *processor.Unanswered
-	if !errors.As(err, &un) {
-		t.Fatalf("Void without an answer = %v, want *processor.Unanswered", err)
+	if !errors.As(err, &un) || !un.Completes {
+		t.Fatalf("Void without an answer = %v, want *processor.Unanswered that completes it", err)
 	}
 	if err := p.Reverse(ctx, processor.Merchant{}, un.Reversal); err != nil {
 		t.Fatalf("Reverse = %v", err)

@@ -275,7 +275,7 @@ func (p *Processor) unanswered(ctx context.Context, o sent, why error) error {
 		}
 	}
 	r.STAN, r.F7, r.RRN = t.stan, t.f7(), t.rrn
-	return &processor.Unanswered{Reversal: r.String(), Err: why}
+	return &processor.Unanswered{Reversal: r.String(), Completes: o.mti == "0400", Err: why}
 }
 
 // declines maps the profile's response codes (field 39) to Kassa's decline codes and a human message.

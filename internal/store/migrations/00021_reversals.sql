@@ -11,6 +11,9 @@ CREATE TABLE reversals (
 	transaction_id    TEXT PRIMARY KEY,
 	processor_account TEXT,
 	reversal          TEXT NOT NULL,
+	-- The reversal carries the operation through rather than undoing it (a void repeated until answered):
+	-- acknowledged, the operation is approved (processor.Unanswered.Completes).
+	completes         BOOLEAN NOT NULL DEFAULT FALSE,
 	attempts          INTEGER NOT NULL DEFAULT 0,
 	next_attempt      BIGINT NOT NULL,
 	last_error        TEXT,
