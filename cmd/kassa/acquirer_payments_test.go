@@ -1,0 +1,131 @@
+package main_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kassapay/kassa/internal/acquirer"
+	"github.com/kassapay/kassa/internal/card/cardtest"
+)
+
+// A merchant on the iso8583 processor takes payments through "kassa serve" and kassa-acquirer: a
+// sale, an authorization and its capture, partial refunds of both, a void, a card verification and
+// every decline class of the profile's test cards. Each is checked as the transaction says it and as
+// the host's journal received it, and "kassa reconcile" against the host's settlement report matches
+// every operation.
+func TestISO8583Payments(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			host := startAcquirer(t)
+			dbFlags := dbArgs(t, backend)
+			m := isoMerchant(t, dbFlags, host, "TERM0001", "5s")
+			srv := startServer(t, nil, dbFlags...)
+			tok := token(t, srv.url, m)
+			pay := func(path, body string) map[string]any {
+				t.Helper()
+				return callJSON(t, "POST", srv.url+path, tok, body)
+			}
+			// want checks a transaction and the one message the host received for it.
+			want := func(tx map[string]any, kind, amount, result string, e acquirer.Entry, mti, processing string, minor int64, code string) {
+				t.Helper()
+				if tx["transaction_type"] != kind || fmt.Sprintf("%.2f", tx["amount"]) != amount || tx["transaction_result"] != result || tx["test_mode"] != false {
+					t.Fatalf("%s: %v", kind, tx)
+				}
+				if e.MTI != mti || e.ProcessingCode != processing || e.Amount != minor || e.Currency != "124" || e.ResponseCode != code ||
+					e.TerminalID != "TERM0001" || e.MerchantID != "SHOP000TERM0001" {
+					t.Fatalf("%s: the host received %+v", kind, e)
+				}
+			}
+
+			sale := pay("/transaction-service/sale", keyedCard(cardtest.Visa, "19.99"))
+			s := host.sent(t, sale)
+			want(sale, "SALE", "19.99", "APPROVED", s, "0200", "000000", 1999, "00")
+			if s.EntryMode != "010" || s.Condition != "59" || !s.CVV2 || s.PANLast4 != "4242" || len(s.AuthCode) != 6 {
+				t.Fatalf("a keyed sale was sent as %+v", s)
+			}
+			for _, part := range []struct {
+				amount string
+				minor  int64
+			}{{"5.00", 500}, {"14.99", 1499}} {
+				refund := pay("/transaction-service/refund/"+sale["transaction_id"].(string), `{"amount":"`+part.amount+`"}`)
+				r := host.sent(t, refund)
+				want(refund, "REFUND", part.amount, "APPROVED", r, "0200", "200000", part.minor, "00")
+				if !strings.HasPrefix(r.Original, names(s)) || r.PANLast4 != "" {
+					t.Fatalf("the refund's field 90 %q names %q, not the sale %q", r.Original, r.Original[:20], names(s))
+				}
+			}
+			if resp, body := getJSON(t, "POST", srv.url+"/transaction-service/refund/"+sale["transaction_id"].(string), strings.NewReader(`{"amount":"0.01"}`),
+				map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusConflict {
+				t.Fatalf("a refund beyond the sale: %d %v", resp.StatusCode, body)
+			}
+
+			auth := pay("/transaction-service/authorize", keyedCard(cardtest.Mastercard, "50.00"))
+			a := host.sent(t, auth)
+			want(auth, "AUTHORIZATION", "50.00", "APPROVED", a, "0100", "000000", 5000, "00")
+			capture := pay("/transaction-service/capture/"+auth["transaction_id"].(string), `{"amount":"30.00"}`)
+			c := host.sent(t, capture)
+			want(capture, "CAPTURE", "30.00", "APPROVED", c, "0220", "000000", 3000, "00")
+			if !strings.HasPrefix(c.Original, names(a)) {
+				t.Fatalf("the capture's field 90 %q does not name the authorization %q", c.Original, names(a))
+			}
+			refund := pay("/transaction-service/refund/"+capture["transaction_id"].(string), `{"amount":"10.00"}`)
+			r := host.sent(t, refund)
+			want(refund, "REFUND", "10.00", "APPROVED", r, "0200", "200000", 1000, "00")
+			if !strings.HasPrefix(r.Original, names(c)) {
+				t.Fatalf("the refund's field 90 %q does not name the capture %q", r.Original, names(c))
+			}
+
+			hold := pay("/transaction-service/authorize", keyedCard(cardtest.Visa2, "10.00"))
+			h := host.sent(t, hold)
+			void := pay("/transaction-service/void/"+hold["transaction_id"].(string), `{}`)
+			v := host.sent(t, void)
+			want(void, "VOID", "10.00", "APPROVED", v, "0400", "", 1000, "00")
+			if !strings.HasPrefix(v.Original, names(h)) {
+				t.Fatalf("the void's field 90 %q does not name the authorization %q", v.Original, names(h))
+			}
+			if j := host.journal(t, hold["transaction_id"].(string)); !j[0].Reversed {
+				t.Fatalf("the voided authorization is not reversed at the host: %+v", j[0])
+			}
+
+			verify := pay("/transaction-service/authorize", keyedCard(cardtest.Visa, "0"))
+			want(verify, "AUTHORIZATION", "0.00", "APPROVED", host.sent(t, verify), "0100", "000000", 0, "00")
+
+			// Every decline class: the profile's response code on the wire, Kassa's decline code in
+			// the transaction.
+			for _, d := range []struct {
+				kind, path, card, expiry, code, decline string
+			}{
+				{"SALE", "sale", cardtest.Declined, "", "05", "card_declined"},
+				{"SALE", "sale", cardtest.InsufficientFunds, "", "51", "insufficient_funds"},
+				{"AUTHORIZATION", "authorize", cardtest.InsufficientFunds, "", "51", "insufficient_funds"},
+				{"SALE", "sale", cardtest.ExpiredCard, "", "54", "expired_card"},
+				{"SALE", "sale", cardtest.Visa, "2020", "54", "expired_card"},
+				{"SALE", "sale", cardtest.IncorrectCVC, "", "N7", "incorrect_cvc"},
+				{"SALE", "sale", cardtest.LostCard, "", "41", "lost_card"},
+				{"SALE", "sale", cardtest.StolenCard, "", "43", "stolen_card"},
+				{"SALE", "sale", cardtest.ProcessingError, "", "96", "processing_error"},
+			} {
+				body := keyedCard(d.card, "12.00")
+				if d.expiry != "" {
+					body = strings.Replace(body, "2030", d.expiry, 1)
+				}
+				tx := pay("/transaction-service/"+d.path, body)
+				e := host.sent(t, tx)
+				want(tx, d.kind, "12.00", "DECLINED", e, map[string]string{"SALE": "0200", "AUTHORIZATION": "0100"}[d.kind], "000000", 1200, d.code)
+				if tx["decline_code"] != d.decline || tx["transaction_success"] != false || e.AuthCode != "" {
+					t.Fatalf("%s answered %s: %v", d.card, d.code, tx)
+				}
+			}
+
+			// The sale and its refunds, the authorization, its capture and the capture's refund, the
+			// voided authorization and the card verification; declines are in effect nowhere.
+			out := host.reconcile(t, dbFlags, m, 8)
+			if total := out["kassa_total"].(map[string]any)["CAD"]; total != float64(1999-500-1499+3000-1000) {
+				t.Fatalf("net total %v", out["kassa_total"])
+			}
+		})
+	}
+}
