@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/acquirer"
 	"github.com/kassapay/kassa/internal/card/cardtest"
@@ -126,6 +127,60 @@ func TestISO8583Payments(t *testing.T) {
 			if total := out["kassa_total"].(map[string]any)["CAD"]; total != float64(1999-500-1499+3000-1000) {
 				t.Fatalf("net total %v", out["kassa_total"])
 			}
+		})
+	}
+}
+
+// A stored card's payments (customer service, and the transaction service's stored-card routes) go to
+// the host as card on file (field 22 "100") without a CVV2, and a subscription's charge made by the
+// billing engine as recurring (field 25 "02"), where a keyed sale is "010", "59" with its CVV2.
+func TestISO8583StoredCardsAndSubscriptions(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			host := startAcquirer(t)
+			dbFlags := dbArgs(t, backend)
+			m := isoMerchant(t, dbFlags, host, "TERM0002", "5s")
+			srv := startServer(t, nil, append([]string{"--billing-interval", "100ms"}, dbFlags...)...)
+			tok := token(t, srv.url, m)
+			pay := func(path, body string) map[string]any {
+				t.Helper()
+				return callJSON(t, "POST", srv.url+path, tok, body)
+			}
+			// sent checks the entry mode, condition and CVV2 of the one message the host received for tx.
+			sent := func(tx map[string]any, mti, mode, condition string, cvv2 bool) {
+				t.Helper()
+				if tx["transaction_result"] != "APPROVED" {
+					t.Fatalf("%v", tx)
+				}
+				if e := host.sent(t, tx); e.MTI != mti || e.EntryMode != mode || e.Condition != condition || e.CVV2 != cvv2 || e.PANLast4 != "4444" {
+					t.Fatalf("a %s %s was sent as %s, entry mode %q, condition %q, CVV2 %v", tx["transaction_source"], tx["transaction_type"],
+						e.MTI, e.EntryMode, e.Condition, e.CVV2)
+				}
+			}
+
+			c := pay("/customer-service/customer", `{"email":"ada@example.com"}`)["lookup_id"].(string)
+			cards := pay("/customer-service/customer/"+c+"/card", `{"card_number":"`+cardtest.Mastercard+`","card_expiry_month":12,"card_expiry_year":2030}`)["cards"].([]any)
+			card := cards[0].(map[string]any)["lookup_id"].(string)
+			sent(pay("/customer-service/customer/"+c+"/card", `{"amount":"12.50","currency":"CAD"}`), "0200", "100", "59", false)
+			sent(pay("/customer-service/customer/"+c+"/card/"+card, `{"amount":"3.00","currency":"CAD"}`), "0200", "100", "59", false)
+			sent(pay("/transaction-service/authorize/customer/"+c+"/card/"+card, `{"amount":"7.00","currency":"CAD"}`), "0100", "100", "59", false)
+			sent(pay("/transaction-service/sale", keyedCard(cardtest.Mastercard, "4.00")), "0200", "010", "59", true)
+
+			plan := pay("/plan-service/plan", `{"name":"Daily box","amount":"5.00","currency":"CAD","frequency":"DAILY"}`)["lookup_id"].(string)
+			pay("/customer-service/customer/"+c+"/subscription", `{"plan_lookup_id":"`+plan+`"}`)
+			var charge map[string]any
+			eventually(t, "the subscription's first charge", 20*time.Second, func() bool {
+				for _, tx := range callJSON(t, "GET", srv.url+"/transaction-service/transaction?limit=10", tok, "")["entities"].([]any) {
+					if tx := tx.(map[string]any); tx["transaction_source"] == "RECURRING" { // a pending attempt is not listed
+						charge = tx
+					}
+				}
+				return charge != nil
+			})
+			sent(charge, "0200", "100", "02", false)
+
+			host.reconcile(t, dbFlags, m, 5)
 		})
 	}
 }
