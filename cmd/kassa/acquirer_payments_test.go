@@ -184,3 +184,111 @@ func TestISO8583StoredCardsAndSubscriptions(t *testing.T) {
 		})
 	}
 }
+
+// The v1 payments API and the hosted payment page pay through the merchant's acquirer: a payment
+// intent confirmed with a payment method (authorized, captured in part), one declined, one canceled
+// (a void), and a hosted page's session paid after a declined try. The host's journal has each
+// charge, reconciliation matches.
+func TestISO8583PaymentIntentsAndHostedPage(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			host := startAcquirer(t)
+			dbFlags := dbArgs(t, backend)
+			m := isoMerchant(t, dbFlags, host, "TERM0003", "5s")
+			account := m["account_id"].(string)
+			key := cliJSON(t, append([]string{"apikey", "create", "--account-id", account, "--permissions", allPermissions}, dbFlags...)...)["key"].(string)
+			srv := startServer(t, nil, dbFlags...)
+			v1 := func(path, body string) map[string]any {
+				t.Helper()
+				resp, out := getJSON(t, "POST", srv.url+path, strings.NewReader(body),
+					map[string]string{"payments-api-key": key, "payments-account": account, "Content-Type": "application/json"})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("POST %s: %d %v", path, resp.StatusCode, out)
+				}
+				return out
+			}
+			method := func(number string) string {
+				return v1("/v1/payment-methods", `{"type":"card","card":{"number":"`+number+`","exp_month":12,"exp_year":2030,"cvc":"123"}}`)["id"].(string)
+			}
+			// charge is the one message the host received for the intent's latest charge.
+			charge := func(in map[string]any, status string) acquirer.Entry {
+				t.Helper()
+				if in["status"] != status || in["livemode"] != true {
+					t.Fatalf("intent %v, want %s and livemode (a live account)", in, status)
+				}
+				return host.sent(t, map[string]any{"transaction_type": in["status"], "transaction_id": in["latest_charge"]})
+			}
+
+			in := v1("/v1/payment-intents", `{"amount":5999,"currency":"cad","capture_method":"manual"}`)
+			id := in["id"].(string)
+			// A payment method's CVC is checked and dropped (docs/decisions.md, "Payment methods pay
+			// once, and keep no CVC"): a confirmation that names one sends no CVV2.
+			auth := charge(v1("/v1/payment-intents/"+id+"/confirm", `{"payment_method_id":"`+method(cardtest.Visa)+`"}`), "requires_capture")
+			if auth.MTI != "0100" || auth.Amount != 5999 || auth.EntryMode != "010" || auth.Condition != "59" || auth.CVV2 || auth.ResponseCode != "00" {
+				t.Fatalf("the confirmation was sent as %+v", auth)
+			}
+			// A capture and a void are transactions of their own, acting on the confirmation's.
+			tok := token(t, srv.url, m)
+			followUp := func(kind string, in map[string]any) acquirer.Entry {
+				t.Helper()
+				for _, tx := range callJSON(t, "GET", srv.url+"/transaction-service/transaction?limit=100", tok, "")["entities"].([]any) {
+					if tx := tx.(map[string]any); tx["transaction_type"] == kind && tx["original_transaction_id"] == in["latest_charge"] {
+						return host.sent(t, tx)
+					}
+				}
+				t.Fatalf("no %s of %v in the ledger", kind, in["latest_charge"])
+				return acquirer.Entry{}
+			}
+			in = v1("/v1/payment-intents/"+id+"/capture", `{"amount_to_capture":4000}`)
+			if capture := followUp("CAPTURE", in); in["status"] != "succeeded" || in["amount_received"] != float64(4000) ||
+				capture.MTI != "0220" || capture.Amount != 4000 || !strings.HasPrefix(capture.Original, names(auth)) || capture.ResponseCode != "00" {
+				t.Fatalf("the capture of %v was sent as %+v", in, capture)
+			}
+
+			declined := v1("/v1/payment-intents", `{"amount":1500,"currency":"cad"}`)["id"].(string)
+			in = v1("/v1/payment-intents/"+declined+"/confirm", `{"payment_method_id":"`+method(cardtest.InsufficientFunds)+`"}`)
+			if e := charge(in, "requires_payment_method"); e.MTI != "0200" || e.ResponseCode != "51" ||
+				in["last_payment_error"].(map[string]any)["decline_code"] != "insufficient_funds" {
+				t.Fatalf("a declined confirmation: %v, sent as %+v", in, e)
+			}
+
+			canceled := v1("/v1/payment-intents", `{"amount":2000,"currency":"cad","capture_method":"manual"}`)["id"].(string)
+			held := charge(v1("/v1/payment-intents/"+canceled+"/confirm", `{"payment_method_id":"`+method(cardtest.Mastercard)+`"}`), "requires_capture")
+			in = v1("/v1/payment-intents/"+canceled+"/cancel", `{}`)
+			if void := followUp("VOID", in); in["status"] != "canceled" || void.MTI != "0400" || void.Amount != 2000 ||
+				!strings.HasPrefix(void.Original, names(held)) || void.ResponseCode != "00" {
+				t.Fatalf("the cancel of %v was sent as %+v", in, void)
+			}
+
+			session := v1("/v1/checkout/hosted-payment-page/sessions", `{"amount":2599,"currency":"cad","capture_method":"automatic"}`)
+			page := func(number string) map[string]any {
+				t.Helper()
+				resp, out := getJSON(t, "POST", session["url"].(string)+"/pay", strings.NewReader(`{"type":"card","card":{"number":"`+number+
+					`","exp_month":12,"exp_year":2030,"cvc":"123"},"billing_details":{"name":"Ada Lovelace"}}`), map[string]string{"Content-Type": "application/json"})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("the hosted page's pay: %d %v", resp.StatusCode, out)
+				}
+				return out
+			}
+			if out := page(cardtest.StolenCard); out["outcome"] != "failed" ||
+				charge(out["payment_intent"].(map[string]any), "requires_payment_method").ResponseCode != "43" ||
+				out["payment_intent"].(map[string]any)["last_payment_error"].(map[string]any)["decline_code"] != "stolen_card" {
+				t.Fatalf("a declined card on the hosted page: %v", out)
+			}
+			// The hosted page collects the card and confirms in one request: its CVV2 goes to the host.
+			out := page(cardtest.Visa)
+			sale := charge(out["payment_intent"].(map[string]any), "succeeded")
+			if out["outcome"] != "completed" || sale.MTI != "0200" || sale.Amount != 2599 || sale.EntryMode != "010" || sale.Condition != "59" || !sale.CVV2 {
+				t.Fatalf("the hosted page's payment %v was sent as %+v", out, sale)
+			}
+			tx := callJSON(t, "GET", srv.url+"/transaction-service/transaction/lookup/"+out["payment_intent"].(map[string]any)["latest_charge"].(string), tok, "")
+			if tx["transaction_source"] != "HPP" || tx["test_mode"] != false {
+				t.Fatalf("the hosted page's payment in the ledger: %v", tx)
+			}
+
+			// The authorization and its capture, the voided authorization, the hosted page's sale.
+			host.reconcile(t, dbFlags, m, 4)
+		})
+	}
+}
