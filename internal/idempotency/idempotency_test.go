@@ -26,7 +26,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // server answers with the body it was sent, a counter and the key it sees; status 503 when the body
-// says "fail", 429 when it says "limited". A request's principal is the account and credential of its
+// says "fail", 429 when it says "limited", 409 when it says "conflict", and 409 with Retry-After when
+// it says "busy". A request's principal is the account and credential of its
 // Account and Credential headers; without Account it has none.
 func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
 	ctx := context.Background()
@@ -55,6 +56,11 @@ func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *ide
 			w.WriteHeader(503)
 		case "limited":
 			w.WriteHeader(429)
+		case "busy":
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(409)
+		case "conflict":
+			w.WriteHeader(409)
 		}
 		w.Write([]byte(`{"run":` + strconv.FormatInt(n, 10) + `,"key":"` + idempotency.Key(r.Context()) + `"}`))
 	}))
@@ -122,6 +128,17 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 		send(t, srv.URL, a, "l", "limited")
 		if code, _, replayed := send(t, srv.URL, a, "l", "limited"); code != 429 || replayed != "" || runs.Load() != 6 {
 			t.Fatalf("retry after 429: %d %q runs %d", code, replayed, runs.Load())
+		}
+		// Nor is a conflict that passes (a 409 with Retry-After, fault.Busy), such as the ledger's
+		// "still being processed; retry shortly": the retry runs again, and finds the operation as it
+		// stands then. A conflict that stays (a capture of a sale) is the request's answer, replayed.
+		send(t, srv.URL, a, "b", "busy")
+		if code, _, replayed := send(t, srv.URL, a, "b", "busy"); code != 409 || replayed != "" || runs.Load() != 8 {
+			t.Fatalf("retry after a 409 with Retry-After: %d %q runs %d", code, replayed, runs.Load())
+		}
+		send(t, srv.URL, a, "c", "conflict")
+		if code, _, replayed := send(t, srv.URL, a, "c", "conflict"); code != 409 || replayed != "true" || runs.Load() != 9 {
+			t.Fatalf("retry after a 409: %d %q runs %d", code, replayed, runs.Load())
 		}
 	})
 }
