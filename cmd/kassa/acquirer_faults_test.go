@@ -64,8 +64,8 @@ func declinedReversed(t *testing.T, tx map[string]any) {
 // 0200, a capture's 0220 and a refund's 0200 get no answer within the account's timeout, Kassa sends
 // the 0400 that names each, the host acknowledges it, and the client gets the decline
 // (processing_error) that the ledger keeps. The authorization can be captured again and the capture
-// refunded in full, and reconciliation matches the report, where the reversed operations are listed
-// as such.
+// refunded in full; a subscription's charge reversed so is made again by the billing engine, once.
+// Reconciliation matches the report, where the reversed operations are listed as such.
 func TestISO8583DroppedAnswerIsReversed(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestISO8583DroppedAnswerIsReversed(t *testing.T) {
 			host := startAcquirer(t)
 			dbFlags := dbArgs(t, backend)
 			m := isoMerchant(t, dbFlags, host, "TERM0004", "1s")
-			srv := startServer(t, nil, dbFlags...)
+			srv := startServer(t, nil, append([]string{"--billing-interval", "100ms"}, dbFlags...)...)
 			tok := token(t, srv.url, m)
 			pay := func(path, body string) map[string]any {
 				t.Helper()
@@ -111,10 +111,36 @@ func TestISO8583DroppedAnswerIsReversed(t *testing.T) {
 				t.Fatalf("a refund after the reversed one: %v, sent as %+v", refund, e)
 			}
 
-			// The reversed sale, capture and refund are in effect nowhere; the authorization, the
-			// capture and the refund that followed are in effect on both sides.
-			out := host.reconcile(t, dbFlags, m, 6)
-			if out["acquirer_total"].(map[string]any)["CAD"] != float64(0) {
+			// A subscription's charge whose answer is withheld is reversed too; the billing engine,
+			// having charged nothing, charges the cycle again under a new key, once.
+			c := pay("/customer-service/customer", `{"email":"ada@example.com"}`)["lookup_id"].(string)
+			pay("/customer-service/customer/"+c+"/card", `{"card_number":"`+cardtest.Mastercard+`","card_expiry_month":12,"card_expiry_year":2030}`)
+			plan := pay("/plan-service/plan", `{"name":"Daily box","amount":"5.00","currency":"CAD","frequency":"DAILY"}`)["lookup_id"].(string)
+			host.control(t, `{"drop_next":1}`)
+			sub := pay("/customer-service/customer/"+c+"/subscription", `{"plan_lookup_id":"`+plan+`"}`)["subscriptions"].([]any)[0].(map[string]any)["lookup_id"].(string)
+			eventually(t, "the subscription's cycle charged", 20*time.Second, func() bool {
+				return callJSON(t, "GET", srv.url+"/customer-service/customer/"+c+"/subscription/"+sub, tok, "")["completed_cycles"] == float64(1)
+			})
+			var charges []map[string]any
+			for _, tx := range callJSON(t, "GET", srv.url+"/transaction-service/transaction?limit=10", tok, "")["entities"].([]any) {
+				if tx := tx.(map[string]any); tx["transaction_source"] == "RECURRING" {
+					charges = append([]map[string]any{tx}, charges...) // oldest first
+				}
+			}
+			if len(charges) != 2 || charges[1]["transaction_result"] != "APPROVED" {
+				t.Fatalf("the subscription's charges: %v, want one reversed and one approved", charges)
+			}
+			declinedReversed(t, charges[0])
+			reversedAtHost(t, host, charges[0]["transaction_id"].(string), "0200")
+			if e := host.sent(t, charges[1]); e.EntryMode != "100" || e.Condition != "02" || e.ResponseCode != "00" {
+				t.Fatalf("the subscription's charge again: %+v", e)
+			}
+
+			// The reversed sale, capture, refund and charge are in effect nowhere; the authorization,
+			// the capture and the refund that followed, and the charge made again, are in effect on
+			// both sides.
+			out := host.reconcile(t, dbFlags, m, 8)
+			if out["acquirer_total"].(map[string]any)["CAD"] != float64(500) {
 				t.Fatalf("the host's total %v", out["acquirer_total"])
 			}
 		})
