@@ -15,7 +15,7 @@ import (
 // sale, an authorization and its capture, partial refunds of both, a void, a card verification and
 // every decline class of the profile's test cards. Each is checked as the transaction says it and as
 // the host's journal received it, and "kassa reconcile" against the host's settlement report matches
-// every operation.
+// every operation. A sale in test mode goes to the simulator instead.
 func TestISO8583Payments(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -93,6 +93,13 @@ func TestISO8583Payments(t *testing.T) {
 
 			verify := pay("/transaction-service/authorize", keyedCard(cardtest.Visa, "0"))
 			want(verify, "AUTHORIZATION", "0.00", "APPROVED", host.sent(t, verify), "0100", "000000", 0, "00")
+
+			// A request in test mode goes to the simulator whatever the merchant's processor: nothing
+			// reaches the host, and reconciliation leaves it out.
+			test := pay("/transaction-service/sale", strings.Replace(keyedCard(cardtest.Visa, "7.00"), "{", `{"test_mode":true,`, 1))
+			if j := host.journal(t, test["transaction_id"].(string)); test["transaction_result"] != "APPROVED" || test["test_mode"] != true || len(j) != 0 {
+				t.Fatalf("a sale in test mode: %v, at the host %+v", test, j)
+			}
 
 			// Every decline class: the profile's response code on the wire, Kassa's decline code in
 			// the transaction.
