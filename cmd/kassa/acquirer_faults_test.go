@@ -323,45 +323,53 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 }
 
 // Two nodes (two "kassa serve" on one PostgreSQL database) take sales at once for two merchants on
-// one host, each node with its own connection: no STAN is used twice by a terminal on the day (the
-// host would refuse the second with 12, as a reuse) and no RRN twice; every sale is approved, and
-// each merchant's reconciliation matches, the other's rows set aside.
+// one host, each node with its own connection, then again after one of them is killed (SIGKILL) and
+// replaced: no STAN is used twice by a terminal on the day (the host would refuse the second with 12,
+// as a reuse) and no RRN twice; every sale is approved, and each merchant's reconciliation matches,
+// the other's rows set aside.
 func TestISO8583TwoNodesShareTheHost(t *testing.T) {
 	t.Parallel()
 	host := startAcquirer(t)
 	dbFlags := dbArgs(t, "postgres")
 	merchants := []map[string]any{isoMerchant(t, dbFlags, host, "TERM0007", "5s"), isoMerchant(t, dbFlags, host, "TERM0008", "5s")}
-	nodes := []*server{startServer(t, nil, dbFlags...), startServer(t, nil, dbFlags...)}
 
-	const clients, sales = 3, 10
 	var mu sync.Mutex
 	terminal := map[string]string{} // transaction_id → the merchant's terminal
 	var txs []map[string]any
-	var wg sync.WaitGroup
-	for _, n := range nodes {
-		for i, m := range merchants {
-			tok := token(t, n.url, m)
-			for range clients {
-				wg.Go(func() {
-					for range sales {
-						tx, err := callRaw(n.url, tok, "/transaction-service/sale", keyedCard(cardtest.Visa, "2.00"), "")
-						if err != nil || tx["transaction_result"] != "APPROVED" {
-							t.Errorf("a sale: %v %v", tx, err)
-							return
+	// round takes 10 sales from each of 3 clients of each merchant on each node, all at once.
+	round := func(nodes ...*server) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for _, n := range nodes {
+			for i, m := range merchants {
+				tok := token(t, n.url, m)
+				for range 3 {
+					wg.Go(func() {
+						for range 10 {
+							tx, err := callRaw(n.url, tok, "/transaction-service/sale", keyedCard(cardtest.Visa, "2.00"), "")
+							if err != nil || tx["transaction_result"] != "APPROVED" {
+								t.Errorf("a sale: %v %v", tx, err)
+								return
+							}
+							mu.Lock()
+							terminal[tx["transaction_id"].(string)] = fmt.Sprintf("TERM%04d", 7+i)
+							txs = append(txs, tx)
+							mu.Unlock()
 						}
-						mu.Lock()
-						terminal[tx["transaction_id"].(string)] = fmt.Sprintf("TERM%04d", 7+i)
-						txs = append(txs, tx)
-						mu.Unlock()
-					}
-				})
+					})
+				}
 			}
 		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
 	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	first, second := startServer(t, nil, dbFlags...), startServer(t, nil, dbFlags...)
+	round(first, second)
+	first.cmd.Process.Signal(syscall.SIGKILL) // its blocks of STANs and RRNs are left part used
+	<-first.done
+	round(startServer(t, nil, dbFlags...), second)
 
 	stans, rrns := map[string]string{}, map[string]string{}
 	for _, tx := range txs {
