@@ -70,63 +70,49 @@ func TestISO8583DroppedAnswerIsReversed(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			host := startAcquirer(t)
-			dbFlags := dbArgs(t, backend)
-			m := isoMerchant(t, dbFlags, host, "TERM0004", "1s")
-			srv := startServer(t, nil, append([]string{"--billing-interval", "100ms"}, dbFlags...)...)
-			tok := token(t, srv.url, m)
-			pay := func(path, body string) map[string]any {
-				t.Helper()
-				return callJSON(t, "POST", srv.url+path, tok, body)
-			}
+			shop := newISOShop(t, backend, "TERM0004", "1s", "--billing-interval", "100ms")
+			host := shop.host
 			ledger := func(tx map[string]any) map[string]any {
 				t.Helper()
-				return callJSON(t, "GET", srv.url+"/transaction-service/transaction/"+tx["transaction_id"].(string), tok, "")
+				return shop.get(t, "/transaction-service/transaction/"+tx["transaction_id"].(string))
 			}
 
 			host.control(t, `{"drop_next":1}`)
-			sale := pay("/transaction-service/sale", keyedCard(cardtest.Visa, "42.00"))
+			sale := shop.pay(t, "/transaction-service/sale", keyedCard(cardtest.Visa, "42.00"))
 			declinedReversed(t, sale)
 			declinedReversed(t, ledger(sale))
 			reversedAtHost(t, host, sale["transaction_id"].(string), "0200")
 
-			auth := pay("/transaction-service/authorize", keyedCard(cardtest.Visa, "20.00"))
+			auth := shop.pay(t, "/transaction-service/authorize", keyedCard(cardtest.Visa, "20.00"))
 			host.control(t, `{"drop_next":1}`)
-			capture := pay("/transaction-service/capture/"+auth["transaction_id"].(string), `{}`)
+			capture := shop.pay(t, "/transaction-service/capture/"+auth["transaction_id"].(string), `{}`)
 			declinedReversed(t, capture)
 			declinedReversed(t, ledger(capture))
 			reversedAtHost(t, host, capture["transaction_id"].(string), "0220")
-			again := pay("/transaction-service/capture/"+auth["transaction_id"].(string), `{}`)
+			again := shop.pay(t, "/transaction-service/capture/"+auth["transaction_id"].(string), `{}`)
 			if e := host.sent(t, again); again["transaction_result"] != "APPROVED" || e.MTI != "0220" || e.ResponseCode != "00" {
 				t.Fatalf("a capture after the reversed one: %v, sent as %+v", again, e)
 			}
 
 			host.control(t, `{"drop_next":1}`)
-			refund := pay("/transaction-service/refund/"+again["transaction_id"].(string), `{"amount":"15.00"}`)
+			refund := shop.pay(t, "/transaction-service/refund/"+again["transaction_id"].(string), `{"amount":"15.00"}`)
 			declinedReversed(t, refund)
 			reversedAtHost(t, host, refund["transaction_id"].(string), "0200")
 			// The reversed refund took nothing: the whole capture can still be refunded.
-			refund = pay("/transaction-service/refund/"+again["transaction_id"].(string), `{"amount":"20.00"}`)
+			refund = shop.pay(t, "/transaction-service/refund/"+again["transaction_id"].(string), `{"amount":"20.00"}`)
 			if e := host.sent(t, refund); refund["transaction_result"] != "APPROVED" || e.ProcessingCode != "200000" || e.ResponseCode != "00" {
 				t.Fatalf("a refund after the reversed one: %v, sent as %+v", refund, e)
 			}
 
 			// A subscription's charge whose answer is withheld is reversed too; the billing engine,
 			// having charged nothing, charges the cycle again under a new key, once.
-			c := pay("/customer-service/customer", `{"email":"ada@example.com"}`)["lookup_id"].(string)
-			pay("/customer-service/customer/"+c+"/card", `{"card_number":"`+cardtest.Mastercard+`","card_expiry_month":12,"card_expiry_year":2030}`)
-			plan := pay("/plan-service/plan", `{"name":"Daily box","amount":"5.00","currency":"CAD","frequency":"DAILY"}`)["lookup_id"].(string)
+			c, _ := shop.customer(t, cardtest.Mastercard)
 			host.control(t, `{"drop_next":1}`)
-			sub := pay("/customer-service/customer/"+c+"/subscription", `{"plan_lookup_id":"`+plan+`"}`)["subscriptions"].([]any)[0].(map[string]any)["lookup_id"].(string)
+			sub := shop.subscribe(t, c)
 			eventually(t, "the subscription's cycle charged", 20*time.Second, func() bool {
-				return callJSON(t, "GET", srv.url+"/customer-service/customer/"+c+"/subscription/"+sub, tok, "")["completed_cycles"] == float64(1)
+				return shop.get(t, "/customer-service/customer/"+c+"/subscription/"+sub)["completed_cycles"] == float64(1)
 			})
-			var charges []map[string]any
-			for _, tx := range callJSON(t, "GET", srv.url+"/transaction-service/transaction?limit=10", tok, "")["entities"].([]any) {
-				if tx := tx.(map[string]any); tx["transaction_source"] == "RECURRING" {
-					charges = append([]map[string]any{tx}, charges...) // oldest first
-				}
-			}
+			charges := shop.charges(t)
 			if len(charges) != 2 || charges[1]["transaction_result"] != "APPROVED" {
 				t.Fatalf("the subscription's charges: %v, want one reversed and one approved", charges)
 			}
@@ -139,7 +125,7 @@ func TestISO8583DroppedAnswerIsReversed(t *testing.T) {
 			// The reversed sale, capture, refund and charge are in effect nowhere; the authorization,
 			// the capture and the refund that followed, and the charge made again, are in effect on
 			// both sides.
-			out := host.reconcile(t, dbFlags, m, 8)
+			out := shop.reconcile(t, 8)
 			if out["acquirer_total"].(map[string]any)["CAD"] != float64(500) {
 				t.Fatalf("the host's total %v", out["acquirer_total"])
 			}
@@ -155,21 +141,17 @@ func TestISO8583KillBeforeTheAnswer(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			host := startAcquirer(t)
-			dbFlags := dbArgs(t, backend)
-			m := isoMerchant(t, dbFlags, host, "TERM0005", "2s")
-			serve := append([]string{"--processor-timeout", "2s", "--recovery-interval", "200ms"}, dbFlags...)
-			srv := startServer(t, nil, serve...)
-			tok := token(t, srv.url, m)
-			const body, key = `{"amount":"25.00","currency":"CAD","card_number":"` + cardtest.Visa + `","card_expiry_month":12,"card_expiry_year":2030,"cvv2":"123"}`, "order-kill-9"
-			first := call(t, srv.url, tok, "/transaction-service/sale", keyedCard(cardtest.Visa, "10.00"), "")
-			if first["transaction_result"] != "APPROVED" {
+			serve := []string{"--processor-timeout", "2s", "--recovery-interval", "200ms"}
+			shop := newISOShop(t, backend, "TERM0005", "2s", serve...)
+			host := shop.host
+			body, key := keyedCard(cardtest.Visa, "25.00"), "order-kill-9"
+			if first := shop.pay(t, "/transaction-service/sale", keyedCard(cardtest.Visa, "10.00")); first["transaction_result"] != "APPROVED" {
 				t.Fatalf("a sale before the kill: %v", first)
 			}
 
 			host.control(t, `{"latency":"3s"}`)
-			go callRaw(srv.url, tok, "/transaction-service/sale", body, key) // dies with the server
-			db := openDB(t, dbFlags)
+			go callRaw(shop.srv.url, shop.tok, "/transaction-service/sale", body, key) // dies with the server
+			db := openDB(t, shop.dbFlags)
 			var ref string
 			eventually(t, "the sale's attempt recorded", 10*time.Second, func() bool {
 				err := db.Reader().QueryRowContext(context.Background(), `SELECT transaction_id FROM transactions WHERE status = 'PENDING'`).Scan(&ref)
@@ -179,21 +161,20 @@ func TestISO8583KillBeforeTheAnswer(t *testing.T) {
 				return err == nil
 			})
 			eventually(t, "the sale at the host", 10*time.Second, func() bool { return len(host.journal(t, ref)) == 1 })
-			srv.cmd.Process.Signal(syscall.SIGKILL)
-			<-srv.done
+			shop.srv.cmd.Process.Signal(syscall.SIGKILL)
+			<-shop.srv.done
 			host.control(t, `{"latency":"0s"}`)
 			if count(t, db, `SELECT COUNT(*) FROM transactions WHERE transaction_id = $1 AND status = 'PENDING'`, ref) != 1 ||
 				count(t, db, `SELECT COUNT(*) FROM reversals`) != 0 {
 				t.Fatal("after the kill, the sale is not pending without a reversal")
 			}
 
-			srv = startServer(t, nil, serve...)
+			shop.serve(t, serve...)
 			eventually(t, "the sale settled after the restart", 20*time.Second, func() bool {
 				return count(t, db, `SELECT COUNT(*) FROM transactions WHERE transaction_id = $1 AND status = 'PENDING'`, ref) == 0
 			})
 			reversedAtHost(t, host, ref, "0200")
-			tok = token(t, srv.url, m)
-			retry := call(t, srv.url, tok, "/transaction-service/sale", body, key)
+			retry := call(t, shop.srv.url, shop.tok, "/transaction-service/sale", body, key)
 			declinedReversed(t, retry)
 			if retry["transaction_id"] != ref {
 				t.Fatalf("the retry answered %v, not the sale %s", retry, ref)
@@ -202,7 +183,7 @@ func TestISO8583KillBeforeTheAnswer(t *testing.T) {
 			if n := count(t, db, `SELECT COUNT(*) FROM reversals WHERE transaction_id = $1 AND acknowledged_at IS NOT NULL`, ref); n != 1 {
 				t.Fatalf("%d acknowledged reversals of the sale, want 1", n)
 			}
-			host.reconcile(t, dbFlags, m, 2)
+			shop.reconcile(t, 2)
 		})
 	}
 }
@@ -218,12 +199,9 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			host := startAcquirer(t)
-			host.control(t, `{"latency":"100ms"}`) // so that requests are in flight when it dies
-			dbFlags := dbArgs(t, backend)
-			m := isoMerchant(t, dbFlags, host, "TERM0006", "1s")
-			srv := startServer(t, nil, append([]string{"--processor-timeout", "2s", "--recovery-interval", "200ms"}, dbFlags...)...)
-			tok := token(t, srv.url, m)
+			shop := newISOShop(t, backend, "TERM0006", "1s", "--processor-timeout", "2s", "--recovery-interval", "200ms")
+			srv, tok := shop.srv, shop.tok
+			shop.host.control(t, `{"latency":"100ms"}`) // so that requests are in flight when it dies
 
 			var mu sync.Mutex
 			var keys []string
@@ -252,10 +230,10 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 				})
 			}
 			time.Sleep(time.Second)
-			host.kill(t)
+			shop.host.kill(t)
 			// Down for longer than the account's timeout: some sales are never sent.
 			time.Sleep(1500 * time.Millisecond)
-			host = host.restart(t)
+			shop.host = shop.host.restart(t)
 			restarted.Store(true)
 			eventually(t, "sales approved through the restarted host", 20*time.Second, func() bool { return approvedAfter.Load() >= 20 })
 			close(stop)
@@ -274,7 +252,7 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 				}
 				return len(outcome) == len(keys)
 			})
-			db := openDB(t, dbFlags)
+			db := openDB(t, shop.dbFlags)
 			eventually(t, "every reversal acknowledged", 30*time.Second, func() bool {
 				return count(t, db, `SELECT COUNT(*) FROM reversals WHERE acknowledged_at IS NULL`) == 0
 			})
@@ -290,7 +268,7 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 			matched, approved := 0, 0
 			for _, key := range keys {
 				tx := outcome[key]
-				j := host.journal(t, tx["transaction_id"].(string))
+				j := shop.host.journal(t, tx["transaction_id"].(string))
 				var sales, rows, inEffect int
 				for _, e := range j {
 					if e.MTI == "0200" && e.Status == acquirer.StatusProcessed {
@@ -317,7 +295,7 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 			}
 			t.Logf("%d sales: %d approved, %d reversed of which %d after they reached the host", len(keys), approved,
 				count(t, db, `SELECT COUNT(*) FROM reversals`), matched-approved)
-			host.reconcile(t, dbFlags, m, matched)
+			shop.reconcile(t, matched)
 		})
 	}
 }

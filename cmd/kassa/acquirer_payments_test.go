@@ -20,30 +20,26 @@ func TestISO8583Payments(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			host := startAcquirer(t)
-			dbFlags := dbArgs(t, backend)
-			m := isoMerchant(t, dbFlags, host, "TERM0001", "5s")
-			srv := startServer(t, nil, dbFlags...)
-			tok := token(t, srv.url, m)
-			pay := func(path, body string) map[string]any {
-				t.Helper()
-				return callJSON(t, "POST", srv.url+path, tok, body)
-			}
-			// want checks a transaction and the one message the host received for it.
-			want := func(tx map[string]any, kind, amount, result string, e acquirer.Entry, mti, processing string, minor int64, code string) {
+			shop := newISOShop(t, backend, "TERM0001", "5s")
+			host := shop.host
+			// want checks a transaction and the one message the host received for it, which names in
+			// field 90 the message of (for a follow-up; nil otherwise). It returns the message.
+			want := func(tx map[string]any, of *acquirer.Entry, kind, amount, result, mti, processing string, minor int64, code string) acquirer.Entry {
 				t.Helper()
 				if tx["transaction_type"] != kind || fmt.Sprintf("%.2f", tx["amount"]) != amount || tx["transaction_result"] != result || tx["test_mode"] != false {
 					t.Fatalf("%s: %v", kind, tx)
 				}
+				e := host.sent(t, tx)
 				if e.MTI != mti || e.ProcessingCode != processing || e.Amount != minor || e.Currency != "124" || e.ResponseCode != code ||
-					e.TerminalID != "TERM0001" || e.MerchantID != "SHOP000TERM0001" {
+					e.TerminalID != "TERM0001" || e.MerchantID != "SHOP000TERM0001" || (of != nil) != (e.Original != "") ||
+					of != nil && !strings.HasPrefix(e.Original, names(*of)) {
 					t.Fatalf("%s: the host received %+v", kind, e)
 				}
+				return e
 			}
 
-			sale := pay("/transaction-service/sale", keyedCard(cardtest.Visa, "19.99"))
-			s := host.sent(t, sale)
-			want(sale, "SALE", "19.99", "APPROVED", s, "0200", "000000", 1999, "00")
+			sale := shop.pay(t, "/transaction-service/sale", keyedCard(cardtest.Visa, "19.99"))
+			s := want(sale, nil, "SALE", "19.99", "APPROVED", "0200", "000000", 1999, "00")
 			if s.EntryMode != "010" || s.Condition != "59" || !s.CVV2 || s.PANLast4 != "4242" || len(s.AuthCode) != 6 {
 				t.Fatalf("a keyed sale was sent as %+v", s)
 			}
@@ -51,52 +47,37 @@ func TestISO8583Payments(t *testing.T) {
 				amount string
 				minor  int64
 			}{{"5.00", 500}, {"14.99", 1499}} {
-				refund := pay("/transaction-service/refund/"+sale["transaction_id"].(string), `{"amount":"`+part.amount+`"}`)
-				r := host.sent(t, refund)
-				want(refund, "REFUND", part.amount, "APPROVED", r, "0200", "200000", part.minor, "00")
-				if !strings.HasPrefix(r.Original, names(s)) || r.PANLast4 != "" {
-					t.Fatalf("the refund's field 90 %q names %q, not the sale %q", r.Original, r.Original[:20], names(s))
+				refund := shop.pay(t, "/transaction-service/refund/"+sale["transaction_id"].(string), `{"amount":"`+part.amount+`"}`)
+				if r := want(refund, &s, "REFUND", part.amount, "APPROVED", "0200", "200000", part.minor, "00"); r.PANLast4 != "" {
+					t.Fatalf("a refund carried the card: %+v", r)
 				}
 			}
-			if resp, body := getJSON(t, "POST", srv.url+"/transaction-service/refund/"+sale["transaction_id"].(string), strings.NewReader(`{"amount":"0.01"}`),
-				map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusConflict {
+			if resp, body := getJSON(t, "POST", shop.srv.url+"/transaction-service/refund/"+sale["transaction_id"].(string), strings.NewReader(`{"amount":"0.01"}`),
+				map[string]string{"Authorization": "Bearer " + shop.tok}); resp.StatusCode != http.StatusConflict {
 				t.Fatalf("a refund beyond the sale: %d %v", resp.StatusCode, body)
 			}
 
-			auth := pay("/transaction-service/authorize", keyedCard(cardtest.Mastercard, "50.00"))
-			a := host.sent(t, auth)
-			want(auth, "AUTHORIZATION", "50.00", "APPROVED", a, "0100", "000000", 5000, "00")
-			capture := pay("/transaction-service/capture/"+auth["transaction_id"].(string), `{"amount":"30.00"}`)
-			c := host.sent(t, capture)
-			want(capture, "CAPTURE", "30.00", "APPROVED", c, "0220", "000000", 3000, "00")
-			if !strings.HasPrefix(c.Original, names(a)) {
-				t.Fatalf("the capture's field 90 %q does not name the authorization %q", c.Original, names(a))
-			}
-			refund := pay("/transaction-service/refund/"+capture["transaction_id"].(string), `{"amount":"10.00"}`)
-			r := host.sent(t, refund)
-			want(refund, "REFUND", "10.00", "APPROVED", r, "0200", "200000", 1000, "00")
-			if !strings.HasPrefix(r.Original, names(c)) {
-				t.Fatalf("the refund's field 90 %q does not name the capture %q", r.Original, names(c))
-			}
+			auth := shop.pay(t, "/transaction-service/authorize", keyedCard(cardtest.Mastercard, "50.00"))
+			a := want(auth, nil, "AUTHORIZATION", "50.00", "APPROVED", "0100", "000000", 5000, "00")
+			capture := shop.pay(t, "/transaction-service/capture/"+auth["transaction_id"].(string), `{"amount":"30.00"}`)
+			c := want(capture, &a, "CAPTURE", "30.00", "APPROVED", "0220", "000000", 3000, "00")
+			refund := shop.pay(t, "/transaction-service/refund/"+capture["transaction_id"].(string), `{"amount":"10.00"}`)
+			want(refund, &c, "REFUND", "10.00", "APPROVED", "0200", "200000", 1000, "00")
 
-			hold := pay("/transaction-service/authorize", keyedCard(cardtest.Visa2, "10.00"))
-			h := host.sent(t, hold)
-			void := pay("/transaction-service/void/"+hold["transaction_id"].(string), `{}`)
-			v := host.sent(t, void)
-			want(void, "VOID", "10.00", "APPROVED", v, "0400", "", 1000, "00")
-			if !strings.HasPrefix(v.Original, names(h)) {
-				t.Fatalf("the void's field 90 %q does not name the authorization %q", v.Original, names(h))
-			}
+			hold := shop.pay(t, "/transaction-service/authorize", keyedCard(cardtest.Visa2, "10.00"))
+			h := want(hold, nil, "AUTHORIZATION", "10.00", "APPROVED", "0100", "000000", 1000, "00")
+			void := shop.pay(t, "/transaction-service/void/"+hold["transaction_id"].(string), `{}`)
+			want(void, &h, "VOID", "10.00", "APPROVED", "0400", "", 1000, "00")
 			if j := host.journal(t, hold["transaction_id"].(string)); !j[0].Reversed {
 				t.Fatalf("the voided authorization is not reversed at the host: %+v", j[0])
 			}
 
-			verify := pay("/transaction-service/authorize", keyedCard(cardtest.Visa, "0"))
-			want(verify, "AUTHORIZATION", "0.00", "APPROVED", host.sent(t, verify), "0100", "000000", 0, "00")
+			verify := shop.pay(t, "/transaction-service/authorize", keyedCard(cardtest.Visa, "0"))
+			want(verify, nil, "AUTHORIZATION", "0.00", "APPROVED", "0100", "000000", 0, "00")
 
 			// A request in test mode goes to the simulator whatever the merchant's processor: nothing
 			// reaches the host, and reconciliation leaves it out.
-			test := pay("/transaction-service/sale", strings.Replace(keyedCard(cardtest.Visa, "7.00"), "{", `{"test_mode":true,`, 1))
+			test := shop.pay(t, "/transaction-service/sale", strings.Replace(keyedCard(cardtest.Visa, "7.00"), "{", `{"test_mode":true,`, 1))
 			if j := host.journal(t, test["transaction_id"].(string)); test["transaction_result"] != "APPROVED" || test["test_mode"] != true || len(j) != 0 {
 				t.Fatalf("a sale in test mode: %v, at the host %+v", test, j)
 			}
@@ -120,9 +101,8 @@ func TestISO8583Payments(t *testing.T) {
 				if d.expiry != "" {
 					body = strings.Replace(body, "2030", d.expiry, 1)
 				}
-				tx := pay("/transaction-service/"+d.path, body)
-				e := host.sent(t, tx)
-				want(tx, d.kind, "12.00", "DECLINED", e, map[string]string{"SALE": "0200", "AUTHORIZATION": "0100"}[d.kind], "000000", 1200, d.code)
+				tx := shop.pay(t, "/transaction-service/"+d.path, body)
+				e := want(tx, nil, d.kind, "12.00", "DECLINED", map[string]string{"SALE": "0200", "AUTHORIZATION": "0100"}[d.kind], "000000", 1200, d.code)
 				if tx["decline_code"] != d.decline || tx["transaction_success"] != false || e.AuthCode != "" {
 					t.Fatalf("%s answered %s: %v", d.card, d.code, tx)
 				}
@@ -130,7 +110,7 @@ func TestISO8583Payments(t *testing.T) {
 
 			// The sale and its refunds, the authorization, its capture and the capture's refund, the
 			// voided authorization and the card verification; declines are in effect nowhere.
-			out := host.reconcile(t, dbFlags, m, 8)
+			out := shop.reconcile(t, 8)
 			if total := out["kassa_total"].(map[string]any)["CAD"]; total != float64(1999-500-1499+3000-1000) {
 				t.Fatalf("net total %v", out["kassa_total"])
 			}
@@ -145,49 +125,34 @@ func TestISO8583StoredCardsAndSubscriptions(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			host := startAcquirer(t)
-			dbFlags := dbArgs(t, backend)
-			m := isoMerchant(t, dbFlags, host, "TERM0002", "5s")
-			srv := startServer(t, nil, append([]string{"--billing-interval", "100ms"}, dbFlags...)...)
-			tok := token(t, srv.url, m)
-			pay := func(path, body string) map[string]any {
-				t.Helper()
-				return callJSON(t, "POST", srv.url+path, tok, body)
-			}
+			shop := newISOShop(t, backend, "TERM0002", "5s", "--billing-interval", "100ms")
 			// sent checks the entry mode, condition and CVV2 of the one message the host received for tx.
 			sent := func(tx map[string]any, mti, mode, condition string, cvv2 bool) {
 				t.Helper()
 				if tx["transaction_result"] != "APPROVED" {
 					t.Fatalf("%v", tx)
 				}
-				if e := host.sent(t, tx); e.MTI != mti || e.EntryMode != mode || e.Condition != condition || e.CVV2 != cvv2 || e.PANLast4 != "4444" {
+				if e := shop.host.sent(t, tx); e.MTI != mti || e.EntryMode != mode || e.Condition != condition || e.CVV2 != cvv2 || e.PANLast4 != "4444" {
 					t.Fatalf("a %s %s was sent as %s, entry mode %q, condition %q, CVV2 %v", tx["transaction_source"], tx["transaction_type"],
 						e.MTI, e.EntryMode, e.Condition, e.CVV2)
 				}
 			}
 
-			c := pay("/customer-service/customer", `{"email":"ada@example.com"}`)["lookup_id"].(string)
-			cards := pay("/customer-service/customer/"+c+"/card", `{"card_number":"`+cardtest.Mastercard+`","card_expiry_month":12,"card_expiry_year":2030}`)["cards"].([]any)
-			card := cards[0].(map[string]any)["lookup_id"].(string)
-			sent(pay("/customer-service/customer/"+c+"/card", `{"amount":"12.50","currency":"CAD"}`), "0200", "100", "59", false)
-			sent(pay("/customer-service/customer/"+c+"/card/"+card, `{"amount":"3.00","currency":"CAD"}`), "0200", "100", "59", false)
-			sent(pay("/transaction-service/authorize/customer/"+c+"/card/"+card, `{"amount":"7.00","currency":"CAD"}`), "0100", "100", "59", false)
-			sent(pay("/transaction-service/sale", keyedCard(cardtest.Mastercard, "4.00")), "0200", "010", "59", true)
+			c, card := shop.customer(t, cardtest.Mastercard)
+			sent(shop.pay(t, "/customer-service/customer/"+c+"/card", `{"amount":"12.50","currency":"CAD"}`), "0200", "100", "59", false)
+			sent(shop.pay(t, "/customer-service/customer/"+c+"/card/"+card, `{"amount":"3.00","currency":"CAD"}`), "0200", "100", "59", false)
+			sent(shop.pay(t, "/transaction-service/authorize/customer/"+c+"/card/"+card, `{"amount":"7.00","currency":"CAD"}`), "0100", "100", "59", false)
+			sent(shop.pay(t, "/transaction-service/sale", keyedCard(cardtest.Mastercard, "4.00")), "0200", "010", "59", true)
 
-			plan := pay("/plan-service/plan", `{"name":"Daily box","amount":"5.00","currency":"CAD","frequency":"DAILY"}`)["lookup_id"].(string)
-			pay("/customer-service/customer/"+c+"/subscription", `{"plan_lookup_id":"`+plan+`"}`)
-			var charge map[string]any
+			shop.subscribe(t, c)
+			var charges []map[string]any
 			eventually(t, "the subscription's first charge", 20*time.Second, func() bool {
-				for _, tx := range callJSON(t, "GET", srv.url+"/transaction-service/transaction?limit=10", tok, "")["entities"].([]any) {
-					if tx := tx.(map[string]any); tx["transaction_source"] == "RECURRING" { // a pending attempt is not listed
-						charge = tx
-					}
-				}
-				return charge != nil
+				charges = shop.charges(t)
+				return len(charges) > 0
 			})
-			sent(charge, "0200", "100", "02", false)
+			sent(charges[0], "0200", "100", "02", false)
 
-			host.reconcile(t, dbFlags, m, 5)
+			shop.reconcile(t, 5)
 		})
 	}
 }
@@ -200,12 +165,10 @@ func TestISO8583PaymentIntentsAndHostedPage(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			host := startAcquirer(t)
-			dbFlags := dbArgs(t, backend)
-			m := isoMerchant(t, dbFlags, host, "TERM0003", "5s")
-			account := m["account_id"].(string)
-			key := cliJSON(t, append([]string{"apikey", "create", "--account-id", account, "--permissions", allPermissions}, dbFlags...)...)["key"].(string)
-			srv := startServer(t, nil, dbFlags...)
+			shop := newISOShop(t, backend, "TERM0003", "5s")
+			host, srv := shop.host, shop.srv
+			account := shop.m["account_id"].(string)
+			key := cliJSON(t, append([]string{"apikey", "create", "--account-id", account, "--permissions", allPermissions}, shop.dbFlags...)...)["key"].(string)
 			v1 := func(path, body string) map[string]any {
 				t.Helper()
 				resp, out := getJSON(t, "POST", srv.url+path, strings.NewReader(body),
@@ -236,10 +199,9 @@ func TestISO8583PaymentIntentsAndHostedPage(t *testing.T) {
 				t.Fatalf("the confirmation was sent as %+v", auth)
 			}
 			// A capture and a void are transactions of their own, acting on the confirmation's.
-			tok := token(t, srv.url, m)
 			followUp := func(kind string, in map[string]any) acquirer.Entry {
 				t.Helper()
-				for _, tx := range callJSON(t, "GET", srv.url+"/transaction-service/transaction?limit=100", tok, "")["entities"].([]any) {
+				for _, tx := range shop.get(t, "/transaction-service/transaction?limit=100")["entities"].([]any) {
 					if tx := tx.(map[string]any); tx["transaction_type"] == kind && tx["original_transaction_id"] == in["latest_charge"] {
 						return host.sent(t, tx)
 					}
@@ -289,13 +251,13 @@ func TestISO8583PaymentIntentsAndHostedPage(t *testing.T) {
 			if out["outcome"] != "completed" || sale.MTI != "0200" || sale.Amount != 2599 || sale.EntryMode != "010" || sale.Condition != "59" || !sale.CVV2 {
 				t.Fatalf("the hosted page's payment %v was sent as %+v", out, sale)
 			}
-			tx := callJSON(t, "GET", srv.url+"/transaction-service/transaction/lookup/"+out["payment_intent"].(map[string]any)["latest_charge"].(string), tok, "")
+			tx := shop.get(t, "/transaction-service/transaction/lookup/"+out["payment_intent"].(map[string]any)["latest_charge"].(string))
 			if tx["transaction_source"] != "HPP" || tx["test_mode"] != false {
 				t.Fatalf("the hosted page's payment in the ledger: %v", tx)
 			}
 
 			// The authorization and its capture, the voided authorization, the hosted page's sale.
-			host.reconcile(t, dbFlags, m, 4)
+			shop.reconcile(t, 4)
 		})
 	}
 }

@@ -237,3 +237,78 @@ func eventually(t *testing.T, what string, within time.Duration, done func() boo
 func keyedCard(number, amount string) string {
 	return `{"amount":"` + amount + `","currency":"CAD","card_number":"` + number + `","card_expiry_month":12,"card_expiry_year":2030,"cvv2":"123"}`
 }
+
+// isoShop is a merchant on the iso8583 processor, the kassa-acquirer host it is connected to, and the
+// "kassa serve" it pays through, with a token of its client.
+type isoShop struct {
+	host    *acquirerHost
+	dbFlags []string
+	m       map[string]any // what "kassa merchant create" printed
+	srv     *server
+	tok     string
+}
+
+// newISOShop starts a host, creates a merchant connected to it as the terminal tid whose account
+// waits timeout for an answer (isoMerchant), in a new database of backend, and serves it with the
+// flags serve.
+func newISOShop(t *testing.T, backend, tid, timeout string, serve ...string) *isoShop {
+	t.Helper()
+	s := &isoShop{host: startAcquirer(t), dbFlags: dbArgs(t, backend)}
+	s.m = isoMerchant(t, s.dbFlags, s.host, tid, timeout)
+	s.serve(t, serve...)
+	return s
+}
+
+// serve starts "kassa serve" on the shop's database with flags, and gets a token.
+func (s *isoShop) serve(t *testing.T, flags ...string) {
+	t.Helper()
+	s.srv = startServer(t, nil, append(append([]string{}, flags...), s.dbFlags...)...)
+	s.tok = token(t, s.srv.url, s.m)
+}
+
+// pay posts body to a path of the gateway API, which must answer 200.
+func (s *isoShop) pay(t *testing.T, path, body string) map[string]any {
+	t.Helper()
+	return callJSON(t, "POST", s.srv.url+path, s.tok, body)
+}
+
+// get reads a path of the gateway API, which must answer 200.
+func (s *isoShop) get(t *testing.T, path string) map[string]any {
+	t.Helper()
+	return callJSON(t, "GET", s.srv.url+path, s.tok, "")
+}
+
+// customer creates a customer with the card number stored, and returns the lookup_id of both.
+func (s *isoShop) customer(t *testing.T, number string) (c, card string) {
+	t.Helper()
+	c = s.pay(t, "/customer-service/customer", `{"email":"ada@example.com"}`)["lookup_id"].(string)
+	cards := s.pay(t, "/customer-service/customer/"+c+"/card", `{"card_number":"`+number+`","card_expiry_month":12,"card_expiry_year":2030}`)["cards"].([]any)
+	return c, cards[0].(map[string]any)["lookup_id"].(string)
+}
+
+// subscribe subscribes the customer c (on its default card) to a new daily plan of 5.00 CAD; the
+// billing engine charges its first cycle at once. It returns the subscription's lookup_id.
+func (s *isoShop) subscribe(t *testing.T, c string) string {
+	t.Helper()
+	plan := s.pay(t, "/plan-service/plan", `{"name":"Daily box","amount":"5.00","currency":"CAD","frequency":"DAILY"}`)["lookup_id"].(string)
+	subs := s.pay(t, "/customer-service/customer/"+c+"/subscription", `{"plan_lookup_id":"`+plan+`"}`)["subscriptions"].([]any)
+	return subs[0].(map[string]any)["lookup_id"].(string)
+}
+
+// charges are the subscriptions' charges the ledger lists (those settled), oldest first.
+func (s *isoShop) charges(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, tx := range s.get(t, "/transaction-service/transaction?limit=100")["entities"].([]any) {
+		if tx := tx.(map[string]any); tx["transaction_source"] == "RECURRING" {
+			out = append([]map[string]any{tx}, out...) // the list is newest first
+		}
+	}
+	return out
+}
+
+// reconcile is the host's reconcile of the shop's merchant.
+func (s *isoShop) reconcile(t *testing.T, matched int) map[string]any {
+	t.Helper()
+	return s.host.reconcile(t, s.dbFlags, s.m, matched)
+}

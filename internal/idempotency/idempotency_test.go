@@ -119,26 +119,31 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 		if code, body, replayed := send(t, srv.URL, a, "k", "b"); code != 200 || body != `{"run":2,"key":"client:c1/k"}` || replayed != "" {
 			t.Fatalf("after retention: %d %s %q", code, body, replayed)
 		}
-		// A failure on our side (5xx) is not recorded: the retry runs again.
-		send(t, srv.URL, a, "f", "fail")
-		if code, _, replayed := send(t, srv.URL, a, "f", "fail"); code != 503 || replayed != "" || runs.Load() != 4 {
-			t.Fatalf("retry after 503: %d %q runs %d", code, replayed, runs.Load())
-		}
-		// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
-		send(t, srv.URL, a, "l", "limited")
-		if code, _, replayed := send(t, srv.URL, a, "l", "limited"); code != 429 || replayed != "" || runs.Load() != 6 {
-			t.Fatalf("retry after 429: %d %q runs %d", code, replayed, runs.Load())
-		}
-		// Nor is a conflict that passes (a 409 with Retry-After, fault.Busy), such as the ledger's
-		// "still being processed; retry shortly": the retry runs again, and finds the operation as it
-		// stands then. A conflict that stays (a capture of a sale) is the request's answer, replayed.
-		send(t, srv.URL, a, "b", "busy")
-		if code, _, replayed := send(t, srv.URL, a, "b", "busy"); code != 409 || replayed != "" || runs.Load() != 8 {
-			t.Fatalf("retry after a 409 with Retry-After: %d %q runs %d", code, replayed, runs.Load())
-		}
-		send(t, srv.URL, a, "c", "conflict")
-		if code, _, replayed := send(t, srv.URL, a, "c", "conflict"); code != 409 || replayed != "true" || runs.Load() != 9 {
-			t.Fatalf("retry after a 409: %d %q runs %d", code, replayed, runs.Load())
+		for _, tc := range []struct {
+			why, body string
+			status    int
+			replayed  string
+		}{
+			// A failure on our side (5xx) is not recorded: the retry runs again.
+			{"503", "fail", 503, ""},
+			// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
+			{"429", "limited", 429, ""},
+			// Nor is a conflict that passes (a 409 with Retry-After, fault.Busy), such as the ledger's
+			// "still being processed; retry shortly": the retry runs again, and finds the operation as
+			// it stands then.
+			{"a 409 with Retry-After", "busy", 409, ""},
+			// A conflict that stays (a capture of a sale) is the request's answer: replayed.
+			{"a 409", "conflict", 409, "true"},
+		} {
+			runs.Store(0)
+			send(t, srv.URL, a, tc.body, tc.body)
+			want := int64(2)
+			if tc.replayed != "" {
+				want = 1
+			}
+			if code, _, replayed := send(t, srv.URL, a, tc.body, tc.body); code != tc.status || replayed != tc.replayed || runs.Load() != want {
+				t.Fatalf("retry after %s: %d %q, %d runs", tc.why, code, replayed, runs.Load())
+			}
 		}
 	})
 }
