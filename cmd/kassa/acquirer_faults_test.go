@@ -201,7 +201,7 @@ func TestISO8583AcquirerRestart(t *testing.T) {
 			t.Parallel()
 			shop := newISOShop(t, backend, "TERM0006", "1s", "--processor-timeout", "2s", "--recovery-interval", "200ms")
 			srv, tok := shop.srv, shop.tok
-			shop.host.control(t, `{"latency":"100ms"}`) // so that requests are in flight when it dies
+			shop.host.control(t, `{"latency":"200ms"}`) // so that requests are in flight when it dies
 
 			var mu sync.Mutex
 			var keys []string
