@@ -41,15 +41,14 @@ func count(t *testing.T, db *store.DB, query string, args ...any) int64 {
 
 // reversedAtHost checks the journal of an operation that got no answer: the request (mti), decided
 // but its answer withheld or cut off, then the 0400 that names it, acknowledged; the request is
-// reversed. It returns the journal.
-func reversedAtHost(t *testing.T, host *acquirerHost, ref, mti string) []acquirer.Entry {
+// reversed.
+func reversedAtHost(t *testing.T, host *acquirerHost, ref, mti string) {
 	t.Helper()
 	j := host.journal(t, ref)
 	if len(j) != 2 || j[0].MTI != mti || j[0].Status != acquirer.StatusProcessed || !j[0].Reversed ||
 		j[1].MTI != "0400" || j[1].ResponseCode != "00" || !strings.HasPrefix(j[1].Original, names(j[0])) || j[1].Amount != j[0].Amount {
 		t.Fatalf("the journal of %s: %+v, want the %s reversed by a 0400 naming it", ref, j, mti)
 	}
-	return j
 }
 
 // declinedReversed checks that the ledger holds tx declined processing_error after its reversal.
