@@ -50,17 +50,7 @@ func TestBillingWorkerCrash(t *testing.T) {
 				}
 				return n
 			}
-			waitFor := func(what string, within time.Duration, done func() bool) {
-				t.Helper()
-				deadline := time.Now().Add(within)
-				for !done() {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: not within %s", what, within)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-			waitFor("the charge's attempt recorded", 10*time.Second, func() bool {
+			eventually(t, "the charge's attempt recorded", 10*time.Second, func() bool {
 				return q(`SELECT COUNT(*) FROM transactions WHERE source = 'RECURRING' AND status = 'PENDING'`) == 1
 			})
 			srv.cmd.Process.Signal(syscall.SIGKILL)
@@ -83,7 +73,7 @@ func TestBillingWorkerCrash(t *testing.T) {
 				}
 			}
 			subs := q(`SELECT COUNT(*) FROM subscriptions`)
-			waitFor("every subscription charged", 30*time.Second, func() bool {
+			eventually(t, "every subscription charged", 30*time.Second, func() bool {
 				return q(`SELECT COUNT(*) FROM subscriptions WHERE completed_cycles = 1`) == subs
 			})
 			for _, n := range nodes {

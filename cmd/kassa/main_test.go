@@ -20,17 +20,18 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// These tests run the real kassa binary, built once per test run.
-var kassaBin string
+// These tests run the real kassa binary, and the end-to-end tests of the ISO 8583 connector the real
+// kassa-acquirer beside it, both built once per test run.
+var kassaBin, acquirerBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "kassa-bin-")
 	if err != nil {
 		panic(err)
 	}
-	kassaBin = filepath.Join(dir, "kassa")
-	if out, err := exec.Command("go", "build", "-o", kassaBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build kassa: %v\n%s", err, out)
+	kassaBin, acquirerBin = filepath.Join(dir, "kassa"), filepath.Join(dir, "kassa-acquirer")
+	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../kassa-acquirer").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build kassa and kassa-acquirer: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := storetest.Main(m)

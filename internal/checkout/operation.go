@@ -3,7 +3,6 @@ package checkout
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
@@ -257,7 +256,7 @@ func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(
 			return Intent{}, err
 		}
 	}
-	return Intent{}, fault.Conflict("operation_in_progress", "An operation on payment intent %s is in progress; retry shortly.", clip(id))
+	return Intent{}, fault.Busy("operation_in_progress", "An operation on payment intent %s is in progress; retry shortly.", clip(id))
 }
 
 // afterFailure handles an operation whose ledger step failed or never ran, from what the ledger holds
@@ -297,8 +296,7 @@ func (s *Service) reconcile(ctx context.Context, in Intent) (Intent, error) {
 	case !found:
 		return s.release(ctx, in, "")
 	case t.Status == payment.StatusPending:
-		return in, &fault.Error{Status: http.StatusConflict, Code: "operation_in_progress",
-			Message: "The " + in.PendingOp + " of payment intent " + in.IntentID + " awaits the processor's answer; retry shortly."}
+		return in, fault.Busy("operation_in_progress", "The %s of payment intent %s awaits the processor's answer; retry shortly.", in.PendingOp, in.IntentID)
 	}
 	return s.settle(ctx, in, t, "")
 }

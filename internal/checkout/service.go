@@ -241,8 +241,7 @@ func (s *Service) audit(ctx context.Context, tx *store.Tx, who Who, op string, i
 func unexpected(in Intent, op string) error {
 	status := in.Status
 	if in.PendingOp != "" {
-		return &fault.Error{Status: http.StatusConflict, Code: "operation_in_progress",
-			Message: "Another operation (" + in.PendingOp + ") on payment intent " + in.IntentID + " is in progress; retry shortly."}
+		return fault.Busy("operation_in_progress", "Another operation (%s) on payment intent %s is in progress; retry shortly.", in.PendingOp, in.IntentID)
 	}
 	return &fault.Error{Status: http.StatusConflict, Code: "payment_intent_unexpected_state",
 		Message: "You cannot " + op + " payment intent " + in.IntentID + " because its status is " + status + "."}

@@ -23,6 +23,10 @@ type Error struct {
 	// Limit is the velocity limit that refused the request (a 429), or nil. The response reports it
 	// in its rate-limit headers (httpapi.WriteRateLimit).
 	Limit *RateLimit
+	// RetryAfter, when not zero, says that the refusal passes: what the request waits on is still in
+	// progress, and the request may be sent again after this long (the Retry-After header). Such an
+	// answer is not the request's own, and is never replayed for its Idempotency-Key.
+	RetryAfter time.Duration
 }
 
 // RateLimit is the state of one velocity limit for one subject (a card, a credential, a payment
@@ -71,6 +75,13 @@ func NotFound(format string, args ...any) *Error {
 // Conflict is a 409: the resource's current state forbids the operation.
 func Conflict(code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusConflict, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Busy is a 409 that passes: an operation the request waits on is still in progress (an attempt under
+// the same idempotency key awaiting the processor, another operation on the same payment intent, a
+// change made while the request ran). The client is told to retry after a second.
+func Busy(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Code: code, Message: fmt.Sprintf(format, args...), RetryAfter: time.Second}
 }
 
 // New builds an Error with any status.

@@ -241,7 +241,7 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 		outcome = "canceled"
 	case checkout.StatusRequiresAction:
 	default:
-		httpapi.WriteError(w, r, fault.Conflict("operation_in_progress", "The payment is still being processed; try again shortly."))
+		httpapi.WriteError(w, r, fault.Busy("operation_in_progress", "The payment is still being processed; try again shortly."))
 		return
 	}
 	if ss, err = s.record(ctx, ss, attempt, outcome); err != nil {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kassapay/kassa/internal/fault"
 )
@@ -53,6 +55,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if f.Limit != nil {
 		WriteRateLimit(w.Header(), f.Limit)
+	}
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((f.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	WriteJSON(w, f.Status, errorBody{Error: f.Code, Message: f.Message, Field: f.Field})
 }

@@ -2,7 +2,9 @@
 // recorded for 24 hours per principal — the account it acts for and the credential that sent it — so
 // that a retry by the same credential with the same key and body replays the first response (same
 // status and body, plus Idempotent-Replayed: true) without running the handler again; the same key
-// with another body is a 422; a key whose first request is still running is a 409. Another credential,
+// with another body is a 422; a key whose first request is still running is a 409. An answer that is
+// not the request's own (a 5xx, a 429, a 409 with Retry-After: something it waits on is in progress)
+// is not recorded: the retry runs afresh. Another credential,
 // even of the same account, never meets the record: its request with the same key runs as its own,
 // through its own permission checks (issue 14: "Scope every idempotency record to the account and the
 // credential that made it").
@@ -151,9 +153,12 @@ func (s *Store) Middleware(next http.Handler) http.Handler {
 		}
 		// The record outlives a client that went away: finish it on a context of its own.
 		ctx := context.WithoutCancel(r.Context())
-		if out.status >= 500 || out.status == http.StatusTooManyRequests {
-			// A failure on our side, or a velocity limit's refusal (the request did not run): either
-			// way the client's retry with the same key must run afresh, not replay the refusal.
+		if out.status >= 500 || out.status == http.StatusTooManyRequests || (out.status == http.StatusConflict && out.header.Get("Retry-After") != "") {
+			// A failure on our side, a velocity limit's refusal (the request did not run), or a
+			// conflict that passes (fault.Busy: what the request waits on, such as its own attempt
+			// under this key, is still in progress): either way the client's retry with the same key
+			// must run afresh, not replay the refusal. Replaying "still being processed; retry
+			// shortly" would say it for ever, after the operation has ended.
 			err = s.release(ctx, rec)
 		} else {
 			err = s.complete(ctx, rec, out.status, out.body.Bytes())
@@ -243,7 +248,7 @@ func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, err
 			replay = &stored{status: int(status.Int64), body: body}
 			return nil
 		case lockedUntil > now.UnixMilli():
-			return fault.Conflict("idempotency_key_in_use",
+			return fault.Busy("idempotency_key_in_use",
 				"A request with this Idempotency-Key is still being processed; retry after it completes.")
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, request_mac, status, body, locked_until, expires_at)

@@ -26,7 +26,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // server answers with the body it was sent, a counter and the key it sees; status 503 when the body
-// says "fail", 429 when it says "limited". A request's principal is the account and credential of its
+// says "fail", 429 when it says "limited", 409 when it says "conflict", and 409 with Retry-After when
+// it says "busy". A request's principal is the account and credential of its
 // Account and Credential headers; without Account it has none.
 func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *idempotency.Store, *atomic.Int64) {
 	ctx := context.Background()
@@ -55,6 +56,11 @@ func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *ide
 			w.WriteHeader(503)
 		case "limited":
 			w.WriteHeader(429)
+		case "busy":
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(409)
+		case "conflict":
+			w.WriteHeader(409)
 		}
 		w.Write([]byte(`{"run":` + strconv.FormatInt(n, 10) + `,"key":"` + idempotency.Key(r.Context()) + `"}`))
 	}))
@@ -113,15 +119,31 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 		if code, body, replayed := send(t, srv.URL, a, "k", "b"); code != 200 || body != `{"run":2,"key":"client:c1/k"}` || replayed != "" {
 			t.Fatalf("after retention: %d %s %q", code, body, replayed)
 		}
-		// A failure on our side (5xx) is not recorded: the retry runs again.
-		send(t, srv.URL, a, "f", "fail")
-		if code, _, replayed := send(t, srv.URL, a, "f", "fail"); code != 503 || replayed != "" || runs.Load() != 4 {
-			t.Fatalf("retry after 503: %d %q runs %d", code, replayed, runs.Load())
-		}
-		// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
-		send(t, srv.URL, a, "l", "limited")
-		if code, _, replayed := send(t, srv.URL, a, "l", "limited"); code != 429 || replayed != "" || runs.Load() != 6 {
-			t.Fatalf("retry after 429: %d %q runs %d", code, replayed, runs.Load())
+		for _, tc := range []struct {
+			why, body string
+			status    int
+			replayed  string
+		}{
+			// A failure on our side (5xx) is not recorded: the retry runs again.
+			{"503", "fail", 503, ""},
+			// Nor is a velocity limit's refusal (429): the request did not run, and its retry must.
+			{"429", "limited", 429, ""},
+			// Nor is a conflict that passes (a 409 with Retry-After, fault.Busy), such as the ledger's
+			// "still being processed; retry shortly": the retry runs again, and finds the operation as
+			// it stands then.
+			{"a 409 with Retry-After", "busy", 409, ""},
+			// A conflict that stays (a capture of a sale) is the request's answer: replayed.
+			{"a 409", "conflict", 409, "true"},
+		} {
+			runs.Store(0)
+			send(t, srv.URL, a, tc.body, tc.body)
+			want := int64(2)
+			if tc.replayed != "" {
+				want = 1
+			}
+			if code, _, replayed := send(t, srv.URL, a, tc.body, tc.body); code != tc.status || replayed != tc.replayed || runs.Load() != want {
+				t.Fatalf("retry after %s: %d %q, %d runs", tc.why, code, replayed, runs.Load())
+			}
 		}
 	})
 }

@@ -341,7 +341,7 @@ func (l *Ledger) reserve(ctx context.Context, tx *store.Tx, parent *Transaction,
 	if err := conflict(fresh, kind, amount); err != nil {
 		return err
 	}
-	return fault.Conflict("concurrent_update", "The transaction changed while this request ran; retry it.")
+	return fault.Busy("concurrent_update", "The transaction changed while this request ran; retry it.")
 }
 
 // conflict says why parent's state forbids the follow-up, or returns nil.
@@ -418,7 +418,7 @@ func (l *Ledger) prior(ctx context.Context, tx *store.Tx, t *Transaction, now ti
 		return nil, fault.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 			"This Idempotency-Key was used for a different operation (%s %s); use a new key.", p.Kind, p.TransactionID)
 	case p.Status == StatusPending:
-		return nil, fault.Conflict("idempotency_key_in_use", "The operation with this Idempotency-Key is still being processed; retry shortly.")
+		return nil, fault.Busy("idempotency_key_in_use", "The operation with this Idempotency-Key is still being processed; retry shortly.")
 	}
 	return &p, nil
 }

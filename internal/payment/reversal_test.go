@@ -181,16 +181,22 @@ func TestUnansweredSaleIsReversed(t *testing.T) {
 // A reversal that is not acknowledged leaves the answer a 502 and the attempt pending; it is sent
 // again, the same each time, after a growing backoff, by the reversal sweep, until acknowledged: then
 // the attempt is declined. Recovery leaves it to the reversal, and an acknowledged one is not sent again.
+// The client's retry with the same Idempotency-Key, as the 502 tells it, answers 409 "retry shortly"
+// (Retry-After) while the attempt is pending, and the decline once it is settled.
 func TestReversalIsSentUntilAcknowledged(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newReversalFixture(t, db)
 		ctx := context.Background()
 		f.proc.drop.Store(true)
-		r := post(t, f.m, "sale", card(cardtest.Visa))
+		r := post(t, f.m, "sale", card(cardtest.Visa), "Idempotency-Key", "order-1")
 		if r.Status != 502 || r.Str("error") != "processor_unavailable" {
 			t.Fatalf("an unanswered sale whose reversal is not acknowledged: %d %s", r.Status, r.Raw)
 		}
 		id, _ := f.pendingID(t)
+		if r := post(t, f.m, "sale", card(cardtest.Visa), "Idempotency-Key", "order-1"); r.Status != 409 ||
+			r.Str("error") != "idempotency_key_in_use" || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("a retry while the attempt is pending: %d %s, Retry-After %q", r.Status, r.Raw, r.Header.Get("Retry-After"))
+		}
 		if _, attempts, acked := f.reversal(t, id); attempts != 1 || acked {
 			t.Fatalf("after the first sending: %d sendings, acknowledged %v", attempts, acked)
 		}
@@ -221,6 +227,10 @@ func TestReversalIsSentUntilAcknowledged(t *testing.T) {
 		tx := f.m.Do(t, "GET", "/transaction-service/transaction/"+id, nil)
 		if tx.Status != 200 || tx.Str("transaction_result") != "DECLINED" {
 			t.Fatalf("after the acknowledgement: %d %s", tx.Status, tx.Raw)
+		}
+		if r := post(t, f.m, "sale", card(cardtest.Visa), "Idempotency-Key", "order-1"); r.Status != 200 ||
+			r.Str("transaction_id") != id || r.Str("transaction_result") != "DECLINED" {
+			t.Fatalf("a retry once the attempt is settled: %d %s", r.Status, r.Raw)
 		}
 		f.clock.Advance(time.Hour)
 		if n, _ := ledger.SendReversals(ctx); n != 0 || len(f.proc.sendings()) != 3 {

@@ -153,7 +153,7 @@ func (s *Service) AttachMethod(ctx context.Context, tx *store.Tx, merchantID, id
 		if err := m.usable(intentID, now); err != nil {
 			return Method{}, err
 		}
-		return Method{}, fault.Conflict("concurrent_update", "Payment method %s changed while this request ran; retry it.", id)
+		return Method{}, fault.Busy("concurrent_update", "Payment method %s changed while this request ran; retry it.", id)
 	}
 	return m, nil
 }
