@@ -126,13 +126,20 @@ type scanWith struct {
 
 func (s scanWith) Scan(dest ...any) error { return s.rows.Scan(append(dest, s.more...)...) }
 
-// Run looks for abandoned attempts every recovery interval, and sends the reversals that are due
-// every reversal interval, until ctx is done.
+// Run looks for abandoned attempts every recovery interval, and sends the reversals that are due at
+// once and then every reversal interval, until ctx is done.
 func (l *Ledger) Run(ctx context.Context) {
-	go clock.Every(ctx, l.reversals, l.log, "reversal sweep", func(ctx context.Context) error {
+	sweep := func(ctx context.Context) error {
 		_, err := l.SendReversals(ctx)
 		return err
-	})
+	}
+	go func() {
+		// At once too: reversals a previous process left unacknowledged are due since before it died.
+		if err := sweep(ctx); err != nil && ctx.Err() == nil {
+			l.log.WarnContext(ctx, "reversal sweep failed", "err", err)
+		}
+		clock.Every(ctx, l.reversals, l.log, "reversal sweep", sweep)
+	}()
 	clock.Every(ctx, l.interval, l.log, "recovery sweep", func(ctx context.Context) error {
 		_, err := l.Recover(ctx, false)
 		return err
