@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -666,6 +667,12 @@ func TestJournal(t *testing.T) {
 	}
 	if e := f.journal(stored[62]); len(e) != 1 || e[0].EntryMode != "100" || e[0].Condition != "02" || e[0].CVV2 || e[0].AU != "" {
 		t.Errorf("journal entry of a stored-card recurring sale: %+v", e)
+	}
+	// The entries of a reference are found after a restart too: the index of references is rebuilt
+	// from the journal.
+	f.restart()
+	if again := f.journal(sale[62]); !slices.Equal(again, got) {
+		t.Errorf("journal after a restart:\n%+v\nwant\n%+v", again, got)
 	}
 
 	// Neither the PAN nor the CVV2 reaches the disk.

@@ -61,16 +61,20 @@ func (h *Host) settlement(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// entries serves GET /journal?reference=R: the journal entries whose field 62 is R, in order.
+// entries serves GET /journal?reference=R: the journal entries whose field 62 is R, in order, found by
+// the book's index of references.
 func (h *Host) entries(w http.ResponseWriter, r *http.Request) {
 	ref := r.URL.Query().Get("reference")
 	if ref == "" {
 		problem(w, http.StatusBadRequest, "reference is required")
 		return
 	}
+	h.mu.Lock()
+	ids, _ := json.Marshal(h.book.entries(ref)) // a list of integers always marshals
+	h.mu.Unlock()
 	list := []*Entry{}
 	err := h.journal.entries(r.Context(), h.journal.reader, func(e *Entry) error { list = append(list, e); return nil },
-		`WHERE reference = $1 ORDER BY id`, ref)
+		`WHERE id IN (SELECT value FROM json_each($1)) ORDER BY id`, string(ids))
 	if err != nil {
 		problem(w, http.StatusInternalServerError, err.Error())
 		return

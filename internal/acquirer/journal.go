@@ -14,7 +14,9 @@ import (
 	_ "modernc.org/sqlite" // the journal's database
 )
 
-// schema is the journal's own: one row per request and its answer.
+// schema is the journal's own: one row per request and its answer. Its only index is by approval day,
+// which grows at its end; entries are found by reference from the book (book.refs), and journals
+// made before that lose the index they had.
 const schema = `
 CREATE TABLE IF NOT EXISTS journal (
 	id INTEGER PRIMARY KEY,
@@ -45,7 +47,7 @@ CREATE TABLE IF NOT EXISTS journal (
 	dropped INTEGER NOT NULL,
 	note TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS journal_reference ON journal (reference);
+DROP INDEX IF EXISTS journal_reference;
 CREATE INDEX IF NOT EXISTS journal_approval_day ON journal (approval_day) WHERE approval_day <> '';
 `
 

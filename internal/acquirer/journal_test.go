@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -53,4 +54,45 @@ func TestGroupCommit(t *testing.T) {
 	if err := j.reader.QueryRow(`SELECT count(*), max(id) FROM journal`).Scan(&count, &maxID); err != nil || count != n || maxID != n {
 		t.Errorf("journal holds %d rows up to %d (%v), want %d", count, maxID, err, n)
 	}
+}
+
+// BenchmarkJournal measures the journal's cost per entry: sales committed in batches of the size a
+// group commit sees under load, into a journal that already holds 50,000 of them.
+func BenchmarkJournal(b *testing.B) {
+	for _, size := range []int{8, 32} {
+		b.Run(fmt.Sprint("batch=", size), func(b *testing.B) {
+			j, err := openJournal(b.TempDir(), slog.Default())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.close()
+			id := int64(0)
+			commit := func(n int) {
+				var last *batch
+				for range n {
+					id++
+					last = j.add(benchEntry(id), 0)
+				}
+				<-last.done
+				if last.err != nil {
+					b.Fatal(last.err)
+				}
+			}
+			for range 50_000 / 500 {
+				commit(500)
+			}
+			b.ResetTimer()
+			for done := 0; done < b.N; done += size {
+				commit(min(size, b.N-done))
+			}
+		})
+	}
+}
+
+func benchEntry(id int64) *Entry {
+	return &Entry{ID: id, ReceivedAt: time.Now(), MTI: "0200", ProcessingCode: "000000", STAN: fmt.Sprintf("%06d", id%999999+1),
+		Transmission: "1123101500", RRN: fmt.Sprintf("%012d", id), TerminalID: "TERM0001", MerchantID: "MERCHANT0000001",
+		Reference: fmt.Sprintf("%020x", rand.Uint64()), Amount: 1999, Currency: "124", EntryMode: "010", Condition: "59",
+		CVV2: true, PANFirst6: "424242", PANLast4: "4242", ResponseCode: "00", AuthCode: "A1B2C3", ApprovalDay: "2026-11-23",
+		Status: StatusProcessed}
 }
