@@ -8,7 +8,8 @@
 //	iso8583       approved sales of a merchant on an ISO 8583 account at kassa-acquirer
 //	iso8583-50ms  the same with the host answering after 50 ms, from 1,000 clients
 //
-// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations.
+// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations
+// (and in the iso8583 scenarios the acquirer host's).
 // It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
 // inserted by a plain program through the same driver, with the same durability and concurrency and
 // no HTTP — and the ratio of API sales to that ceiling.
@@ -142,7 +143,11 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 				cc.clients = sc.clients
 			}
 		}
-		res, err := drive(ctx, srv, who, sc, cc)
+		var host *acquirer
+		if sc.iso {
+			host = acq
+		}
+		res, err := drive(ctx, srv, who, sc, cc, host)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -188,20 +193,30 @@ func (r *reporter) machine(c config) {
 	}
 	fmt.Fprintf(r.w, "machine: %s, %d CPUs, %s; %d clients, %v per scenario after %v warm-up; load generator and server on this machine\n\n",
 		cpu, runtime.NumCPU(), runtime.Version(), c.clients, c.duration, c.warmup)
-	fmt.Fprintf(r.w, "%-9s %-7s %-10s %10s %9s %9s %9s %9s %7s %14s\n", "backend", "scenario", "operation", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops")
+	fmt.Fprintf(r.w, "%-9s %-12s %-17s %8s %8s %8s %8s %8s %7s %14s %15s\n", "backend", "scenario", "operation", "ops/s",
+		"p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops", "host CPU s/1000")
 }
 
 func (r *reporter) result(res *result) {
 	for _, op := range res.order {
 		s := res.ops[op]
 		p := s.percentiles()
+		host := res.per1000(res.hostCPU, op)
 		if r.json {
-			r.emit(map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
-				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.cpuPer1000(op)})
+			line := map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
+				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op)}
+			if host > 0 {
+				line["host_cpu_s_per_1000"] = host
+			}
+			r.emit(line)
 			continue
 		}
-		fmt.Fprintf(r.w, "%-9s %-7s %-10s %10.0f %9.2f %9.2f %9.2f %9.2f %7d %14.3f\n", res.backend, res.scenario, op,
-			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.cpuPer1000(op))
+		hostCol := ""
+		if host > 0 {
+			hostCol = fmt.Sprintf("%.3f", host)
+		}
+		fmt.Fprintf(r.w, "%-9s %-12s %-17s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
+			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.per1000(res.cpu, op), hostCol)
 	}
 	for _, e := range res.sampleErrors {
 		fmt.Fprintf(os.Stderr, "  %s %s: %s\n", res.backend, res.scenario, e)
