@@ -611,6 +611,15 @@ func TestSettlement(t *testing.T) {
 	if !equalRows(day2, want2) {
 		t.Errorf("settlement of the second day:\n%v\nwant\n%v", day2, want2)
 	}
+	// The report is read a page at a time: the same rows whatever the page's size, a day that fills
+	// its last page included.
+	for _, size := range []int{1, 2, 3} {
+		restore := acquirer.SetSettlementPage(size)
+		if rows := f.settlement("2026-11-23"); !equalRows(rows, want1) {
+			t.Errorf("settlement read %d rows at a time:\n%v\nwant\n%v", size, rows, want1)
+		}
+		restore()
+	}
 	if rows := f.settlement("2026-11-25"); len(rows) != 1 {
 		t.Errorf("settlement of a day without approvals: %v", rows)
 	}
