@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,6 +157,11 @@ func (j *journal) loop() {
 }
 
 func (j *journal) commitQueued() {
+	// Let the requests that came with the one that woke the loop join its batch: a sender's messages
+	// come in bursts (Kassa writes together the requests queued at once), read together, each handled
+	// by a goroutine of its own that is runnable now. Without the yield the batch held the first of
+	// them and the next the rest (1.6 entries a commit under kassa-load's iso8583 scenario; 6 with it).
+	runtime.Gosched()
 	j.mu.Lock()
 	q, b := j.queue, j.pending
 	j.queue, j.spare, j.pending = j.spare[:0], nil, nil
