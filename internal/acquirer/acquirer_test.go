@@ -762,8 +762,18 @@ func TestUnreadableMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not answered, and the connection goes on: an echo on it is answered.
-	if a := roundTrip(t, conn, bufio.NewReader(conn), map[int]string{0: "0800", 7: "1123120000", 11: "000001", 24: "301"}); a != "00" {
+	r := bufio.NewReader(conn)
+	if a := roundTrip(t, conn, r, map[int]string{0: "0800", 7: "1123120000", 11: "000001", 24: "301"}); a != "00" {
 		t.Errorf("echo answered %q", a)
+	}
+	// A request read together with one that does not unpack is answered all the same: the host reads
+	// them in one go, and commits what it read before waiting for more.
+	burst := append(frame(t, map[int]string{0: "0800", 7: "1123120000", 11: "000002", 24: "301"}), 0, byte(len(garbage)))
+	if _, err := conn.Write(append(burst, garbage...)); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := readAnswer(r); err != nil || a != "00" {
+		t.Errorf("echo sent with a message that does not unpack answered %q, %v", a, err)
 	}
 	if !strings.Contains(f.log.String(), "does not unpack") {
 		t.Errorf("not logged:\n%s", f.log.String())

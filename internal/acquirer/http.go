@@ -96,7 +96,7 @@ func (h *Host) entries(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	reply(w, list)
+	writeJSON(w, list)
 }
 
 // control serves POST /control: {"drop_next": N, "latency": "50ms", "drop_rate": 0.1}, any of them.
@@ -138,11 +138,11 @@ func (h *Host) control(w http.ResponseWriter, r *http.Request) {
 	if c.DropRate != nil {
 		h.SetDropRate(*c.DropRate)
 	}
-	reply(w, map[string]any{"drop_next": h.dropNext.Load(), "latency": time.Duration(h.latency.Load()).String(),
+	writeJSON(w, map[string]any{"drop_next": h.dropNext.Load(), "latency": time.Duration(h.latency.Load()).String(),
 		"drop_rate": math.Float64frombits(h.dropRate.Load())})
 }
 
-func reply(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,13 +56,15 @@ const columns = `id, received_at, mti, processing_code, function_code, stan, tra
 	original, response_code, auth_code, reversed, approval_day, status, dropped, note`
 
 // journal keeps every request and answer in SQLite. Writes are group-committed: everything queued
-// while a transaction commits goes into the next one, and each writer learns when the transaction
-// holding its row is durable.
+// until the commit loop is woken, and while a transaction commits, goes into the next transaction, and
+// the requests of a transaction are answered once it is durable.
 type journal struct {
 	db     *sql.DB // one connection: the commit loop's, and between commits the readers'
 	insert *sql.Stmt
 	mark   *sql.Stmt
 	log    *slog.Logger
+	// committed answers the requests of a transaction once it has committed (err nil) or failed.
+	committed func(rs []*reply, err error)
 	// failed is the first commit that failed: the host processes nothing from then on, since what it
 	// decides could no longer be kept.
 	failed atomic.Pointer[error]
@@ -71,25 +72,20 @@ type journal struct {
 	mu      sync.Mutex
 	queue   []write
 	spare   []write
-	pending *batch // the batch that writes queued now will commit in
 	wake    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-// write is one row to insert, and the id of an earlier row it marks reversed (0: none).
+// write is one row to insert, the id of an earlier row it marks reversed (0: none), and the request
+// to answer once it has committed.
 type write struct {
 	e        *Entry
 	reverses int64
+	then     *reply
 }
 
-// batch is a transaction of the commit loop: done is closed once it has committed (err nil) or failed.
-type batch struct {
-	done chan struct{}
-	err  error
-}
-
-func openJournal(dir string, log *slog.Logger) (*journal, error) {
+func openJournal(dir string, log *slog.Logger, committed func(rs []*reply, err error)) (*journal, error) {
 	path := filepath.Join(dir, "journal.db")
 	// WAL with synchronous NORMAL: a commit is in the operating system's hands when it returns, so an
 	// answer sent after it is never forgotten by a restart of the host, killed or not (what the tests
@@ -109,7 +105,8 @@ func openJournal(dir string, log *slog.Logger) (*journal, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	j := &journal{db: db, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	j := &journal{db: db, log: log, committed: committed, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		stopped: make(chan struct{})}
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal schema: %w", err)
@@ -126,21 +123,20 @@ func openJournal(dir string, log *slog.Logger) (*journal, error) {
 	return j, nil
 }
 
-// add queues e (and the mark of the row it reverses) and returns the batch that will commit it.
-// Writes commit in the order they were added.
-func (j *journal) add(e *Entry, reverses int64) *batch {
+// add queues e (and the mark of the row it reverses), to be committed once the loop is woken (flush)
+// and a answered then. Writes commit in the order they were added.
+func (j *journal) add(e *Entry, reverses int64, a *reply) {
 	j.mu.Lock()
-	j.queue = append(j.queue, write{e, reverses})
-	if j.pending == nil {
-		j.pending = &batch{done: make(chan struct{})}
-	}
-	b := j.pending
+	j.queue = append(j.queue, write{e, reverses, a})
 	j.mu.Unlock()
+}
+
+// flush wakes the commit loop, which commits everything queued.
+func (j *journal) flush() {
 	select {
 	case j.wake <- struct{}{}:
 	default:
 	}
-	return b
 }
 
 func (j *journal) loop() {
@@ -157,22 +153,24 @@ func (j *journal) loop() {
 }
 
 func (j *journal) commitQueued() {
-	// Let the requests that came with the one that woke the loop join its batch: a sender's messages
-	// come in bursts (Kassa writes together the requests queued at once), read together, each handled
-	// by a goroutine of its own that is runnable now. Without the yield the batch held the first of
-	// them and the next the rest (1.6 entries a commit under kassa-load's iso8583 scenario; 6 with it).
-	runtime.Gosched()
 	j.mu.Lock()
-	q, b := j.queue, j.pending
-	j.queue, j.spare, j.pending = j.spare[:0], nil, nil
+	q := j.queue
+	j.queue, j.spare = j.spare[:0], nil
 	j.mu.Unlock()
-	if b == nil {
+	if len(q) == 0 {
 		return
 	}
-	if b.err = j.commit(q); b.err != nil && j.failed.CompareAndSwap(nil, &b.err) {
-		j.log.Error("journal failed: the host refuses every request from now on", "err", b.err)
+	err := j.commit(q)
+	if err != nil && j.failed.CompareAndSwap(nil, &err) {
+		j.log.Error("journal failed: the host refuses every request from now on", "err", err)
 	}
-	close(b.done)
+	rs := make([]*reply, 0, len(q))
+	for _, w := range q {
+		if w.then != nil {
+			rs = append(rs, w.then)
+		}
+	}
+	j.committed(rs, err)
 	clear(q) // let the entries go
 	j.mu.Lock()
 	j.spare = q

@@ -11,9 +11,15 @@ import (
 )
 
 // TestGroupCommit shows that the writes queued while a commit is under way share the next
-// transaction, and that none is reported done before its transaction commits.
+// transaction, and that none is answered before its transaction commits.
 func TestGroupCommit(t *testing.T) {
-	j, err := openJournal(t.TempDir(), slog.Default())
+	commits := make(chan []*reply, 10)
+	j, err := openJournal(t.TempDir(), slog.Default(), func(rs []*reply, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		commits <- rs
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,32 +30,26 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 200
-	batches := map[*batch]bool{}
-	var last *batch
 	for i := range n {
 		e := &Entry{ID: int64(i + 1), ReceivedAt: time.UnixMilli(0), MTI: "0200", Reference: fmt.Sprint("ref-", i), Status: StatusProcessed}
-		last = j.add(e, 0)
-		batches[last] = true
+		j.add(e, 0, &reply{e: e})
+		j.flush()
 	}
 	time.Sleep(50 * time.Millisecond)
-	for b := range batches {
-		select {
-		case <-b.done:
-			t.Fatal("a write reported done while its transaction could not commit")
-		default:
-		}
+	select {
+	case <-commits:
+		t.Fatal("writes were answered while their transaction could not commit")
+	default:
 	}
 	held.Close()
-	for b := range batches {
-		<-b.done
-		if b.err != nil {
-			t.Fatal(b.err)
-		}
+	// The loop may have taken the first writes before it found the connection held; the others
+	// waited together.
+	var sizes []int
+	for answered := 0; answered < n; answered += sizes[len(sizes)-1] {
+		sizes = append(sizes, len(<-commits))
 	}
-	// The loop may have taken the first write alone before it found the connection held; the
-	// others waited together.
-	if len(batches) > 2 {
-		t.Errorf("%d writes went into %d transactions", n, len(batches))
+	if len(sizes) > 2 {
+		t.Errorf("%d writes went into transactions of %v", n, sizes)
 	}
 	var count, maxID int64
 	if err := j.db.QueryRow(`SELECT count(*), max(id) FROM journal`).Scan(&count, &maxID); err != nil || count != n || maxID != n {
@@ -63,21 +63,21 @@ func TestGroupCommit(t *testing.T) {
 func BenchmarkJournal(b *testing.B) {
 	for _, size := range []int{1, 8} {
 		b.Run(fmt.Sprint("batch=", size), func(b *testing.B) {
-			j, err := openJournal(b.TempDir(), slog.Default())
+			committed := make(chan error)
+			j, err := openJournal(b.TempDir(), slog.Default(), func(_ []*reply, err error) { committed <- err })
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer j.close()
 			id := int64(0)
 			commit := func(n int) {
-				var last *batch
 				for range n {
 					id++
-					last = j.add(benchEntry(id), 0)
+					j.add(benchEntry(id), 0, nil)
 				}
-				<-last.done
-				if last.err != nil {
-					b.Fatal(last.err)
+				j.flush()
+				if err := <-committed; err != nil {
+					b.Fatal(err)
 				}
 			}
 			for range 50_000 / 500 {
