@@ -131,7 +131,7 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	if err != nil {
 		return err
 	}
-	var saleRate float64
+	rates := map[string]float64{} // each scenario's operations per second, of its first operation
 	for _, name := range c.scenarios {
 		sc, cc, who := scenarios[name], c, m
 		if sc.iso {
@@ -153,20 +153,19 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		}
 		res.backend, res.scenario = backend, name
 		rep.result(res)
-		if name == "sale" {
-			saleRate = res.rate("sale")
-		}
+		rates[name] = res.rate(sc.ops[0])
 		if err := env.analyze(ctx, "api"); err != nil {
 			return err
 		}
 	}
+	rep.acquirer(backend, rates)
 	srv.stop()
 	if c.ceiling {
 		rate, err := ceiling(ctx, env, c)
 		if err != nil {
 			return fmt.Errorf("ceiling: %w", err)
 		}
-		rep.ceiling(backend, rate, saleRate)
+		rep.ceiling(backend, rate, rates["sale"])
 	}
 	return nil
 }
@@ -234,6 +233,41 @@ func (r *reporter) ceiling(backend string, ceiling, sales float64) {
 	}
 	fmt.Fprintf(r.w, "%-9s ceiling: %.0f sales/s written by a plain program (same rows, driver, durability, concurrency); API/ceiling = %.2f\n",
 		backend, ceiling, ratio)
+}
+
+// acquirer compares the ISO 8583 scenarios with what they are measured against (issue 15): sales
+// through kassa-acquirer answering at once with the simulator's sales, and with a host answering after
+// 50 ms with the smaller of the ideal (clients ÷ latency) and the figure at once. It says nothing when
+// the scenarios compared did not run.
+func (r *reporter) acquirer(backend string, rates map[string]float64) {
+	iso, ok := rates["iso8583"]
+	if !ok {
+		return
+	}
+	sale, withSale := rates["sale"]
+	slow, withSlow := rates["iso8583-50ms"]
+	sc := scenarios["iso8583-50ms"]
+	ideal := float64(sc.clients) / sc.latency.Seconds()
+	if r.json {
+		line := map[string]any{"backend": backend, "iso8583_sales_per_s": iso}
+		if withSale && sale > 0 {
+			line["iso8583_to_sale"] = iso / sale
+		}
+		if withSlow && iso > 0 {
+			line["iso8583_50ms_to_bound"] = slow / min(ideal, iso)
+		}
+		r.emit(line)
+		return
+	}
+	fmt.Fprintf(r.w, "%-9s ISO 8583:", backend)
+	if withSale && sale > 0 {
+		fmt.Fprintf(r.w, " host answering at once %.0f sales/s = %.2f of the simulator's %.0f;", iso, iso/sale, sale)
+	}
+	if withSlow && iso > 0 {
+		fmt.Fprintf(r.w, " after %v, from %d clients, %.0f = %.2f of min(%.0f ideal, %.0f at once)", sc.latency, sc.clients, slow,
+			slow/min(ideal, iso), ideal, iso)
+	}
+	fmt.Fprintln(r.w)
 }
 
 func (r *reporter) emit(v any) {

@@ -47,6 +47,11 @@ func TestLoadGenerator(t *testing.T) {
 		switch {
 		case r["machine"] != nil:
 			seen["machine"] = true
+		case r["iso8583_sales_per_s"] != nil:
+			if r["iso8583_to_sale"].(float64) <= 0 || r["iso8583_50ms_to_bound"].(float64) <= 0 {
+				t.Errorf("ISO 8583 line %v", r)
+			}
+			seen["iso8583 "+r["backend"].(string)] = true
 		case r["ceiling_sales_per_s"] != nil:
 			if r["ceiling_sales_per_s"].(float64) <= 0 || r["api_sales_per_s"].(float64) <= 0 || r["ratio"].(float64) <= 0 {
 				t.Errorf("ceiling line %v", r)
@@ -68,7 +73,7 @@ func TestLoadGenerator(t *testing.T) {
 			seen[op] = true
 		}
 	}
-	for _, want := range []string{"machine", "ceiling sqlite", "ceiling postgres", "sqlite sale", "postgres sale",
+	for _, want := range []string{"machine", "ceiling sqlite", "ceiling postgres", "iso8583 sqlite", "iso8583 postgres", "sqlite sale", "postgres sale",
 		"sqlite token", "postgres token", "sqlite authorize", "sqlite capture", "sqlite refund", "sqlite list",
 		"postgres authorize", "postgres capture", "postgres refund", "postgres list", "sqlite sale iso8583", "sqlite sale iso8583 50ms",
 		"postgres sale iso8583", "postgres sale iso8583 50ms"} {
