@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -144,7 +145,8 @@ func (s *stats) percentiles() [4]float64 {
 type result struct {
 	backend, scenario string
 	elapsed           time.Duration
-	cpu               float64
+	cpu               float64 // the server's CPU seconds
+	hostCPU           float64 // the acquirer host's CPU seconds, in an ISO 8583 scenario
 	order             []string
 	ops               map[string]*stats
 	sampleErrors      []string
@@ -158,17 +160,18 @@ func (r *result) rate(op string) float64 {
 	return float64(len(s.latencies)) / r.elapsed.Seconds()
 }
 
-// cpuPer1000 is the server's CPU seconds per 1000 successful operations of op; in a mixed scenario
-// the CPU is shared by all its operations, so it is given per 1000 rounds of the first.
-func (r *result) cpuPer1000(op string) float64 {
+// per1000 is cpu, CPU seconds of the scenario, per 1000 successful operations of op; in a mixed
+// scenario the CPU is shared by all its operations, so it is given per 1000 rounds of the first.
+func (r *result) per1000(cpu float64, op string) float64 {
 	if op != r.order[0] || len(r.ops[op].latencies) == 0 {
 		return 0
 	}
-	return r.cpu / float64(len(r.ops[op].latencies)) * 1000
+	return cpu / float64(len(r.ops[op].latencies)) * 1000
 }
 
-// drive runs sc from c.clients clients: warm-up first, then the measured period.
-func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config) (*result, error) {
+// drive runs sc from c.clients clients: warm-up first, then the measured period. host is the acquirer's
+// host of an ISO 8583 scenario, nil otherwise.
+func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config, host *acquirer) (*result, error) {
 	transport := &http.Transport{MaxIdleConns: c.clients * 2, MaxIdleConnsPerHost: c.clients * 2, IdleConnTimeout: time.Minute}
 	defer transport.CloseIdleConnections()
 	hc := &http.Client{Transport: transport, Timeout: 30 * time.Second}
@@ -216,7 +219,12 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config) (*r
 		})
 	}
 	time.Sleep(c.warmup)
-	cpu0, err := k.cpuSeconds()
+	// The CPU time of the server and, when the scenario has one, of the acquirer's host.
+	procs := []*os.Process{k.cmd.Process}
+	if host != nil {
+		procs = append(procs, host.cmd.Process)
+	}
+	cpu0, err := cpuTimes(procs)
 	if err != nil {
 		stop()
 		wg.Wait()
@@ -231,9 +239,27 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config) (*r
 	measuring = false
 	res.elapsed = time.Since(start)
 	mu.Unlock()
-	cpu1, err := k.cpuSeconds()
+	cpu1, err := cpuTimes(procs)
 	stop()
 	wg.Wait()
-	res.cpu = cpu1 - cpu0
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	res.cpu = cpu1[0] - cpu0[0]
+	if host != nil {
+		res.hostCPU = cpu1[1] - cpu0[1]
+	}
+	return res, nil
+}
+
+// cpuTimes are the CPU seconds of each process so far.
+func cpuTimes(procs []*os.Process) ([]float64, error) {
+	times := make([]float64, len(procs))
+	for i, p := range procs {
+		var err error
+		if times[i], err = cpuSeconds(p); err != nil {
+			return nil, err
+		}
+	}
+	return times, nil
 }

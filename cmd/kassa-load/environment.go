@@ -161,9 +161,9 @@ func (k *kassa) stop() {
 	}
 }
 
-// cpuSeconds is the server process's user and system CPU time so far.
-func (k *kassa) cpuSeconds() (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", k.cmd.Process.Pid))
+// cpuSeconds is a process's user and system CPU time so far.
+func cpuSeconds(p *os.Process) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid))
 	if err != nil {
 		return 0, err
 	}

@@ -8,7 +8,8 @@
 //	iso8583       approved sales of a merchant on an ISO 8583 account at kassa-acquirer
 //	iso8583-50ms  the same with the host answering after 50 ms, from 1,000 clients
 //
-// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations.
+// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations
+// (and in the iso8583 scenarios the acquirer host's).
 // It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
 // inserted by a plain program through the same driver, with the same durability and concurrency and
 // no HTTP — and the ratio of API sales to that ceiling.
@@ -130,7 +131,7 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	if err != nil {
 		return err
 	}
-	var saleRate float64
+	rates := map[string]float64{} // each scenario's operations per second, of its first operation
 	for _, name := range c.scenarios {
 		sc, cc, who := scenarios[name], c, m
 		if sc.iso {
@@ -142,26 +143,29 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 				cc.clients = sc.clients
 			}
 		}
-		res, err := drive(ctx, srv, who, sc, cc)
+		var host *acquirer
+		if sc.iso {
+			host = acq
+		}
+		res, err := drive(ctx, srv, who, sc, cc, host)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		res.backend, res.scenario = backend, name
 		rep.result(res)
-		if name == "sale" {
-			saleRate = res.rate("sale")
-		}
+		rates[name] = res.rate(sc.ops[0])
 		if err := env.analyze(ctx, "api"); err != nil {
 			return err
 		}
 	}
+	rep.acquirer(backend, rates)
 	srv.stop()
 	if c.ceiling {
 		rate, err := ceiling(ctx, env, c)
 		if err != nil {
 			return fmt.Errorf("ceiling: %w", err)
 		}
-		rep.ceiling(backend, rate, saleRate)
+		rep.ceiling(backend, rate, rates["sale"])
 	}
 	return nil
 }
@@ -188,20 +192,30 @@ func (r *reporter) machine(c config) {
 	}
 	fmt.Fprintf(r.w, "machine: %s, %d CPUs, %s; %d clients, %v per scenario after %v warm-up; load generator and server on this machine\n\n",
 		cpu, runtime.NumCPU(), runtime.Version(), c.clients, c.duration, c.warmup)
-	fmt.Fprintf(r.w, "%-9s %-7s %-10s %10s %9s %9s %9s %9s %7s %14s\n", "backend", "scenario", "operation", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops")
+	fmt.Fprintf(r.w, "%-9s %-12s %-17s %8s %8s %8s %8s %8s %7s %14s %15s\n", "backend", "scenario", "operation", "ops/s",
+		"p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops", "host CPU s/1000")
 }
 
 func (r *reporter) result(res *result) {
 	for _, op := range res.order {
 		s := res.ops[op]
 		p := s.percentiles()
+		host := res.per1000(res.hostCPU, op)
 		if r.json {
-			r.emit(map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
-				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.cpuPer1000(op)})
+			line := map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
+				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op)}
+			if host > 0 {
+				line["host_cpu_s_per_1000"] = host
+			}
+			r.emit(line)
 			continue
 		}
-		fmt.Fprintf(r.w, "%-9s %-7s %-10s %10.0f %9.2f %9.2f %9.2f %9.2f %7d %14.3f\n", res.backend, res.scenario, op,
-			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.cpuPer1000(op))
+		hostCol := ""
+		if host > 0 {
+			hostCol = fmt.Sprintf("%.3f", host)
+		}
+		fmt.Fprintf(r.w, "%-9s %-12s %-17s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
+			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.per1000(res.cpu, op), hostCol)
 	}
 	for _, e := range res.sampleErrors {
 		fmt.Fprintf(os.Stderr, "  %s %s: %s\n", res.backend, res.scenario, e)
@@ -219,6 +233,41 @@ func (r *reporter) ceiling(backend string, ceiling, sales float64) {
 	}
 	fmt.Fprintf(r.w, "%-9s ceiling: %.0f sales/s written by a plain program (same rows, driver, durability, concurrency); API/ceiling = %.2f\n",
 		backend, ceiling, ratio)
+}
+
+// acquirer compares the ISO 8583 scenarios with what they are measured against (issue 15): sales
+// through kassa-acquirer answering at once with the simulator's sales, and with a host answering after
+// 50 ms with the smaller of the ideal (clients ÷ latency) and the figure at once. It says nothing when
+// the scenarios compared did not run.
+func (r *reporter) acquirer(backend string, rates map[string]float64) {
+	iso, ok := rates["iso8583"]
+	if !ok {
+		return
+	}
+	sale, withSale := rates["sale"]
+	slow, withSlow := rates["iso8583-50ms"]
+	sc := scenarios["iso8583-50ms"]
+	ideal := float64(sc.clients) / sc.latency.Seconds()
+	if r.json {
+		line := map[string]any{"backend": backend, "iso8583_sales_per_s": iso}
+		if withSale && sale > 0 {
+			line["iso8583_to_sale"] = iso / sale
+		}
+		if withSlow && iso > 0 {
+			line["iso8583_50ms_to_bound"] = slow / min(ideal, iso)
+		}
+		r.emit(line)
+		return
+	}
+	fmt.Fprintf(r.w, "%-9s ISO 8583:", backend)
+	if withSale && sale > 0 {
+		fmt.Fprintf(r.w, " host answering at once %.0f sales/s = %.2f of the simulator's %.0f;", iso, iso/sale, sale)
+	}
+	if withSlow && iso > 0 {
+		fmt.Fprintf(r.w, " after %v, from %d clients, %.0f = %.2f of min(%.0f ideal, %.0f at once)", sc.latency, sc.clients, slow,
+			slow/min(ideal, iso), ideal, iso)
+	}
+	fmt.Fprintln(r.w)
 }
 
 func (r *reporter) emit(v any) {

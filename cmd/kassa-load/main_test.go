@@ -15,8 +15,9 @@ import (
 )
 
 // TestLoadGenerator runs every scenario and the ceiling briefly on both backends, as "make bench"
-// does at length, and checks that each reports throughput, latencies and CPU without errors. The
-// figures themselves are the benchmark's business, not this test's.
+// does at length, the ISO 8583 ones through kassa-acquirer, and checks that each reports throughput,
+// latencies and CPU (the host's too) without errors. The figures themselves are the benchmark's
+// business, not this test's.
 func TestLoadGenerator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers and a PostgreSQL cluster")
@@ -24,13 +25,16 @@ func TestLoadGenerator(t *testing.T) {
 	if err := pgcluster.Available(); err != nil {
 		storetest.Unavailable(t, "PostgreSQL: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "kassa")
-	if out, err := exec.Command("go", "build", "-o", bin, "../kassa").CombinedOutput(); err != nil {
-		t.Fatalf("build kassa: %v\n%s", err, out)
+	dir := t.TempDir()
+	for _, cmd := range []string{"kassa", "kassa-acquirer"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
 	}
 	var out bytes.Buffer
-	c := config{kassa: bin, backends: []string{"sqlite", "postgres"}, scenarios: []string{"sale", "token", "mixed"},
-		clients: 4, duration: 700 * time.Millisecond, warmup: 200 * time.Millisecond, ceiling: true, jsonOut: true}
+	c := config{kassa: filepath.Join(dir, "kassa"), acquirer: filepath.Join(dir, "kassa-acquirer"), backends: []string{"sqlite", "postgres"},
+		scenarios: []string{"sale", "token", "mixed", "iso8583", "iso8583-50ms"},
+		clients:   4, duration: 700 * time.Millisecond, warmup: 200 * time.Millisecond, ceiling: true, jsonOut: true}
 	if err := run(context.Background(), c, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -43,6 +47,11 @@ func TestLoadGenerator(t *testing.T) {
 		switch {
 		case r["machine"] != nil:
 			seen["machine"] = true
+		case r["iso8583_sales_per_s"] != nil:
+			if r["iso8583_to_sale"].(float64) <= 0 || r["iso8583_50ms_to_bound"].(float64) <= 0 {
+				t.Errorf("ISO 8583 line %v", r)
+			}
+			seen["iso8583 "+r["backend"].(string)] = true
 		case r["ceiling_sales_per_s"] != nil:
 			if r["ceiling_sales_per_s"].(float64) <= 0 || r["api_sales_per_s"].(float64) <= 0 || r["ratio"].(float64) <= 0 {
 				t.Errorf("ceiling line %v", r)
@@ -54,15 +63,20 @@ func TestLoadGenerator(t *testing.T) {
 				r["p99_ms"].(float64) < r["p50_ms"].(float64) || r["max_ms"].(float64) < r["p99_ms"].(float64) {
 				t.Errorf("%s: %v", op, r)
 			}
-			if first := r["operation"] == "sale" || r["operation"] == "token" || r["operation"] == "authorize"; first && r["cpu_s_per_1000"].(float64) <= 0 {
+			if first := r["operation"] != "capture" && r["operation"] != "refund" && r["operation"] != "list"; first && r["cpu_s_per_1000"].(float64) <= 0 {
 				t.Errorf("%s reports no server CPU: %v", op, r)
+			}
+			// The acquirer's host is measured in the scenarios that use it, and only there.
+			if iso, host := strings.HasPrefix(r["scenario"].(string), "iso8583"), r["host_cpu_s_per_1000"]; iso != (host != nil) || iso && host.(float64) <= 0 {
+				t.Errorf("%s: host CPU %v", op, host)
 			}
 			seen[op] = true
 		}
 	}
-	for _, want := range []string{"machine", "ceiling sqlite", "ceiling postgres", "sqlite sale", "postgres sale",
+	for _, want := range []string{"machine", "ceiling sqlite", "ceiling postgres", "iso8583 sqlite", "iso8583 postgres", "sqlite sale", "postgres sale",
 		"sqlite token", "postgres token", "sqlite authorize", "sqlite capture", "sqlite refund", "sqlite list",
-		"postgres authorize", "postgres capture", "postgres refund", "postgres list"} {
+		"postgres authorize", "postgres capture", "postgres refund", "postgres list", "sqlite sale iso8583", "sqlite sale iso8583 50ms",
+		"postgres sale iso8583", "postgres sale iso8583 50ms"} {
 		if !seen[want] {
 			t.Errorf("no result for %q in:\n%s", want, out.String())
 		}

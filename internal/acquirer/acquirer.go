@@ -106,7 +106,7 @@ func Start(cfg Config) (*Host, error) {
 
 // open opens and replays the journal and starts the listeners; Close undoes what it did.
 func (h *Host) open() (err error) {
-	if h.journal, err = openJournal(h.cfg.DataDir, h.log); err != nil {
+	if h.journal, err = openJournal(h.cfg.DataDir, h.log, h.committed); err != nil {
 		return err
 	}
 	if h.nextID, err = h.journal.replay(context.Background(), h.book); err != nil {
@@ -194,10 +194,10 @@ func (h *Host) SetDropRate(r float64) { h.dropRate.Store(math.Float64bits(r)) }
 // DropNext withholds the next n answers to 0100, 0200 and 0220, whatever the drop rate.
 func (h *Host) DropNext(n int64) { h.dropNext.Store(n) }
 
-// process decides r, applies it to the book and queues its journal entry, all under one lock so that
-// the journal's order is the order of decisions. It returns the entry and the batch that commits it;
-// no batch once the journal has failed.
-func (h *Host) process(s *session, r *request) (*Entry, *batch) {
+// process decides r, applies it to the book and queues its journal entry, to be answered by a once
+// committed, all under one lock so that the journal's order is the order of decisions. Once the
+// journal has failed, the entry is refused (96) and not journaled: its ID is 0.
+func (h *Host) process(s *session, r *request, a *reply) *Entry {
 	e := &Entry{ReceivedAt: h.cfg.Now().UTC(), MTI: r.mti, ProcessingCode: r.field(3), FunctionCode: r.field(24),
 		STAN: r.field(11), Transmission: r.field(7), RRN: r.field(37), TerminalID: r.field(41), MerchantID: r.field(42),
 		Reference: r.field(62), Amount: r.amount, Currency: r.field(49), EntryMode: r.field(22), Condition: r.field(25),
@@ -205,9 +205,10 @@ func (h *Host) process(s *session, r *request) (*Entry, *batch) {
 	if !r.pan.IsZero() {
 		e.PANFirst6, e.PANLast4 = r.pan.First6(), r.pan.Last4()
 	}
+	a.e = e
 	if err := h.journal.failure(); err != nil {
 		e.Status, e.ResponseCode, e.Note = StatusRefused, codeMalfunction, "the journal failed: "+err.Error()
-		return e, nil
+		return e
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -215,7 +216,8 @@ func (h *Host) process(s *session, r *request) (*Entry, *batch) {
 	e.Dropped = h.drop(e)
 	h.nextID++
 	e.ID = h.nextID
-	return e, h.journal.add(e, h.book.apply(e))
+	h.journal.add(e, h.book.apply(e), a)
+	return e
 }
 
 // drop decides whether e's answer is withheld: only answers to 0100, 0200 and 0220, what a request

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -610,6 +611,15 @@ func TestSettlement(t *testing.T) {
 	if !equalRows(day2, want2) {
 		t.Errorf("settlement of the second day:\n%v\nwant\n%v", day2, want2)
 	}
+	// The report is read a page at a time: the same rows whatever the page's size, a day that fills
+	// its last page included.
+	for _, size := range []int{1, 2, 3} {
+		restore := acquirer.SetSettlementPage(size)
+		if rows := f.settlement("2026-11-23"); !equalRows(rows, want1) {
+			t.Errorf("settlement read %d rows at a time:\n%v\nwant\n%v", size, rows, want1)
+		}
+		restore()
+	}
 	if rows := f.settlement("2026-11-25"); len(rows) != 1 {
 		t.Errorf("settlement of a day without approvals: %v", rows)
 	}
@@ -666,6 +676,12 @@ func TestJournal(t *testing.T) {
 	}
 	if e := f.journal(stored[62]); len(e) != 1 || e[0].EntryMode != "100" || e[0].Condition != "02" || e[0].CVV2 || e[0].AU != "" {
 		t.Errorf("journal entry of a stored-card recurring sale: %+v", e)
+	}
+	// The entries of a reference are found after a restart too: the index of references is rebuilt
+	// from the journal.
+	f.restart()
+	if again := f.journal(sale[62]); !slices.Equal(again, got) {
+		t.Errorf("journal after a restart:\n%+v\nwant\n%+v", again, got)
 	}
 
 	// Neither the PAN nor the CVV2 reaches the disk.
@@ -746,8 +762,18 @@ func TestUnreadableMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not answered, and the connection goes on: an echo on it is answered.
-	if a := roundTrip(t, conn, bufio.NewReader(conn), map[int]string{0: "0800", 7: "1123120000", 11: "000001", 24: "301"}); a != "00" {
+	r := bufio.NewReader(conn)
+	if a := roundTrip(t, conn, r, map[int]string{0: "0800", 7: "1123120000", 11: "000001", 24: "301"}); a != "00" {
 		t.Errorf("echo answered %q", a)
+	}
+	// A request read together with one that does not unpack is answered all the same: the host reads
+	// them in one go, and commits what it read before waiting for more.
+	burst := append(frame(t, map[int]string{0: "0800", 7: "1123120000", 11: "000002", 24: "301"}), 0, byte(len(garbage)))
+	if _, err := conn.Write(append(burst, garbage...)); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := readAnswer(r); err != nil || a != "00" {
+		t.Errorf("echo sent with a message that does not unpack answered %q, %v", a, err)
 	}
 	if !strings.Contains(f.log.String(), "does not unpack") {
 		t.Errorf("not logged:\n%s", f.log.String())

@@ -11,7 +11,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ func BenchmarkSales(b *testing.B) {
 	const connections, window = 8, 64
 	var claimed atomic.Int64
 	claim := func() bool { return claimed.Add(1) <= int64(b.N) }
-	cpu := cpuTime()
+	cpu := acquirer.CPUTime()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for i := range connections {
@@ -45,7 +44,7 @@ func BenchmarkSales(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sales/s")
-	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/sale")
+	b.ReportMetric(float64((acquirer.CPUTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/sale")
 }
 
 // pipeline signs terminal tid on over a connection of its own and sends sales while claim allows,
@@ -171,11 +170,4 @@ func readAnswer(r *bufio.Reader) (string, error) {
 		return "", err
 	}
 	return m.GetString(39)
-}
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

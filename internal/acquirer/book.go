@@ -3,6 +3,7 @@ package acquirer
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -113,15 +114,24 @@ type op struct {
 
 func (o *op) approved() bool { return o.code == codeApproved }
 
-// book is the host's state: every processed message by key, and the originals that a reversal named
-// before they arrived. It is a fold of the journal, rebuilt from it at start. Not safe for concurrent
-// use.
+// book is the host's state: every processed message by key, the originals that a reversal named
+// before they arrived, and the journal entries of each reference. It is a fold of the journal, rebuilt
+// from it at start. Not safe for concurrent use.
 type book struct {
 	ops   map[key]*op
 	early map[key]string // the key of an original reversed before it arrived → its MTI and field 7
+	// refs are the journal ids of the entries of each reference (field 62), in order: GET /journal's
+	// index. An index in the journal's database would cost more than the rest of the journal: Kassa's
+	// references are random, so each row would write a page of its own to it.
+	refs map[string][]int64
 }
 
-func newBook() *book { return &book{ops: map[key]*op{}, early: map[key]string{}} }
+func newBook() *book {
+	return &book{ops: map[key]*op{}, early: map[key]string{}, refs: map[string][]int64{}}
+}
+
+// entries returns the journal ids of the entries of reference ref, in order.
+func (b *book) entries(ref string) []int64 { return slices.Clone(b.refs[ref]) }
 
 // decide answers r into e (its ResponseCode, AuthCode, Status, Note, Reversed, ApprovalDay), by the
 // profile's rules and the book, without changing the book: apply does that.
@@ -280,10 +290,13 @@ func originalKey(e *Entry) (key, string) {
 	return key{e.TerminalID, o[4:10], o[10:14]}, o[:4] + o[10:20]
 }
 
-// apply records a decided entry in the book: a processed one is kept for retransmissions, and an
-// approved one acts on its original. It returns the journal id of the entry that e reverses now, or
+// apply records a decided entry in the book: it is listed under its reference, a processed one is
+// kept for retransmissions, and an approved one acts on its original. It returns the journal id of the entry that e reverses now, or
 // 0. The journal is replayed through apply at start.
 func (b *book) apply(e *Entry) (reverses int64) {
+	if e.Reference != "" {
+		b.refs[e.Reference] = append(b.refs[e.Reference], e.ID)
+	}
 	if e.Status != StatusProcessed || e.MTI == mtiNetwork {
 		return 0
 	}

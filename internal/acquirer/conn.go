@@ -1,11 +1,14 @@
 package acquirer
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,12 +70,15 @@ func appendFrame(buf []byte, m *iso8583.Message) ([]byte, error) {
 	return w.Bytes(), nil
 }
 
-// connection wraps a connection accepted by the listener, with its own session.
+// connection wraps a connection accepted by the listener, with its own session, which reads its
+// requests.
 func (h *Host) connection(conn net.Conn) (*connection.Connection, error) {
-	s := &session{}
-	return connection.NewFrom(conn, Spec, ReadLength, nil, connection.SetMessageWriter(FrameWriter{}),
-		connection.InboundMessageHandler(func(c *connection.Connection, m *iso8583.Message) { h.handle(s, c, m) }),
+	s := &session{host: h, ready: make(chan struct{})}
+	defer close(s.ready)
+	c, err := connection.NewFrom(conn, Spec, ReadLength, nil, connection.SetMessageReader(s),
 		connection.ErrorHandler(func(err error) { h.connectionError(conn, err) }))
+	s.conn = c
+	return c, err
 }
 
 // connectionError logs what the connection could not handle: a message that does not unpack (it
@@ -88,9 +94,67 @@ func (h *Host) connectionError(conn net.Conn, err error) {
 	h.log.Info("iso 8583 connection", "peer", peer, "err", err)
 }
 
-// handle answers one request. It runs on its own goroutine, so that many requests of a connection
-// are in flight at once; their answers go out as each is ready, matched by STAN.
-func (h *Host) handle(s *session, c *connection.Connection, m *iso8583.Message) {
+// session is the state of one connection: whether it has signed on (guarded by Host.mu), and its
+// outbox.
+type session struct {
+	host  *Host
+	conn  *connection.Connection
+	ready chan struct{} // closed once conn is set
+	// signedOn: the connection has signed on, and not off since (guarded by Host.mu).
+	signedOn bool
+	out      outbox
+}
+
+// ReadMessage reads a request from the connection and hands it to the host (connection.MessageReader):
+// it is decided and journaled at once, in the connection's reader, and answered once its journal
+// entry has committed. Many requests of a connection are in flight at once, without a goroutine each;
+// their answers go out as each batch commits, matched by STAN. The connection is given nothing
+// (nil), except for a message that does not unpack: its error, which the connection reports before
+// reading on.
+func (s *session) ReadMessage(r io.Reader) (*iso8583.Message, error) {
+	<-s.ready
+	// The requests read together (a sender writes those it has at once) are journaled together: the
+	// journal commits once the reader has no whole message left in hand, whatever became of this one.
+	defer func() {
+		if !another(r) {
+			s.host.journal.flush()
+		}
+	}()
+	n, err := ReadLength(r)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]byte, n)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return nil, err
+	}
+	m := iso8583.NewMessage(Spec)
+	if err := m.Unpack(raw); err != nil {
+		return nil, err
+	}
+	s.host.receive(s, m)
+	return nil, nil
+}
+
+// another reports whether r, the connection's buffered reader, holds a whole message already: the next
+// read will not wait for the sender.
+func another(r io.Reader) bool {
+	br, ok := r.(*bufio.Reader)
+	if !ok || br.Buffered() < 2 {
+		return false
+	}
+	hdr, _ := br.Peek(2) // buffered: Peek does not read
+	return br.Buffered() >= 2+int(binary.BigEndian.Uint16(hdr))
+}
+
+// receive decides the request m, journals it, and has it answered once journaled.
+func (h *Host) receive(s *session, m *iso8583.Message) {
+	received := time.Now()
+	mti, _ := m.GetMTI()
+	if !isRequest(mti) {
+		h.log.Info("not a request, ignored", "mti", mti)
+		return
+	}
 	h.closeMu.Lock()
 	if h.closed {
 		h.closeMu.Unlock()
@@ -98,42 +162,62 @@ func (h *Host) handle(s *session, c *connection.Connection, m *iso8583.Message) 
 	}
 	h.inflight.Add(1)
 	h.closeMu.Unlock()
-	defer h.inflight.Done()
-
-	start := time.Now()
-	mti, _ := m.GetMTI()
-	if !isRequest(mti) {
-		h.log.Info("not a request, ignored", "mti", mti)
-		return
-	}
-	r := parse(m)
-	e, b := h.process(s, r)
-	if b != nil {
-		<-b.done
-		if b.err != nil {
-			return // not durable, so not answered
-		}
-	}
-	if wait := time.Duration(h.latency.Load()) - time.Since(start); wait > 0 {
-		time.Sleep(wait)
-	}
-	if e.Dropped {
-		return
-	}
-	err := answer(m, e)
-	if err == nil {
-		err = s.out.send(c, m)
-	}
-	if err != nil {
-		h.log.Info("answer not sent", "entry", e.ID, "err", err)
+	a := &reply{s: s, m: m, received: received}
+	if e := h.process(s, parse(m), a); e.ID == 0 {
+		h.answer([]*reply{a}) // the journal failed: refused, not journaled
 	}
 }
 
-// session is the state of one connection: whether it has signed on (guarded by Host.mu), and its
-// outbox.
-type session struct {
-	signedOn bool
-	out      outbox
+// reply is a request to answer once its journal entry has committed.
+type reply struct {
+	s        *session
+	m        *iso8583.Message // the request, made into its answer
+	e        *Entry
+	received time.Time
+}
+
+// committed answers the requests of a batch of the journal, once it has committed (err nil). A batch
+// that did not commit is not answered: what it decided is not durable.
+func (h *Host) committed(as []*reply, err error) {
+	if err != nil {
+		for range as {
+			h.inflight.Done()
+		}
+		return
+	}
+	go h.answer(as)
+}
+
+// answer sends the answers to as, each once the host's latency has passed since it was received, those
+// of a connection due together in one write.
+func (h *Host) answer(as []*reply) {
+	latency := time.Duration(h.latency.Load())
+	var due []*reply
+	for _, a := range as {
+		if wait := latency - time.Since(a.received); wait > 0 {
+			time.AfterFunc(wait, func() { h.answer([]*reply{a}) })
+			continue
+		}
+		due = append(due, a)
+	}
+	var sessions []*session
+	for _, a := range due {
+		if !a.e.Dropped {
+			if err := a.s.out.add(a.m, a.e); err != nil {
+				h.log.Info("answer not sent", "entry", a.e.ID, "err", err)
+			} else if !slices.Contains(sessions, a.s) {
+				sessions = append(sessions, a.s)
+			}
+		}
+	}
+	for _, s := range sessions {
+		if err := s.out.flush(s.conn); err != nil {
+			h.log.Info("answers not sent", "err", err)
+		}
+	}
+	for range due {
+		h.inflight.Done()
+	}
 }
 
 // outbox sends a connection's answers. The answers that become ready while a write is under way go
@@ -146,15 +230,27 @@ type outbox struct {
 	writing bool
 }
 
-// send frames m and sends it, with whatever else is pending, or leaves it to the write under way.
-func (o *outbox) send(c *connection.Connection, m *iso8583.Message) error {
+// add turns the request m into its answer, carrying e's, and queues it.
+func (o *outbox) add(m *iso8583.Message, e *Entry) error {
+	if err := answer(m, e); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var err error
-	if o.pending, err = appendFrame(o.pending, m); err != nil || o.writing {
-		return err
+	o.pending, err = appendFrame(o.pending, m)
+	return err
+}
+
+// flush writes what is queued, unless a write is under way: that one goes on until nothing is queued.
+func (o *outbox) flush(c *connection.Connection) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.writing {
+		return nil
 	}
 	o.writing = true
+	var err error
 	for len(o.pending) > 0 {
 		buf := o.pending
 		o.pending = o.spare[:0]

@@ -33,6 +33,9 @@ func (h *Host) healthz(w http.ResponseWriter, _ *http.Request) {
 // auth_code,reversed".
 var settlementHeader = []string{"date", "mti", "processing_code", "stan", "rrn", "reference", "amount", "currency", "auth_code", "reversed"}
 
+// settlementPage is how many rows of a settlement report are read at a time.
+var settlementPage = 1000
+
 // settlement serves GET /settlement/YYYY-MM-DD.csv: "every 0100, 0200 and 0220 it approved that day
 // (UTC)", as CSV (RFC 4180: CRLF line ends, a header line), reversed true for those a 0400 undid since.
 func (h *Host) settlement(w http.ResponseWriter, r *http.Request) {
@@ -49,11 +52,25 @@ func (h *Host) settlement(w http.ResponseWriter, r *http.Request) {
 	out := csv.NewWriter(w)
 	out.UseCRLF = true
 	out.Write(settlementHeader)
-	err := h.journal.entries(r.Context(), h.journal.reader, func(e *Entry) error {
-		return out.Write([]string{e.ApprovalDay, e.MTI, e.ProcessingCode, e.STAN, e.RRN, e.Reference,
-			strconv.FormatInt(e.Amount, 10), e.Currency, e.AuthCode, strconv.FormatBool(e.Reversed)})
-	}, `WHERE approval_day = $1 ORDER BY id`, day)
+	// Read a page at a time, and written between reads: the journal's connection is the commit loop's
+	// too, and a client reading slowly must not hold it.
+	var err error
+	for after, page := int64(0), []*Entry{}; err == nil; page = page[:0] {
+		err = h.journal.entries(r.Context(), func(e *Entry) error { page = append(page, e); return nil },
+			`WHERE approval_day = ? AND id > ? ORDER BY id LIMIT ?`, day, after, settlementPage)
+		for _, e := range page {
+			out.Write([]string{e.ApprovalDay, e.MTI, e.ProcessingCode, e.STAN, e.RRN, e.Reference,
+				strconv.FormatInt(e.Amount, 10), e.Currency, e.AuthCode, strconv.FormatBool(e.Reversed)})
+			after = e.ID
+		}
+		if len(page) < settlementPage {
+			break
+		}
+	}
 	out.Flush()
+	if err == nil {
+		err = out.Error()
+	}
 	if err != nil {
 		// The status is sent: a truncated report must not pass for a whole one.
 		h.log.Error("settlement report", "day", day, "err", err)
@@ -61,21 +78,25 @@ func (h *Host) settlement(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// entries serves GET /journal?reference=R: the journal entries whose field 62 is R, in order.
+// entries serves GET /journal?reference=R: the journal entries whose field 62 is R, in order, found by
+// the book's index of references.
 func (h *Host) entries(w http.ResponseWriter, r *http.Request) {
 	ref := r.URL.Query().Get("reference")
 	if ref == "" {
 		problem(w, http.StatusBadRequest, "reference is required")
 		return
 	}
+	h.mu.Lock()
+	ids, _ := json.Marshal(h.book.entries(ref)) // a list of integers always marshals
+	h.mu.Unlock()
 	list := []*Entry{}
-	err := h.journal.entries(r.Context(), h.journal.reader, func(e *Entry) error { list = append(list, e); return nil },
-		`WHERE reference = $1 ORDER BY id`, ref)
+	err := h.journal.entries(r.Context(), func(e *Entry) error { list = append(list, e); return nil },
+		`WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`, string(ids))
 	if err != nil {
 		problem(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	reply(w, list)
+	writeJSON(w, list)
 }
 
 // control serves POST /control: {"drop_next": N, "latency": "50ms", "drop_rate": 0.1}, any of them.
@@ -117,11 +138,11 @@ func (h *Host) control(w http.ResponseWriter, r *http.Request) {
 	if c.DropRate != nil {
 		h.SetDropRate(*c.DropRate)
 	}
-	reply(w, map[string]any{"drop_next": h.dropNext.Load(), "latency": time.Duration(h.latency.Load()).String(),
+	writeJSON(w, map[string]any{"drop_next": h.dropNext.Load(), "latency": time.Duration(h.latency.Load()).String(),
 		"drop_rate": math.Float64frombits(h.dropRate.Load())})
 }
 
-func reply(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }

@@ -3,10 +3,10 @@ package acquirer
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +14,9 @@ import (
 	_ "modernc.org/sqlite" // the journal's database
 )
 
-// schema is the journal's own: one row per request and its answer.
+// schema is the journal's own: one row per request and its answer. Its only index is by approval day,
+// which grows at its end; entries are found by reference from the book (book.refs), and journals
+// made before that lose the index they had.
 const schema = `
 CREATE TABLE IF NOT EXISTS journal (
 	id INTEGER PRIMARY KEY,
@@ -45,7 +47,7 @@ CREATE TABLE IF NOT EXISTS journal (
 	dropped INTEGER NOT NULL,
 	note TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS journal_reference ON journal (reference);
+DROP INDEX IF EXISTS journal_reference;
 CREATE INDEX IF NOT EXISTS journal_approval_day ON journal (approval_day) WHERE approval_day <> '';
 `
 
@@ -54,14 +56,15 @@ const columns = `id, received_at, mti, processing_code, function_code, stan, tra
 	original, response_code, auth_code, reversed, approval_day, status, dropped, note`
 
 // journal keeps every request and answer in SQLite. Writes are group-committed: everything queued
-// while a transaction commits goes into the next one, and each writer learns when the transaction
-// holding its row is durable.
+// until the commit loop is woken, and while a transaction commits, goes into the next transaction, and
+// the requests of a transaction are answered once it is durable.
 type journal struct {
-	writer *sql.DB // one connection, owned by the commit loop
-	reader *sql.DB
+	db     *sql.DB // one connection: the commit loop's, and between commits the readers'
 	insert *sql.Stmt
 	mark   *sql.Stmt
 	log    *slog.Logger
+	// committed answers the requests of a transaction once it has committed (err nil) or failed.
+	committed func(rs []*reply, err error)
 	// failed is the first commit that failed: the host processes nothing from then on, since what it
 	// decides could no longer be kept.
 	failed atomic.Pointer[error]
@@ -69,75 +72,71 @@ type journal struct {
 	mu      sync.Mutex
 	queue   []write
 	spare   []write
-	pending *batch // the batch that writes queued now will commit in
 	wake    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-// write is one row to insert, and the id of an earlier row it marks reversed (0: none).
+// write is one row to insert, the id of an earlier row it marks reversed (0: none), and the request
+// to answer once it has committed.
 type write struct {
 	e        *Entry
 	reverses int64
+	then     *reply
 }
 
-// batch is a transaction of the commit loop: done is closed once it has committed (err nil) or failed.
-type batch struct {
-	done chan struct{}
-	err  error
-}
-
-func openJournal(dir string, log *slog.Logger) (*journal, error) {
+func openJournal(dir string, log *slog.Logger, committed func(rs []*reply, err error)) (*journal, error) {
 	path := filepath.Join(dir, "journal.db")
 	// WAL with synchronous NORMAL: a commit is in the operating system's hands when it returns, so an
 	// answer sent after it is never forgotten by a restart of the host, killed or not (what the tests
 	// and an operator trying the connector do). Only a power loss could lose the last commits, which is
 	// a real acquirer's concern, not an emulator's: an fsync per batch would cost the disk that Kassa,
 	// on the same machine, needs for its own durable commits, and distort what the benchmark measures.
-	common := "_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&"+common)
+	//
+	// Locking mode EXCLUSIVE, set before WAL: the host is the journal's only user (the data directory's
+	// lock says so), so it takes the database's locks once instead of the shared-memory locks of every
+	// transaction. Under load a batch holds one or two entries (they come one by one, and each commit is
+	// short), so those locks were most of a commit's cost. No other connection can read the database
+	// while the host runs: the HTTP endpoints read through the journal's one connection, between
+	// commits.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=locking_mode(EXCLUSIVE)&_pragma=journal_mode(WAL)&_txlock=immediate"+
+		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)")
 	if err != nil {
 		return nil, err
 	}
-	writer.SetMaxOpenConns(1)
-	j := &journal{writer: writer, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
-	if _, err := writer.Exec(schema); err != nil {
-		writer.Close()
+	db.SetMaxOpenConns(1)
+	j := &journal{db: db, log: log, committed: committed, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		stopped: make(chan struct{})}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("journal schema: %w", err)
 	}
-	if j.reader, err = sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)&"+common); err != nil {
-		writer.Close()
-		return nil, err
-	}
-	j.insert, err = writer.Prepare(`INSERT INTO journal (` + columns + `) VALUES
-		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`)
+	j.insert, err = db.Prepare(`INSERT INTO journal (` + columns + `) VALUES (` + strings.Repeat("?, ", strings.Count(columns, ",")) + `?)`)
 	if err == nil {
-		j.mark, err = writer.Prepare(`UPDATE journal SET reversed = 1 WHERE id = $1`)
+		j.mark, err = db.Prepare(`UPDATE journal SET reversed = 1 WHERE id = ?`)
 	}
 	if err != nil {
-		j.reader.Close()
-		writer.Close()
+		db.Close()
 		return nil, err
 	}
 	go j.loop()
 	return j, nil
 }
 
-// add queues e (and the mark of the row it reverses) and returns the batch that will commit it.
-// Writes commit in the order they were added.
-func (j *journal) add(e *Entry, reverses int64) *batch {
+// add queues e (and the mark of the row it reverses), to be committed once the loop is woken (flush)
+// and a answered then. Writes commit in the order they were added.
+func (j *journal) add(e *Entry, reverses int64, a *reply) {
 	j.mu.Lock()
-	j.queue = append(j.queue, write{e, reverses})
-	if j.pending == nil {
-		j.pending = &batch{done: make(chan struct{})}
-	}
-	b := j.pending
+	j.queue = append(j.queue, write{e, reverses, a})
 	j.mu.Unlock()
+}
+
+// flush wakes the commit loop, which commits everything queued.
+func (j *journal) flush() {
 	select {
 	case j.wake <- struct{}{}:
 	default:
 	}
-	return b
 }
 
 func (j *journal) loop() {
@@ -155,16 +154,23 @@ func (j *journal) loop() {
 
 func (j *journal) commitQueued() {
 	j.mu.Lock()
-	q, b := j.queue, j.pending
-	j.queue, j.spare, j.pending = j.spare[:0], nil, nil
+	q := j.queue
+	j.queue, j.spare = j.spare[:0], nil
 	j.mu.Unlock()
-	if b == nil {
+	if len(q) == 0 {
 		return
 	}
-	if b.err = j.commit(q); b.err != nil && j.failed.CompareAndSwap(nil, &b.err) {
-		j.log.Error("journal failed: the host refuses every request from now on", "err", b.err)
+	err := j.commit(q)
+	if err != nil && j.failed.CompareAndSwap(nil, &err) {
+		j.log.Error("journal failed: the host refuses every request from now on", "err", err)
 	}
-	close(b.done)
+	rs := make([]*reply, 0, len(q))
+	for _, w := range q {
+		if w.then != nil {
+			rs = append(rs, w.then)
+		}
+	}
+	j.committed(rs, err)
 	clear(q) // let the entries go
 	j.mu.Lock()
 	j.spare = q
@@ -172,7 +178,7 @@ func (j *journal) commitQueued() {
 }
 
 func (j *journal) commit(q []write) error {
-	tx, err := j.writer.Begin()
+	tx, err := j.db.Begin()
 	if err != nil {
 		return err
 	}
@@ -208,12 +214,13 @@ func (j *journal) failure() error {
 func (j *journal) close() error {
 	close(j.stop)
 	<-j.stopped
-	return errors.Join(j.reader.Close(), j.writer.Close())
+	return j.db.Close()
 }
 
 // entries calls fn for each row that the query after "SELECT columns FROM journal" selects, in order.
-func (j *journal) entries(ctx context.Context, db *sql.DB, fn func(*Entry) error, where string, args ...any) error {
-	rows, err := db.QueryContext(ctx, `SELECT `+columns+` FROM journal `+where, args...)
+// The journal's connection is held until the last call: fn should not wait.
+func (j *journal) entries(ctx context.Context, fn func(*Entry) error, where string, args ...any) error {
+	rows, err := j.db.QueryContext(ctx, `SELECT `+columns+` FROM journal `+where, args...)
 	if err != nil {
 		return err
 	}
@@ -237,7 +244,7 @@ func (j *journal) entries(ctx context.Context, db *sql.DB, fn func(*Entry) error
 
 // replay rebuilds b from the whole journal and returns the last id.
 func (j *journal) replay(ctx context.Context, b *book) (last int64, err error) {
-	err = j.entries(ctx, j.writer, func(e *Entry) error {
+	err = j.entries(ctx, func(e *Entry) error {
 		b.apply(e)
 		last = e.ID
 		return nil

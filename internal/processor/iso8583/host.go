@@ -17,7 +17,6 @@ import (
 	moov "github.com/moov-io/iso8583"
 	connection "github.com/moov-io/iso8583-connection"
 	"github.com/moov-io/iso8583/encoding"
-	moovErrors "github.com/moov-io/iso8583/errors"
 	"github.com/moov-io/iso8583/field"
 	"github.com/moov-io/iso8583/network"
 	"github.com/moov-io/iso8583/prefix"
@@ -76,7 +75,7 @@ func (h *host) run() {
 				if err := h.network(l, "002"); err != nil {
 					h.log.Warn("iso8583: sign-off", "err", err)
 				}
-				l.Close() // waits for the requests in flight
+				l.close() // waits for the requests in flight
 				return
 			}
 		}
@@ -104,15 +103,28 @@ func (h *host) backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// link is a connection to the host, and what tells that it failed.
+// link is a connection to the host, what tells that it failed, and the requests exchanged on it.
+//
+// The library's connection dials, reads, writes and fails the connection, and sends an echo test when
+// it has written nothing for a while; the link matches answers to requests itself. Requests are
+// packed by their callers and written together by the link's writer: the messages queued while a write
+// is under way go out in the next one, one write for many (the answers the host releases together come
+// back the same way, read through the connection's buffered reader). An answer is handed by the
+// connection's reader to the caller waiting for it, with no goroutine in between.
 type link struct {
 	*connection.Connection
 	failed chan struct{} // closed when the connection fails or closes
 	once   sync.Once
-	// inflight are the requests exchanged on the connection, by request ID (see requestID), until
-	// it is done with them: the writer marks each written, or leaves out one whose caller gave up
-	// first.
-	inflight sync.Map // string → *pending
+	wake   chan struct{} // the writer has requests to write
+
+	mu sync.Mutex
+	// inflight are the requests awaiting an answer, by request ID (see requestID), from when they are
+	// queued until they are answered or their caller gives up.
+	inflight map[string]*pending
+	queue    []*pending // to write, in order
+	spare    []*pending
+	closing  bool           // no request is taken any more
+	requests sync.WaitGroup // the exchanges under way, which close waits for
 }
 
 func (l *link) fail() { l.once.Do(func() { close(l.failed) }) }
@@ -130,21 +142,16 @@ func (l *link) down() bool {
 // connect dials the host and signs on (0800, function code 001): "sign-on after every connect", before
 // any financial message, which cannot be sent before the connection is published.
 func (h *host) connect() (*link, error) {
-	l := &link{failed: make(chan struct{})}
+	l := &link{failed: make(chan struct{}), wake: make(chan struct{}, 1), inflight: map[string]*pending{}}
 	c, err := connection.New(h.addr, Spec, readLength, writeLength,
 		connection.ConnectTimeout(h.cfg.NetworkTimeout),
 		// "Echo after 30 s idle": the connection calls echo when it has written nothing for IdleTime.
 		connection.IdleTime(h.cfg.EchoInterval),
 		connection.PingHandler(func(*connection.Connection) { h.echo(l) }),
+		// Answers go from the reader to their callers (ReadMessage); the connection hands on the rest.
+		connection.SetMessageReader(l),
 		connection.InboundMessageHandler(h.unmatched),
 		connection.ErrorHandler(h.connectionError),
-		connection.SetMessageWriter(l),
-		// The library matches answers by field 11 alone; accounts of several terminals share this
-		// connection and STANs are unique per terminal only, so answers are matched by MTI class,
-		// field 41 and field 11.
-		connection.SetRequestIDGenerator(requestIDs{}),
-		// The library closes a failed connection only once every request in flight has been told,
-		// and a request it took as the connection failed waits for its timeout; failed does not wait.
 		connection.WithConnectionFailedHandler(func(*connection.Connection, error) { l.fail() }),
 		connection.WithConnectionClosedHandler(func(*connection.Connection) { l.fail() }),
 		func(o *connection.Options) error { o.TLSConfig = h.tls; return nil },
@@ -156,8 +163,9 @@ func (h *host) connect() (*link, error) {
 	if err := c.Connect(); err != nil {
 		return nil, err
 	}
+	go l.writer()
 	if err := h.network(l, "001"); err != nil {
-		c.Close()
+		l.close()
 		return nil, fmt.Errorf("sign-on: %w", err)
 	}
 	return l, nil
@@ -172,8 +180,9 @@ func (h *host) publish(l *link) {
 	h.changed = make(chan struct{})
 }
 
-// online waits for a signed-on connection until ctx is done.
-func (h *host) online(ctx context.Context) (*link, error) {
+// online waits for a signed-on connection until deadline, while ctx lasts.
+func (h *host) online(ctx context.Context, deadline time.Time) (*link, error) {
+	var timeout <-chan time.Time
 	for {
 		h.mu.Lock()
 		l, changed := h.conn, h.changed
@@ -181,10 +190,17 @@ func (h *host) online(ctx context.Context) (*link, error) {
 		if l != nil && !l.down() { // one that failed is about to be replaced
 			return l, nil
 		}
+		if timeout == nil {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			timeout = t.C
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("iso8583: not connected to the acquirer host %s: %w", h.addr, ctx.Err())
+		case <-timeout:
+			return nil, fmt.Errorf("iso8583: not connected to the acquirer host %s: %w", h.addr, context.DeadlineExceeded)
 		}
 	}
 }
@@ -237,49 +253,21 @@ func (h *host) unmatched(_ *connection.Connection, m *moov.Message) {
 	h.log.Warn(what, "mti", mti, "stan", stan, "terminal_id", terminal, "response_code", code)
 }
 
-func (h *host) connectionError(err error) {
-	if errors.Is(err, errAbandoned) {
-		return // a request whose caller gave up before it was written (see send)
-	}
-	h.log.Warn("iso8583: connection", "err", err)
-}
+func (h *host) connectionError(err error) { h.log.Warn("iso8583: connection", "err", err) }
 
 // States of a request in send.
 const (
-	queued    int32 = iota // handed to the connection, not written yet
+	queued    int32 = iota // handed to the link, not written yet
 	written                // written to the host (maybe partly): it may have been received
 	abandoned              // its caller gave up before it was written: it never will be
 )
 
 // pending is a request in send.
 type pending struct {
-	state     atomic.Int32
-	delivered atomic.Bool // its answer (or error) went to its caller, or its caller stopped waiting
-}
-
-// errAbandoned keeps a request whose caller gave up from being written. The connection treats it as a
-// packing error: it tells the request and goes on with the next.
-var errAbandoned = errors.New("iso8583: request given up before it was written")
-
-// WriteMessage writes a message with its length header in one write, after marking it written; one
-// whose caller already gave up is not written (connection.MessageWriter).
-func (l *link) WriteMessage(w io.Writer, msg *moov.Message) error {
-	packed, err := msg.Pack()
-	if err != nil {
-		return err
-	}
-	if id, err := requestID(msg); err == nil {
-		if p, ok := l.inflight.Load(id); ok && !p.(*pending).state.CompareAndSwap(queued, written) {
-			return &moovErrors.PackError{Err: errAbandoned}
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := writeLength(&buf, len(packed)); err != nil {
-		return &moovErrors.PackError{Err: err}
-	}
-	buf.Write(packed)
-	_, err = w.Write(buf.Bytes())
-	return err
+	id     string
+	frame  []byte // the packed message behind its length header
+	state  atomic.Int32
+	answer chan *moov.Message // the host's answer, from the reader; buffered
 }
 
 // noAnswer is send's error for a request that may have reached the host but got no usable answer:
@@ -294,23 +282,21 @@ func (e *noAnswer) Unwrap() error { return e.err }
 // timeout, ctx ended, the connection failed, an answer of the wrong type or without field 39);
 // any other error means that the request was not written and never will be: not connected within the
 // timeout, ctx ended first, or the same request still in flight (a retransmission must wait for the
-// connection to be done with the previous sending, whose answer would otherwise be taken for its own).
+// previous sending's caller to be done with it, or one answer would go to two callers).
 // A request that a connection failed before taking goes on the next connection, within the timeout.
 func (h *host) send(ctx context.Context, msg *moov.Message, timeout time.Duration) (*moov.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
-	connected, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	for {
-		l, err := h.online(connected)
+		l, err := h.online(ctx, deadline)
 		if err != nil {
 			return nil, err
 		}
 		m, err := h.exchange(ctx, l, msg, deadline)
 		var na *noAnswer
-		if err != nil && !errors.As(err, &na) && l.down() && connected.Err() == nil {
+		if err != nil && !errors.As(err, &na) && l.down() && ctx.Err() == nil && time.Now().Before(deadline) {
 			continue // the connection failed before it took the request: the next one will
 		}
 		return m, err
@@ -324,64 +310,172 @@ func (h *host) exchange(ctx context.Context, l *link, msg *moov.Message, deadlin
 	if err != nil {
 		return nil, err
 	}
-	p := &pending{}
-	if _, dup := l.inflight.LoadOrStore(id, p); dup {
-		return nil, fmt.Errorf("iso8583: request %s is still in flight", id)
+	frame, err := pack(msg)
+	if err != nil {
+		return nil, fmt.Errorf("iso8583: request not sent: %w", err)
 	}
-	answers := make(chan answer, 1)
-	go func() {
-		// The connection ends the wait at the deadline. The entry stays until it is done with the
-		// request, so that the writer still finds it abandoned after its caller has gone.
-		m, err := l.Send(msg, connection.SendTimeout(time.Until(deadline)))
-		l.inflight.Delete(id)
-		if p.delivered.CompareAndSwap(false, true) {
-			answers <- answer{m, err}
-		} else if m != nil {
-			h.unmatched(l.Connection, m)
-		}
-	}()
-	// The connection's own timer starts once it has taken the request; this one bounds a request it
-	// never takes.
-	stuck := time.NewTimer(time.Until(deadline) + time.Second)
-	defer stuck.Stop()
-	var a answer
+	p := &pending{id: id, frame: frame, answer: make(chan *moov.Message, 1)}
+	if err := l.enqueue(p); err != nil {
+		return nil, err
+	}
+	defer l.requests.Done()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var a *moov.Message
+	var why error
 	select {
-	case a = <-answers:
+	case a = <-p.answer:
 	case <-ctx.Done():
-		a = giveUp(p, answers, ctx.Err())
+		why = ctx.Err()
 	case <-l.failed:
-		a = giveUp(p, answers, connection.ErrConnectionClosed)
-	case <-stuck.C:
-		a = giveUp(p, answers, connection.ErrSendTimeout)
+		why = connection.ErrConnectionClosed
+	case <-timer.C:
+		why = connection.ErrSendTimeout
 	}
-	if a.err != nil {
-		// A request not written yet never will be; one written may have been received.
-		if p.state.CompareAndSwap(queued, abandoned) {
-			return nil, fmt.Errorf("iso8583: request not sent: %w", a.err)
+	if why != nil {
+		// Given up: the reader no longer finds p, and an answer it handed over meanwhile is taken.
+		l.forget(p)
+		select {
+		case a = <-p.answer:
+		default:
+			// A request not written yet never will be; one written may have been received.
+			if p.state.CompareAndSwap(queued, abandoned) {
+				return nil, fmt.Errorf("iso8583: request not sent: %w", why)
+			}
+			return nil, &noAnswer{why}
 		}
-		return nil, &noAnswer{a.err}
 	}
 	mti, _ := msg.GetMTI()
-	got, _ := a.m.GetMTI()
-	if code, _ := a.m.GetString(39); got != answerMTI(mti) || code == "" {
+	got, _ := a.GetMTI()
+	if code, _ := a.GetString(39); got != answerMTI(mti) || code == "" {
 		return nil, &noAnswer{fmt.Errorf("unusable answer %s to %s (response code %q)", got, mti, code)}
 	}
-	return a.m, nil
+	return a, nil
 }
 
-// answer is what the connection made of a request: the host's answer, or why there is none.
-type answer struct {
-	m   *moov.Message
-	err error
-}
-
-// giveUp stops waiting for p's answer for reason err, unless the answer is being delivered: then it
-// waits for it.
-func giveUp(p *pending, answers <-chan answer, err error) answer {
-	if p.delivered.CompareAndSwap(false, true) {
-		return answer{err: err}
+// enqueue takes p for writing and answering; its caller calls l.requests.Done once done with it. It
+// refuses p, unsent, when the link is closing or a request of the same ID awaits its answer.
+func (l *link) enqueue(p *pending) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return fmt.Errorf("iso8583: request not sent: %w", connection.ErrConnectionClosed)
 	}
-	return <-answers
+	if _, dup := l.inflight[p.id]; dup {
+		return fmt.Errorf("iso8583: request %s is still in flight", p.id)
+	}
+	l.inflight[p.id] = p
+	l.queue = append(l.queue, p)
+	l.requests.Add(1)
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// forget stops awaiting p's answer.
+func (l *link) forget(p *pending) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[p.id] == p {
+		delete(l.inflight, p.id)
+	}
+}
+
+// writer writes the queued requests until the connection fails: all those queued at once in one
+// write, each marked written just before, leaving out those whose callers gave up first.
+func (l *link) writer() {
+	var buf []byte
+	for {
+		select {
+		case <-l.wake:
+		case <-l.failed:
+			return
+		}
+		l.mu.Lock()
+		q := l.queue
+		l.queue, l.spare = l.spare[:0], nil
+		l.mu.Unlock()
+		buf = buf[:0]
+		for _, p := range q {
+			if p.state.CompareAndSwap(queued, written) {
+				buf = append(buf, p.frame...)
+			}
+		}
+		clear(q)
+		l.mu.Lock()
+		l.spare = q
+		l.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		// A write that fails fails the connection, and its requests' callers learn it from failed.
+		if _, err := l.Write(buf); err != nil {
+			return
+		}
+	}
+}
+
+// ReadMessage reads a message from the host (connection.MessageReader): an answer is handed to the
+// caller awaiting it, and the connection is given only the others (nil for an answer handed over), to
+// pass to unmatched.
+func (l *link) ReadMessage(r io.Reader) (*moov.Message, error) {
+	n, err := readLength(r)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]byte, n)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return nil, err
+	}
+	m := moov.NewMessage(Spec)
+	if err := m.Unpack(raw); err != nil {
+		return nil, err
+	}
+	mti, _ := m.GetMTI()
+	if len(mti) != 4 || (mti[2]-'0')%2 == 0 {
+		return m, nil // not an answer
+	}
+	id, err := requestID(m)
+	if err != nil {
+		return m, nil
+	}
+	l.mu.Lock()
+	p := l.inflight[id]
+	if p != nil {
+		delete(l.inflight, id)
+	}
+	l.mu.Unlock()
+	if p == nil {
+		return m, nil
+	}
+	p.answer <- m // the one answer p gets: it is no longer in inflight
+	return nil, nil
+}
+
+// close stops taking requests, waits for those under way, and closes the connection.
+func (l *link) close() {
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+	l.requests.Wait()
+	l.Close()
+}
+
+// pack packs msg behind its length header.
+func pack(msg *moov.Message) ([]byte, error) {
+	packed, err := msg.Pack()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(2 + len(packed))
+	if _, err := writeLength(&buf, len(packed)); err != nil {
+		return nil, err
+	}
+	buf.Write(packed)
+	return buf.Bytes(), nil
 }
 
 // answerMTI is the MTI of the answer to a request: "the host answers each request with the MTI plus
@@ -392,11 +486,6 @@ func answerMTI(mti string) string {
 	}
 	return mti[:2] + string(mti[2]+1) + mti[3:]
 }
-
-// requestIDs matches answers to requests (connection.RequestIDGenerator).
-type requestIDs struct{}
-
-func (requestIDs) GenerateRequestID(m *moov.Message) (string, error) { return requestID(m) }
 
 // requestID identifies a request and its answer: the class of its MTI (the request's, 0100 for 0100
 // and 0110), field 41 (absent from network management messages) and field 11, which the host echoes.
