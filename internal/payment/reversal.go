@@ -44,10 +44,12 @@ func (l *Ledger) noAnswer(ctx context.Context, t Transaction, acct processor.Acc
 
 // recordReversal marks the attempt t as unanswered and records its reversal, in one transaction. An
 // attempt already settled (by recovery, elsewhere) keeps its outcome and gets no reversal; a reversal
-// already recorded for it stays as it is.
+// already recorded for it stays as it is. The reversal is recorded claimed by this node, which sends it
+// next: the sweep of any node takes it only if that sending ends without a word.
 func (l *Ledger) recordReversal(ctx context.Context, t Transaction, u *processor.Unanswered) error {
 	ctx = context.WithoutCancel(ctx)
-	now := l.now().UnixMilli()
+	at := l.now()
+	now, claimed := at.UnixMilli(), at.Add(promptReversal+l.timeout).UnixMilli()
 	return l.db.Write(ctx, func(tx *store.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE transactions SET message = $2, updated_at = $3 WHERE id = $1 AND status = 'PENDING'`,
 			t.ID, "No answer from the processor; reversal pending", now)
@@ -58,8 +60,8 @@ func (l *Ledger) recordReversal(ctx context.Context, t Transaction, u *processor
 			return nil
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO reversals (transaction_id, processor_account, reversal, completes, next_attempt, created_at)
-			VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (transaction_id) DO NOTHING`, t.TransactionID, nullable(t.ProcessorAccount),
-			u.Reversal, u.Completes, now)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (transaction_id) DO NOTHING`, t.TransactionID, nullable(t.ProcessorAccount),
+			u.Reversal, u.Completes, claimed, now)
 		return err
 	})
 }
