@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,24 @@ func TestLoadGenerator(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no result for %q in:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestAcquirerOnOneProcessor: the host the iso8583 scenarios start runs its Go scheduler on one
+// processor, so as to take from the machine no more than its work needs.
+func TestAcquirerOnOneProcessor(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "kassa-acquirer") // it says where it listens as the real one does: its GOMAXPROCS
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"kassa-acquirer is listening on GOMAXPROCS=$GOMAXPROCS (ISO 8583)\"\n"+
+		"echo 'HTTP on http://127.0.0.1:1: …'\nexec sleep 60\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a, err := startAcquirer(context.Background(), fake, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.stop()
+	if a.addr != "GOMAXPROCS=1" {
+		t.Errorf("the host runs with %s, want GOMAXPROCS=1", a.addr)
 	}
 }
