@@ -84,26 +84,24 @@ func (p *Processor) Authorize(ctx context.Context, pay processor.Payment) (proce
 		loc = time.UTC // the merchant's local time when Kassa knows its time zone; UTC otherwise
 	}
 	local := t.at.In(loc)
-	fields := p.fields(o)
-	fields[2] = pay.Card.Digits()
-	fields[3] = "000000"
-	fields[12] = local.Format("150405")
-	fields[13] = local.Format("0102")
-	fields[14] = fmt.Sprintf("%02d%02d", pay.Expiry.Year%100, pay.Expiry.Month)
+	f := p.fields(o)
+	f[2] = pay.Card.Digits()
+	f[3] = "000000"
+	f[12] = local.Format("150405")
+	f[13] = local.Format("0102")
+	f[14] = fmt.Sprintf("%02d%02d", pay.Expiry.Year%100, pay.Expiry.Month)
 	// 22, POS entry mode: "010 keyed, 100 card on file".
-	fields[22] = "010"
+	f[22] = "010"
 	if pay.StoredCard {
-		fields[22] = "100"
+		f[22] = "100"
 	}
 	// 25, POS condition: "59 e-commerce, 02 recurring".
-	fields[25] = "59"
+	f[25] = "59"
 	if pay.Recurring {
-		fields[25] = "02"
+		f[25] = "02"
 	}
-	if f48 := additionalData(pay); f48 != "" {
-		fields[48] = f48
-	}
-	return p.exchange(ctx, o, fields)
+	f[48] = additionalData(pay) // left out when empty
+	return p.exchange(ctx, o, &f)
 }
 
 // additionalData is field 48: "tag-length-value: 2-letter tag, 2-digit length, value; CV = CVV2
@@ -159,12 +157,12 @@ func (p *Processor) followUp(ctx context.Context, f processor.FollowUp, mti, pro
 	if mti == "0400" {
 		o.amount = orig.amount // "0400 with 4 (the original amount)"
 	}
-	fields := p.fields(o)
+	fs := p.fields(o)
 	if processing != "" {
-		fields[3] = processing
+		fs[3] = processing
 	}
-	fields[90] = orig.f90(p.account.acquirerID)
-	return p.exchange(ctx, o, fields)
+	fs[90] = orig.f90(p.account.acquirerID)
+	return p.exchange(ctx, o, &fs)
 }
 
 // Lookup cannot ask the host (ISO 8583 has no enquiry): for an operation it may have received, it
@@ -198,7 +196,7 @@ func (p *Processor) Reverse(ctx context.Context, _ processor.Merchant, s string)
 	if err != nil {
 		return err
 	}
-	msg, err := p.message("0400", map[int]string{4: strconv.FormatInt(r.Amount, 10), 7: r.F7, 11: r.STAN, 37: r.RRN,
+	msg, err := p.message("0400", &fields{4: strconv.FormatInt(r.Amount, 10), 7: r.F7, 11: r.STAN, 37: r.RRN,
 		41: p.account.terminalID, 42: p.account.merchantID, 49: r.Currency, 62: r.Reference,
 		90: r.Original + fmt.Sprintf("%011s", p.account.acquirerID) + "00000000000"})
 	if err != nil {
@@ -227,20 +225,20 @@ type sent struct {
 }
 
 // fields are the fields every financial message of o carries: 4, 7, 11, 37, 41, 42, 49 and 62.
-func (p *Processor) fields(o sent) map[int]string {
-	return map[int]string{4: strconv.FormatInt(o.amount, 10), 7: o.trace.f7(), 11: o.trace.stan, 37: o.trace.rrn,
+func (p *Processor) fields(o sent) fields {
+	return fields{4: strconv.FormatInt(o.amount, 10), 7: o.trace.f7(), 11: o.trace.stan, 37: o.trace.rrn,
 		41: p.account.terminalID, 42: p.account.merchantID, 49: o.currency, 62: o.reference}
 }
 
-func (p *Processor) message(mti string, fields map[int]string) (*moov.Message, error) {
+func (p *Processor) message(mti string, f *fields) (*moov.Message, error) {
 	msg := moov.NewMessage(Spec)
 	msg.MTI(mti)
-	return msg, setFields(msg, fields)
+	return msg, setFields(msg, f)
 }
 
 // exchange sends o and turns the host's answer into a Result; no answer into a *processor.Unanswered.
-func (p *Processor) exchange(ctx context.Context, o sent, fields map[int]string) (processor.Result, error) {
-	msg, err := p.message(o.mti, fields)
+func (p *Processor) exchange(ctx context.Context, o sent, f *fields) (processor.Result, error) {
+	msg, err := p.message(o.mti, f)
 	if err != nil {
 		return processor.Result{}, err
 	}
