@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ type config struct {
 	clients   int
 	duration  time.Duration
 	warmup    time.Duration
+	rounds    int
 	ceiling   bool
 	jsonOut   bool
 	serveArgs []string
@@ -57,13 +59,14 @@ func main() {
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
 	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each scenario runs before it is measured")
+	flag.IntVar(&c.rounds, "rounds", 1, "how many times the scenarios run, one after the other, on each backend; the comparisons use each scenario's median")
 	flag.BoolVar(&c.ceiling, "ceiling", true, "also measure the durable-write ceiling of each backend")
 	flag.BoolVar(&c.jsonOut, "json", false, "print results as JSON lines instead of a table")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for kassa serve, space-separated")
 	flag.Parse()
 	c.backends, c.scenarios, c.serveArgs = split(backends), split(scenarios), strings.Fields(serveArgs)
-	if c.clients < 1 || c.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "kassa-load: --clients must be >= 1 and --duration > 0")
+	if c.clients < 1 || c.duration <= 0 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "kassa-load: --clients and --rounds must be >= 1 and --duration > 0")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -131,8 +134,12 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	if err != nil {
 		return err
 	}
-	rates := map[string]float64{} // each scenario's operations per second, of its first operation
-	for _, name := range c.scenarios {
+	// Each scenario's operations per second (of its first operation), a figure a round. A virtual
+	// machine's neighbours move one run by several percent; rounds interleaved on one server, compared
+	// by their medians, compare the scenarios under the same conditions.
+	rates := map[string][]float64{}
+	for round := range c.rounds * len(c.scenarios) {
+		name := c.scenarios[round%len(c.scenarios)]
 		sc, cc, who := scenarios[name], c, m
 		if sc.iso {
 			if err := acq.setLatency(ctx, sc.latency); err != nil {
@@ -153,21 +160,31 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		}
 		res.backend, res.scenario = backend, name
 		rep.result(res)
-		rates[name] = res.rate(sc.ops[0])
+		rates[name] = append(rates[name], res.rate(sc.ops[0]))
 		if err := env.analyze(ctx, "api"); err != nil {
 			return err
 		}
 	}
-	rep.acquirer(backend, rates)
+	medians := map[string]float64{}
+	for name, rs := range rates {
+		medians[name] = median(rs)
+	}
+	rep.acquirer(backend, medians, c.rounds)
 	srv.stop()
 	if c.ceiling {
 		rate, err := ceiling(ctx, env, c)
 		if err != nil {
 			return fmt.Errorf("ceiling: %w", err)
 		}
-		rep.ceiling(backend, rate, rates["sale"])
+		rep.ceiling(backend, rate, medians["sale"])
 	}
 	return nil
+}
+
+// median is the middle of rs, or the mean of its two middle figures.
+func median(rs []float64) float64 {
+	s := slices.Sorted(slices.Values(rs))
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
 // reporter prints results as a table or JSON lines.
@@ -238,8 +255,8 @@ func (r *reporter) ceiling(backend string, ceiling, sales float64) {
 // acquirer compares the ISO 8583 scenarios with what they are measured against (issue 15): sales
 // through kassa-acquirer answering at once with the simulator's sales, and with a host answering after
 // 50 ms with the smaller of the ideal (clients ÷ latency) and the figure at once. It says nothing when
-// the scenarios compared did not run.
-func (r *reporter) acquirer(backend string, rates map[string]float64) {
+// the scenarios compared did not run. Over several rounds, the rates are each scenario's median.
+func (r *reporter) acquirer(backend string, rates map[string]float64, rounds int) {
 	iso, ok := rates["iso8583"]
 	if !ok {
 		return
@@ -249,7 +266,7 @@ func (r *reporter) acquirer(backend string, rates map[string]float64) {
 	sc := scenarios["iso8583-50ms"]
 	ideal := float64(sc.clients) / sc.latency.Seconds()
 	if r.json {
-		line := map[string]any{"backend": backend, "iso8583_sales_per_s": iso}
+		line := map[string]any{"backend": backend, "iso8583_sales_per_s": iso, "rounds": rounds}
 		if withSale && sale > 0 {
 			line["iso8583_to_sale"] = iso / sale
 		}
@@ -260,6 +277,9 @@ func (r *reporter) acquirer(backend string, rates map[string]float64) {
 		return
 	}
 	fmt.Fprintf(r.w, "%-9s ISO 8583:", backend)
+	if rounds > 1 {
+		fmt.Fprintf(r.w, " medians of %d rounds:", rounds)
+	}
 	if withSale && sale > 0 {
 		fmt.Fprintf(r.w, " host answering at once %.0f sales/s = %.2f of the simulator's %.0f;", iso, iso/sale, sale)
 	}

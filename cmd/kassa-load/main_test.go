@@ -35,7 +35,7 @@ func TestLoadGenerator(t *testing.T) {
 	var out bytes.Buffer
 	c := config{kassa: filepath.Join(dir, "kassa"), acquirer: filepath.Join(dir, "kassa-acquirer"), backends: []string{"sqlite", "postgres"},
 		scenarios: []string{"sale", "token", "mixed", "iso8583", "iso8583-50ms"},
-		clients:   4, duration: 700 * time.Millisecond, warmup: 200 * time.Millisecond, ceiling: true, jsonOut: true}
+		clients:   4, duration: 700 * time.Millisecond, warmup: 200 * time.Millisecond, rounds: 1, ceiling: true, jsonOut: true}
 	if err := run(context.Background(), c, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -100,5 +100,18 @@ func TestAcquirerOnOneProcessor(t *testing.T) {
 	defer a.stop()
 	if a.addr != "GOMAXPROCS=1" {
 		t.Errorf("the host runs with %s, want GOMAXPROCS=1", a.addr)
+	}
+}
+
+// TestMedian: the comparisons over several rounds use each scenario's median, which an outlier round
+// does not move.
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		rs   []float64
+		want float64
+	}{{[]float64{3000}, 3000}, {[]float64{3100, 2500, 3000}, 3000}, {[]float64{2900, 3100, 1000, 3000}, 2950}} {
+		if got := median(c.rs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.rs, got, c.want)
+		}
 	}
 }

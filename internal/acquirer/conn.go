@@ -176,8 +176,9 @@ type reply struct {
 	received time.Time
 }
 
-// committed answers the requests of a batch of the journal, once it has committed (err nil). A batch
-// that did not commit is not answered: what it decided is not durable.
+// committed answers the requests of a batch of the journal, once it has committed (err nil), in the
+// reader that committed it. A batch that did not commit is not answered: what it decided is not
+// durable.
 func (h *Host) committed(as []*reply, err error) {
 	if err != nil {
 		for range as {
@@ -185,7 +186,7 @@ func (h *Host) committed(as []*reply, err error) {
 		}
 		return
 	}
-	go h.answer(as)
+	h.answer(as)
 }
 
 // answer sends the answers to as, each once the host's latency has passed since it was received, those

@@ -52,8 +52,8 @@ func (h *Host) settlement(w http.ResponseWriter, r *http.Request) {
 	out := csv.NewWriter(w)
 	out.UseCRLF = true
 	out.Write(settlementHeader)
-	// Read a page at a time, and written between reads: the journal's connection is the commit loop's
-	// too, and a client reading slowly must not hold it.
+	// Read a page at a time, and written between reads: the journal's connection is the commits' too,
+	// and a client reading slowly must not hold it.
 	var err error
 	for after, page := int64(0), []*Entry{}; err == nil; page = page[:0] {
 		err = h.journal.entries(r.Context(), func(e *Entry) error { page = append(page, e); return nil },

@@ -56,10 +56,10 @@ const columns = `id, received_at, mti, processing_code, function_code, stan, tra
 	original, response_code, auth_code, reversed, approval_day, status, dropped, note`
 
 // journal keeps every request and answer in SQLite. Writes are group-committed: everything queued
-// until the commit loop is woken, and while a transaction commits, goes into the next transaction, and
-// the requests of a transaction are answered once it is durable.
+// until a connection's reader flushes, and while a transaction commits, goes into the next
+// transaction, and the requests of a transaction are answered once it is durable.
 type journal struct {
-	db     *sql.DB // one connection: the commit loop's, and between commits the readers'
+	db     *sql.DB // one connection: the commits', and between commits the HTTP endpoints'
 	insert *sql.Stmt
 	mark   *sql.Stmt
 	log    *slog.Logger
@@ -69,12 +69,11 @@ type journal struct {
 	// decides could no longer be kept.
 	failed atomic.Pointer[error]
 
-	mu      sync.Mutex
-	queue   []write
-	spare   []write
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	// commitMu is held by the one commit under way, in the goroutine that flushes.
+	commitMu sync.Mutex
+	mu       sync.Mutex
+	queue    []write
+	spare    []write
 }
 
 // write is one row to insert, the id of an earlier row it marks reversed (0: none), and the request
@@ -105,8 +104,7 @@ func openJournal(dir string, log *slog.Logger, committed func(rs []*reply, err e
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	j := &journal{db: db, log: log, committed: committed, wake: make(chan struct{}, 1), stop: make(chan struct{}),
-		stopped: make(chan struct{})}
+	j := &journal{db: db, log: log, committed: committed}
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal schema: %w", err)
@@ -119,45 +117,29 @@ func openJournal(dir string, log *slog.Logger, committed func(rs []*reply, err e
 		db.Close()
 		return nil, err
 	}
-	go j.loop()
 	return j, nil
 }
 
-// add queues e (and the mark of the row it reverses), to be committed once the loop is woken (flush)
-// and a answered then. Writes commit in the order they were added.
+// add queues e (and the mark of the row it reverses), to be committed by the next flush and a
+// answered then. Writes commit in the order they were added.
 func (j *journal) add(e *Entry, reverses int64, a *reply) {
 	j.mu.Lock()
 	j.queue = append(j.queue, write{e, reverses, a})
 	j.mu.Unlock()
 }
 
-// flush wakes the commit loop, which commits everything queued.
+// flush commits everything queued, in the caller's goroutine, and then has its requests answered
+// (committed). A flush that finds a commit under way waits for it, and then commits what was queued
+// meanwhile, its own writes and those of other connections' readers together, unless one of them
+// already has.
 func (j *journal) flush() {
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (j *journal) loop() {
-	defer close(j.stopped)
-	for {
-		select {
-		case <-j.wake:
-		case <-j.stop:
-			j.commitQueued() // what was added before close
-			return
-		}
-		j.commitQueued()
-	}
-}
-
-func (j *journal) commitQueued() {
+	j.commitMu.Lock()
 	j.mu.Lock()
 	q := j.queue
 	j.queue, j.spare = j.spare[:0], nil
 	j.mu.Unlock()
 	if len(q) == 0 {
+		j.commitMu.Unlock()
 		return
 	}
 	err := j.commit(q)
@@ -170,11 +152,12 @@ func (j *journal) commitQueued() {
 			rs = append(rs, w.then)
 		}
 	}
-	j.committed(rs, err)
 	clear(q) // let the entries go
 	j.mu.Lock()
 	j.spare = q
 	j.mu.Unlock()
+	j.commitMu.Unlock()
+	j.committed(rs, err)
 }
 
 func (j *journal) commit(q []write) error {
@@ -212,8 +195,7 @@ func (j *journal) failure() error {
 
 // close commits what is queued and closes the database.
 func (j *journal) close() error {
-	close(j.stop)
-	<-j.stopped
+	j.flush()
 	return j.db.Close()
 }
 
