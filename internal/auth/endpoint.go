@@ -91,6 +91,7 @@ func (s *Service) clientCredentials(ctx context.Context, r *http.Request, p url.
 		scopes = asked
 	}
 	tok, claims := s.issue(c.id, c.merchantID, scopes, c.validity)
+	s.noteUse(ctx, c)
 	return &tokenResponse{
 		AccessToken: tok,
 		TokenType:   "Bearer",

@@ -62,6 +62,9 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 		resp, err = s.issueForGrant(ctx, tx, grant{id: id, clientID: c.idString(), merchantID: c.merchantID, scopes: scopes}, c, now)
 		return err
 	})
+	if err == nil {
+		s.noteUse(ctx, c)
+	}
 	return resp, err
 }
 

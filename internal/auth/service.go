@@ -47,6 +47,7 @@ type Service struct {
 	// gate bounds the password verifications of the sign-in page and the password grant together.
 	gate        *password.Gate
 	throttleKey []byte // the MAC key of sign-in throttling's subjects
+	used        lastUse
 }
 
 // NewService loads the token keys (creating the first one in a new database) and the current
