@@ -28,7 +28,37 @@ type Record struct {
 	Outcome                 string // APPROVED, DECLINED, FAILED, REJECTED, or DONE for a vault change
 	Detail                  string
 	RequestID               string
-	At                      time.Time
+	// UserID is the dashboard's staff user who asked, and Address where the request came from; both
+	// "" for the API and the gateway's own work. Write and From take them from the context (WithActor).
+	UserID, Address string
+	At              time.Time
+}
+
+// Actor is the staff user a dashboard request acts for.
+type Actor struct {
+	UserID  string
+	Address string // the client's address (httpapi.Proxies.ClientAddr)
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx naming the staff user a dashboard request acts for: every record written under
+// it names the user and the address.
+func WithActor(ctx context.Context, a Actor) context.Context { return context.WithValue(ctx, actorKey{}, a) }
+
+// ActorFrom returns the staff user of ctx; zero outside the dashboard.
+func ActorFrom(ctx context.Context) Actor {
+	a, _ := ctx.Value(actorKey{}).(Actor)
+	return a
+}
+
+// From returns r naming the staff user of ctx, unless r names one already.
+func (r Record) From(ctx context.Context) Record {
+	if r.UserID == "" {
+		a := ActorFrom(ctx)
+		r.UserID, r.Address = a.UserID, a.Address
+	}
+	return r
 }
 
 // Done is the outcome of a vault change.
@@ -36,14 +66,17 @@ const Done = "DONE"
 
 // insertSQL is the head of the INSERT of a record; Args are its values in order.
 const insertSQL = `INSERT INTO audit_log (merchant_id, client_id, operation, transaction_id, resource, amount, currency, outcome,
-	detail, request_id, created_at) `
+	detail, request_id, user_id, address, created_at) `
 
-// SelectSQL inserts the record whose Args are the statement's parameters $n to $n+10, from a SELECT,
+// columns is the number of insertSQL's columns.
+const columns = 13
+
+// SelectSQL inserts the record whose Args are the statement's parameters $n to $n+12, from a SELECT,
 // so that it can follow another statement in one round trip: `WITH done AS (… RETURNING id) ` +
 // SelectSQL(7) + ` FROM done`.
 func SelectSQL(n int) string {
 	s := insertSQL + `SELECT `
-	for i := range 11 {
+	for i := range columns {
 		if i > 0 {
 			s += ", "
 		}
@@ -56,12 +89,13 @@ func SelectSQL(n int) string {
 func (r Record) Args() []any {
 	return []any{r.MerchantID, nullable(r.ClientID), r.Operation, nullable(r.TransactionID), nullable(r.Resource),
 		sql.NullInt64{Int64: r.Amount, Valid: r.Currency != ""}, nullable(r.Currency), r.Outcome, r.Detail, nullable(r.RequestID),
-		r.At.UnixMilli()}
+		nullable(r.UserID), nullable(r.Address), r.At.UnixMilli()}
 }
 
-// Write inserts the record in tx, so that it commits or rolls back with the change it records.
+// Write inserts the record in tx, so that it commits or rolls back with the change it records, naming
+// the staff user of ctx (From).
 func Write(ctx context.Context, tx *store.Tx, r Record) error {
-	_, err := tx.ExecContext(ctx, insertSQL+`VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, r.Args()...)
+	_, err := tx.ExecContext(ctx, insertSQL+`VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, r.From(ctx).Args()...)
 	return err
 }
 

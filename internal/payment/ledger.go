@@ -491,7 +491,7 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 		outcome = t.Status
 	}
 	a := audit.Record{MerchantID: t.MerchantID, ClientID: t.ClientID, Operation: op, TransactionID: t.TransactionID,
-		Amount: t.Amount, Currency: t.Currency.Code, Outcome: outcome, Detail: t.Message, RequestID: t.RequestID, At: now}
+		Amount: t.Amount, Currency: t.Currency.Code, Outcome: outcome, Detail: t.Message, RequestID: t.RequestID, At: now}.From(ctx)
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
 	won := false
 	var err error
