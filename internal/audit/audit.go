@@ -44,7 +44,9 @@ type actorKey struct{}
 
 // WithActor returns ctx naming the staff user a dashboard request acts for: every record written under
 // it names the user and the address.
-func WithActor(ctx context.Context, a Actor) context.Context { return context.WithValue(ctx, actorKey{}, a) }
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
 
 // ActorFrom returns the staff user of ctx; zero outside the dashboard.
 func ActorFrom(ctx context.Context) Actor {
