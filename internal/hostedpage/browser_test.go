@@ -480,3 +480,63 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Every state of the hosted page passes axe-core, in light and in dark, at desktop width and at
+// 375 px, checked where a customer meets it: in the iframe of the README's shop page, the tab at
+// each width. The states: the empty form, the form after a bad submission (its field errors), a
+// decline, the issuer's challenge, the payment done, an expired page, and a page that does not exist.
+func TestHostedPageAccessible(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// open loads the shop's page for a session in a tab of its own, and returns the tab and the
+	// hosted page's frame in it.
+	open := func(sessionURL string) (tab, kassa context.Context) {
+		tab = browsertest.Tab(t, w.browser)
+		browsertest.Step(t, tab, 30*time.Second, chromedp.Navigate(w.shopOrigin+"/checkout?session="+url.QueryEscape(sessionURL)))
+		return tab, browsertest.Frame(t, tab, sessionURL)
+	}
+	check := func(tab, kassa context.Context, name string) {
+		t.Helper()
+		browsertest.CheckAccessibilityEverywhere(t, tab, "hosted page, "+name, kassa)
+	}
+	session := func() string { return w.session(t, map[string]any{"amount": 2599, "currency": "cad"}).Str("url") }
+	fill := func(kassa context.Context, number, expiry, cvc string) {
+		t.Helper()
+		browsertest.Eval[bool](t, kassa, `['card-number', 'card-expiry', 'card-cvc', 'card-name'].forEach(id => document.getElementById(id).value = ''), true`)
+		browsertest.Step(t, kassa, 30*time.Second,
+			chromedp.SendKeys(chromedp.CSS("#card-number"), number), chromedp.SendKeys(chromedp.CSS("#card-expiry"), expiry),
+			chromedp.SendKeys(chromedp.CSS("#card-cvc"), cvc), chromedp.SendKeys(chromedp.CSS("#card-name"), "Ada Lovelace"),
+			chromedp.Click(chromedp.CSS("#pay-button")))
+	}
+
+	tab, kassa := open(session())
+	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#card-number")))
+	// On a phone the frame is as narrow as the phone (the shop's page has its meta viewport).
+	browsertest.Viewport(t, tab, browsertest.Phone)
+	if width := browsertest.Eval[int](t, kassa, `innerWidth`); width > 375 || width < 300 {
+		t.Fatalf("the hosted page is %d px wide in a 375 px phone", width)
+	}
+	check(tab, kassa, "card form")
+	browsertest.Eval[bool](t, kassa, `document.getElementById('card-name').value = '', true`)
+	browsertest.Step(t, kassa, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#card-number"), "4242424242424241"), chromedp.Click(chromedp.CSS("#pay-button")))
+	waitText(t, kassa, "#form-status", "highlighted")
+	check(tab, kassa, "field errors")
+	fill(kassa, cardtest.Declined, "1234", "123")
+	waitText(t, kassa, "#form-status", "declined")
+	check(tab, kassa, "declined")
+	fill(kassa, "4000002500003155", "1234", "123")
+	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")))
+	check(tab, kassa, "3-D Secure challenge")
+	browsertest.Step(t, kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	check(tab, kassa, "payment done")
+
+	expired := session()
+	w.clock.Advance(time.Hour)
+	tab, kassa = open(expired)
+	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#expired")))
+	check(tab, kassa, "expired")
+
+	tab, kassa = open(w.srv.URL + "/hpp/" + strings.Repeat("Z", 43))
+	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("[role=alert]")))
+	check(tab, kassa, "no such session")
+}
