@@ -105,13 +105,52 @@ func Axe(t testing.TB, ctx context.Context) []Violation {
 	return vs
 }
 
-// CheckAccessibility runs axe-core on the document of ctx (see Axe) and fails t listing each serious
-// or critical violation; lesser ones are logged. name says which page, and in which mode, for the
-// report.
+// fieldContrast finds the visible form fields whose boundary, a border or their own background,
+// has less than 3:1 contrast with what surrounds them. Colours with transparency are laid over the
+// background below them; a page's own background is white, as the browser's is.
+const fieldContrast = `(() => {
+	const rgba = s => { const m = s.match(/rgba?\(([^)]*)\)/); if (!m) return [255, 255, 255, 1];
+		const v = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+	const over = (top, below) => top.map((c, i) => i < 3 ? c * top[3] + below[i] * (1 - top[3]) : 1);
+	const behind = el => { const chain = []; for (let e = el; e; e = e.parentElement) chain.unshift(rgba(getComputedStyle(e).backgroundColor));
+		return chain.reduce((below, top) => over(top, below), [255, 255, 255, 1]); };
+	const lum = c => { const l = c.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+		return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+	const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+	const out = [];
+	for (const el of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+		if (el.disabled || !el.getClientRects().length || getComputedStyle(el).visibility !== 'visible') continue;
+		const st = getComputedStyle(el), outside = el.parentElement ? behind(el.parentElement) : [255, 255, 255, 1];
+		let best = ratio(behind(el), outside);
+		if (parseFloat(st.borderTopWidth) > 0 && st.borderTopStyle !== 'none') best = Math.max(best, ratio(over(rgba(st.borderTopColor), outside), outside));
+		if (best < 3) out.push((el.id ? '#' + el.id : el.tagName.toLowerCase()) + ' (' + best.toFixed(2) + ':1)');
+	}
+	return out;
+})()`
+
+// FieldContrast checks what axe-core does not: that each visible form field of the document of ctx
+// can be made out, its border or its background standing at 3:1 against what surrounds it ("Visual
+// information required to identify user interface components and states" has "a contrast ratio of
+// at least 3:1 against adjacent color(s)", WCAG 2.2, 1.4.11 Non-text Contrast). It answers one
+// serious violation naming the fields that fall short, or none.
+func FieldContrast(t testing.TB, ctx context.Context) []Violation {
+	t.Helper()
+	faint := Eval[[]string](t, ctx, fieldContrast)
+	if len(faint) == 0 {
+		return nil
+	}
+	return []Violation{{Rule: "field-boundary-contrast", Impact: "serious",
+		Help:    "Form fields must stand out at 3:1 from what surrounds them, by border or background (WCAG 1.4.11)",
+		HelpURL: "https://www.w3.org/WAI/WCAG22/Understanding/non-text-contrast.html", Targets: faint}}
+}
+
+// CheckAccessibility runs axe-core (see Axe) and FieldContrast on the document of ctx, and fails t
+// listing each serious or critical violation; lesser ones are logged. name says which page, and in
+// which mode, for the report.
 func CheckAccessibility(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	var blocking, other []string
-	for _, v := range Axe(t, ctx) {
+	for _, v := range append(Axe(t, ctx), FieldContrast(t, ctx)...) {
 		if v.Blocking() {
 			blocking = append(blocking, v.String())
 		} else {

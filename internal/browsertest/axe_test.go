@@ -28,11 +28,17 @@ var pages = map[string]string{
 	"/dark": `<main><h1>Pay</h1><p>Total: 10.00 CAD</p></main>`,
 	// Pale text on white, at 375 px wide only.
 	"/narrow": `<main><h1>Pay</h1><p>Total: 10.00 CAD</p></main>`,
+	// Fields whose borders barely show, in light and in dark.
+	"/faint": `<main><h1>Pay</h1><form><label for="n">Name</label><input id="n"><label for="c">Card</label><select id="c"><option>Visa</select>
+		<label for="ok">Note</label><input id="ok" class="ok"></form></main>`,
 }
 
 var styles = map[string]string{
 	"/dark":   `@media (prefers-color-scheme: dark) { body { color: #eee; background: #000; } p { color: #333; } }`,
 	"/narrow": `@media (max-width: 400px) { p { color: #ccc; } }`,
+	"/faint": `input, select { background: transparent; color: inherit; border: 1px solid #d0d7de; } input.ok { border-color: #6e7781; }
+		@media (prefers-color-scheme: dark) { body { color: #eee; background: #161b22; } input, select { border-color: #30363d; }
+		input.ok { border-color: #161b22; background: #6e7781; } }`,
 }
 
 func pageServer(t *testing.T) *httptest.Server {
@@ -159,6 +165,26 @@ func TestAxe(t *testing.T) {
 			t.Fatal("the check left the tab at 375 px")
 		}
 	})
+}
+
+// Fields that cannot be made out are reported, with their contrast, in light and in dark; a field
+// whose border, or whose own background, stands out is not.
+func TestFieldContrast(t *testing.T) {
+	t.Parallel()
+	srv := pageServer(t)
+	ctx := browsertest.New(t)
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(srv.URL+"/faint"), chromedp.WaitVisible(chromedp.CSS("h1")))
+	for scheme, want := range map[string]string{"light": "#n (1.45:1),#c (1.45:1)", "dark": "#n (1.42:1),#c (1.42:1)"} {
+		browsertest.ColorScheme(t, ctx, scheme)
+		vs := browsertest.FieldContrast(t, ctx)
+		if len(vs) != 1 || vs[0].Rule != "field-boundary-contrast" || !vs[0].Blocking() || strings.Join(vs[0].Targets, ",") != want {
+			t.Fatalf("%s: %v; want %s", scheme, vs, want)
+		}
+	}
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(srv.URL+"/clean"), chromedp.WaitVisible(chromedp.CSS("h1")))
+	if vs := browsertest.FieldContrast(t, ctx); len(vs) != 0 {
+		t.Fatalf("the browser's own fields: %v", vs)
+	}
 }
 
 // The version the tests pin is the one scripts/test-deps.sh installs.
