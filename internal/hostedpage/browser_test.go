@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/kassapay/kassa/internal/browsertest"
@@ -427,11 +425,7 @@ func TestHostedPageInBrowser(t *testing.T) {
 	t.Run("light and dark", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
 		bg := func(scheme string) string {
-			browsertest.Step(t, c.kassa, 10*time.Second, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
-				return chromedp.Void{}, err
-			})
+			browsertest.ColorScheme(t, c.kassa, scheme)
 			return browsertest.Eval[string](t, c.kassa, `getComputedStyle(document.body).backgroundColor`)
 		}
 		if light, dark := bg("light"), bg("dark"); light != "rgb(255, 255, 255)" || dark != "rgb(13, 17, 23)" {
@@ -488,55 +482,46 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 func TestHostedPageAccessible(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	// open loads the shop's page for a session in a tab of its own, and returns the tab and the
-	// hosted page's frame in it.
-	open := func(sessionURL string) (tab, kassa context.Context) {
-		tab = browsertest.Tab(t, w.browser)
+	// open loads the shop's page for a session in a tab of its own, with the hosted page's frame in it.
+	open := func(sessionURL string) *checkoutTab {
+		tab := browsertest.Tab(t, w.browser)
 		browsertest.Step(t, tab, 30*time.Second, chromedp.Navigate(w.shopOrigin+"/checkout?session="+url.QueryEscape(sessionURL)))
-		return tab, browsertest.Frame(t, tab, sessionURL)
+		return &checkoutTab{tab: tab, kassa: browsertest.Frame(t, tab, sessionURL), sessionURL: sessionURL}
 	}
-	check := func(tab, kassa context.Context, name string) {
+	check := func(c *checkoutTab, name string) {
 		t.Helper()
-		browsertest.CheckAccessibilityEverywhere(t, tab, "hosted page, "+name, kassa)
+		browsertest.CheckAccessibilityEverywhere(t, c.tab, "hosted page, "+name, c.kassa)
 	}
 	session := func() string { return w.session(t, map[string]any{"amount": 2599, "currency": "cad"}).Str("url") }
-	fill := func(kassa context.Context, number, expiry, cvc string) {
-		t.Helper()
-		browsertest.Eval[bool](t, kassa, `['card-number', 'card-expiry', 'card-cvc', 'card-name'].forEach(id => document.getElementById(id).value = ''), true`)
-		browsertest.Step(t, kassa, 30*time.Second,
-			chromedp.SendKeys(chromedp.CSS("#card-number"), number), chromedp.SendKeys(chromedp.CSS("#card-expiry"), expiry),
-			chromedp.SendKeys(chromedp.CSS("#card-cvc"), cvc), chromedp.SendKeys(chromedp.CSS("#card-name"), "Ada Lovelace"),
-			chromedp.Click(chromedp.CSS("#pay-button")))
-	}
 
-	tab, kassa := open(session())
-	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#card-number")))
+	c := open(session())
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#card-number")))
 	// On a phone the frame is as narrow as the phone (the shop's page has its meta viewport).
-	browsertest.Viewport(t, tab, browsertest.Phone)
-	if width := browsertest.Eval[int](t, kassa, `innerWidth`); width > 375 || width < 300 {
+	browsertest.Viewport(t, c.tab, browsertest.Phone)
+	if width := browsertest.Eval[int](t, c.kassa, `innerWidth`); width > 375 || width < 300 {
 		t.Fatalf("the hosted page is %d px wide in a 375 px phone", width)
 	}
-	check(tab, kassa, "card form")
-	browsertest.Eval[bool](t, kassa, `document.getElementById('card-name').value = '', true`)
-	browsertest.Step(t, kassa, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#card-number"), "4242424242424241"), chromedp.Click(chromedp.CSS("#pay-button")))
-	waitText(t, kassa, "#form-status", "highlighted")
-	check(tab, kassa, "field errors")
-	fill(kassa, cardtest.Declined, "1234", "123")
-	waitText(t, kassa, "#form-status", "declined")
-	check(tab, kassa, "declined")
-	fill(kassa, "4000002500003155", "1234", "123")
-	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")))
-	check(tab, kassa, "3-D Secure challenge")
-	browsertest.Step(t, kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")), chromedp.WaitVisible(chromedp.CSS("#done")))
-	check(tab, kassa, "payment done")
+	check(c, "card form")
+	c.pay(t, "4242424242424241", "", "")
+	waitText(t, c.kassa, "#form-status", "highlighted")
+	check(c, "field errors")
+	c.pay(t, cardtest.Declined, "1234", "123")
+	waitText(t, c.kassa, "#form-status", "declined")
+	check(c, "declined")
+	c.pay(t, "4000002500003155", "1234", "123")
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")))
+	check(c, "3-D Secure challenge")
+	c.fitted(t)
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	check(c, "payment done")
 
 	expired := session()
 	w.clock.Advance(time.Hour)
-	tab, kassa = open(expired)
-	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#expired")))
-	check(tab, kassa, "expired")
+	c = open(expired)
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#expired")))
+	check(c, "expired")
 
-	tab, kassa = open(w.srv.URL + "/hpp/" + strings.Repeat("Z", 43))
-	browsertest.Step(t, kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("[role=alert]")))
-	check(tab, kassa, "no such session")
+	c = open(w.srv.URL + "/hpp/" + strings.Repeat("Z", 43))
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("[role=alert]")))
+	check(c, "no such session")
 }
