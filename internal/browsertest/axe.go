@@ -208,8 +208,7 @@ func Viewport(t testing.TB, ctx context.Context, w Width) {
 
 // CheckAccessibilityEverywhere checks documents with CheckAccessibility in light and in dark, at
 // Desktop and at Phone width, then ends both emulations. The widths are set on tab; docs
-// are the documents to check, tab's own when none is given, or frames of tab from Frame. The
-// documents must not navigate meanwhile (each keeps the axe-core put into it).
+// are the documents to check, tab's own when none is given, or frames of tab from Frame.
 func CheckAccessibilityEverywhere(t testing.TB, tab context.Context, name string, docs ...context.Context) {
 	t.Helper()
 	if len(docs) == 0 {
