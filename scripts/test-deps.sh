@@ -3,6 +3,9 @@
 #   - PostgreSQL server binaries (initdb, postgres): the tests start a throwaway cluster from them;
 #   - Node.js with npx: the CardEncryption script's tests, and Redocly's CLI for the OpenAPI description;
 #   - Chromium: the browser tests;
+#   - axe-core (npm, pinned): the browser tests' accessibility checks, which put it into each page
+#     they check; installed with npm into the user's cache directory, where the tests find it
+#     (internal/browsertest.AxePath), so that no test fetches it;
 #   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
@@ -46,6 +49,21 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 test-deps: Chromium is missing, and could not be installed here.
   On Debian:  sudo apt-get install chromium     (or set KASSA_CHROMIUM to a Chrome or Chromium binary)
   Without it the browser tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+axe_core_version=4.14.1
+axe_core_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kassa/axe-core-$axe_core_version"
+if [ -z "${KASSA_AXE_CORE:-}" ] && [ ! -f "$axe_core_dir/node_modules/axe-core/axe.min.js" ]; then
+  echo "test-deps: installing axe-core $axe_core_version with npm into $axe_core_dir" >&2
+  if ! command -v npm >/dev/null 2>&1 ||
+    ! npm install --prefix "$axe_core_dir" --no-save --no-audit --no-fund --loglevel=error "axe-core@$axe_core_version" >/dev/null 2>&1; then
+    rm -rf "$axe_core_dir"
+    cat >&2 <<MSG
+test-deps: axe-core $axe_core_version could not be installed here (npm needs Node.js and the npm registry).
+  Install it with:  npm install --prefix "$axe_core_dir" axe-core@$axe_core_version
+  Or put it anywhere and point the tests at it:  export KASSA_AXE_CORE=/path/to/node_modules/axe-core/axe.min.js
+  Without it the accessibility checks are skipped (and fail under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

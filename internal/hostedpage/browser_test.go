@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/kassapay/kassa/internal/browsertest"
@@ -427,11 +425,7 @@ func TestHostedPageInBrowser(t *testing.T) {
 	t.Run("light and dark", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
 		bg := func(scheme string) string {
-			browsertest.Step(t, c.kassa, 10*time.Second, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
-				return chromedp.Void{}, err
-			})
+			browsertest.ColorScheme(t, c.kassa, scheme)
 			return browsertest.Eval[string](t, c.kassa, `getComputedStyle(document.body).backgroundColor`)
 		}
 		if light, dark := bg("light"), bg("dark"); light != "rgb(255, 255, 255)" || dark != "rgb(13, 17, 23)" {
@@ -479,4 +473,55 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Every state of the hosted page passes axe-core, in light and in dark, at desktop width and at
+// 375 px, checked where a customer meets it: in the iframe of the README's shop page, the tab at
+// each width. The states: the empty form, the form after a bad submission (its field errors), a
+// decline, the issuer's challenge, the payment done, an expired page, and a page that does not exist.
+func TestHostedPageAccessible(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// open loads the shop's page for a session in a tab of its own, with the hosted page's frame in it.
+	open := func(sessionURL string) *checkoutTab {
+		tab := browsertest.Tab(t, w.browser)
+		browsertest.Step(t, tab, 30*time.Second, chromedp.Navigate(w.shopOrigin+"/checkout?session="+url.QueryEscape(sessionURL)))
+		return &checkoutTab{tab: tab, kassa: browsertest.Frame(t, tab, sessionURL), sessionURL: sessionURL}
+	}
+	check := func(c *checkoutTab, name string) {
+		t.Helper()
+		browsertest.CheckAccessibilityEverywhere(t, c.tab, "hosted page, "+name, c.kassa)
+	}
+	session := func() string { return w.session(t, map[string]any{"amount": 2599, "currency": "cad"}).Str("url") }
+
+	c := open(session())
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#card-number")))
+	// On a phone the frame is as narrow as the phone (the shop's page has its meta viewport).
+	browsertest.Viewport(t, c.tab, browsertest.Phone)
+	if width := browsertest.Eval[int](t, c.kassa, `innerWidth`); width > 375 || width < 300 {
+		t.Fatalf("the hosted page is %d px wide in a 375 px phone", width)
+	}
+	check(c, "card form")
+	c.pay(t, "4242424242424241", "", "")
+	waitText(t, c.kassa, "#form-status", "highlighted")
+	check(c, "field errors")
+	c.pay(t, cardtest.Declined, "1234", "123")
+	waitText(t, c.kassa, "#form-status", "declined")
+	check(c, "declined")
+	c.pay(t, "4000002500003155", "1234", "123")
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")))
+	check(c, "3-D Secure challenge")
+	c.fitted(t)
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	check(c, "payment done")
+
+	expired := session()
+	w.clock.Advance(time.Hour)
+	c = open(expired)
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#expired")))
+	check(c, "expired")
+
+	c = open(w.srv.URL + "/hpp/" + strings.Repeat("Z", 43))
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("[role=alert]")))
+	check(c, "no such session")
 }

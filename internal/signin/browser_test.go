@@ -149,3 +149,35 @@ func TestAuthorizationFlowInBrowser(t *testing.T) {
 		t.Fatalf("deny: the callback received %v", got)
 	}
 }
+
+// Every page of the flow passes axe-core, in light and in dark, at desktop width and at 375 px: the
+// sign-in page, as it first comes and after a wrong password, the consent page, and the error page.
+func TestPagesAccessible(t *testing.T) {
+	t.Parallel()
+	cb := newCallbackServer(t)
+	f := newFixture(t, storetest.SQLite(t), cb.URL+"/callback")
+	ctx := browsertest.New(t)
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(f.authorizeURL("scope", "ecom invoice")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "sign-in page")
+
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#email"), "owner@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "not the password"),
+		chromedp.Click(chromedp.CSS("button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("[role=alert]")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "sign-in page after a wrong password")
+
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#password"), password),
+		chromedp.Click(chromedp.CSS("button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS(`button[value=approve]`)),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "consent page")
+
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(f.srv.URL+"/oauth/authorize?response_type=code&client_id=nobody"),
+		chromedp.WaitVisible(chromedp.CSS("[role=alert]")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "error page")
+}
