@@ -28,6 +28,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 )
 
 //go:embed *.html
@@ -171,11 +172,13 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := view{Title: "Sign in", Request: rawReq, Partner: req.Partner, Email: email}
-	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: h.proxies.ClientAddr(r)}
+	// Only an owner or an admin approves partners for the merchant (docs/decisions.md, "Staff users and
+	// roles"); anyone else's password fails here as a wrong one would.
+	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: h.proxies.ClientAddr(r), Roles: user.Approvers}
 	if c, err := r.Cookie(deviceCookie); err == nil {
 		attempt.Device = c.Value
 	}
-	merchantID, err := h.auth.SignIn(r.Context(), attempt)
+	acct, err := h.auth.SignIn(r.Context(), attempt)
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
@@ -195,12 +198,12 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	value, sess := h.auth.NewSession(merchantID)
+	value, sess := h.auth.NewSession(acct.MerchantID)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: cookiePath, Expires: sess.ExpiresAt, HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode})
 	// The device cookie is sent only with this site's own forms (SameSite=Strict): it serves nothing
 	// but the next sign-in from this browser.
-	device, expires := h.auth.NewDeviceCookie(merchantID)
+	device, expires := h.auth.NewDeviceCookie(acct.UserID)
 	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: device, Path: cookiePath, Expires: expires, HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/oauth/authorize?"+rawReq, http.StatusSeeOther)
