@@ -41,20 +41,8 @@ func (l *linkFlags) check() error {
 
 // issue makes a link of kind for u in tx, and queues its e-mail when SMTP is configured.
 func (l *linkFlags) issue(ctx context.Context, tx store.Querier, u user.User, kind user.LinkKind, now time.Time) (linkOut, error) {
-	link, err := user.IssueLink(ctx, tx, u.ID, kind, now)
-	if err != nil {
-		return linkOut{}, err
-	}
-	out := linkOut{Link: dashboard.LinkURL(l.publicURL, link.Token), ExpiresAt: link.ExpiresAt.UnixMilli(), Mailed: l.smtpURL != ""}
-	if out.Mailed {
-		m, err := merchant.Get(ctx, tx, u.MerchantID)
-		if err != nil {
-			return linkOut{}, err
-		}
-		err = dashboard.QueueLinkMail(ctx, tx, u, m.Name, kind, out.Link, now)
-		return out, err
-	}
-	return out, nil
+	link, expires, err := dashboard.SendLink(ctx, tx, u, kind, l.publicURL, l.smtpURL != "", now)
+	return linkOut{Link: link, ExpiresAt: expires.UnixMilli(), Mailed: l.smtpURL != ""}, err
 }
 
 // linkOut is a password link as the commands print it: shown once, its secret stored only hashed.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
 )
@@ -36,9 +37,24 @@ var linkHTML = template.Must(template.New("link").Parse(`<!doctype html>
 </body></html>
 `))
 
-// QueueLinkMail puts the e-mail that carries a password link to u in the outbox (billing.Queue), in
+// SendLink issues a password link of kind for u on the Kassa at base, in the caller's transaction, and
+// when mail is set queues the e-mail that carries it (queueLinkMail). It returns the link's address.
+func SendLink(ctx context.Context, tx store.Querier, u user.User, kind user.LinkKind, base string, mail bool, now time.Time) (string, time.Time, error) {
+	l, err := user.IssueLink(ctx, tx, u.ID, kind, now)
+	if err != nil || !mail {
+		return LinkURL(base, l.Token), l.ExpiresAt, err
+	}
+	m, err := merchant.Get(ctx, tx, u.MerchantID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	link := LinkURL(base, l.Token)
+	return link, l.ExpiresAt, queueLinkMail(ctx, tx, u, m.Name, kind, link, now)
+}
+
+// queueLinkMail puts the e-mail that carries a password link to u in the outbox (billing.Queue), in
 // the caller's transaction.
-func QueueLinkMail(ctx context.Context, tx store.Querier, u user.User, merchantName string, kind user.LinkKind, link string, now time.Time) error {
+func queueLinkMail(ctx context.Context, tx store.Querier, u user.User, merchantName string, kind user.LinkKind, link string, now time.Time) error {
 	m := linkMail{Merchant: merchantName, Link: link, Invite: kind == user.Invite, Valid: validFor(kind.TTL())}
 	var html strings.Builder
 	if err := linkHTML.Execute(&html, m); err != nil {

@@ -19,7 +19,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -179,22 +178,12 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		attempt.Device = c.Value
 	}
 	acct, err := h.auth.SignIn(r.Context(), attempt)
-	var throttled *auth.ThrottledError
-	switch {
-	case errors.As(err, &throttled):
-		wait := throttled.Until.Sub(h.now())
-		v.Error = "Too many failed sign-ins. Try again in " + minutes(wait) + "."
-		if throttled.Busy {
-			v.Error = "Kassa is busy checking other sign-ins. Try again in a moment."
-		}
-		w.Header().Set("Retry-After", strconv.FormatInt(auth.RetryAfterSeconds(wait), 10))
-		h.render(w, r, http.StatusTooManyRequests, "signin", v)
+	if status, msg, refused := auth.Refusal(w.Header(), err, h.now()); refused {
+		v.Error = msg
+		h.render(w, r, status, "signin", v)
 		return
-	case errors.Is(err, auth.ErrBadCredentials):
-		v.Error = "The e-mail or password is wrong."
-		h.render(w, r, http.StatusUnauthorized, "signin", v)
-		return
-	case err != nil:
+	}
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -318,14 +307,8 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 func (h *Handler) renderWith(w http.ResponseWriter, r *http.Request, status int, page string, v view, origins ...string) {
 	v.Nonce = rand.Text()
 	extra := strings.Join(nonEmpty(origins), " ")
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; img-src "+orNone(extra)+
+	httpapi.SetPageHeaders(w.Header(), "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; img-src "+orNone(extra)+
 		"; form-action "+strings.TrimSpace("'self' "+extra)+"; frame-ancestors 'none'; base-uri 'none'")
-	hdr.Set("X-Frame-Options", "DENY")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if err := pages[page].ExecuteTemplate(w, "page", v); err != nil {
 		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "render "+page, "err", err)
@@ -358,13 +341,4 @@ func orNone(s string) string {
 		return "'none'"
 	}
 	return s
-}
-
-// minutes says how long d is, rounded up to whole minutes.
-func minutes(d time.Duration) string {
-	m := int((d + time.Minute - 1) / time.Minute)
-	if m <= 1 {
-		return "a minute"
-	}
-	return strconv.Itoa(m) + " minutes"
 }
