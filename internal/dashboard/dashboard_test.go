@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,7 @@ type clock struct {
 func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func newShop(t *testing.T, db *store.DB, cfg server.Config) *shop {
+func newShop(t testing.TB, db *store.DB, cfg server.Config) *shop {
 	t.Helper()
 	s := &shop{srv: servertest.Start(t, db, cfg), users: map[user.Role]user.User{}}
 	hash, err := user.HashPassword(pw)
@@ -70,12 +71,12 @@ func newShop(t *testing.T, db *store.DB, cfg server.Config) *shop {
 
 // browser is a client with cookies that does not follow redirects, as a browser without script.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	c    *http.Client
 	base string
 }
 
-func (s *shop) browser(t *testing.T) *browser {
+func (s *shop) browser(t testing.TB) *browser {
 	return &browser{t: t, c: signintest.Client(), base: s.srv.URL}
 }
 
@@ -443,4 +444,24 @@ func TestRootRedirectsBrowsers(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || !strings.Contains(body, "no route") {
 		t.Fatalf("an API client at /: %d %s", resp.StatusCode, body)
 	}
+}
+
+// A signed-in page view: the session checked in memory, the merchant's name from its cache, the page
+// rendered (issue 16, point 7). It reports the median and 99th percentile of the views.
+func BenchmarkHomePage(b *testing.B) {
+	s := newShop(b, storetest.SQLite(b), server.Config{})
+	br := s.browser(b)
+	br.signIn("owner@maple.example")
+	durations := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if resp, _ := br.get("/dashboard"); resp.StatusCode != http.StatusOK {
+			b.Fatalf("home page: %d", resp.StatusCode)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds()), "p99-µs")
 }
