@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kassapay/kassa/internal/store"
-	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/user"
 )
 
@@ -15,22 +13,7 @@ const beforeUsers = 22
 // The upgrade to staff users (migration 23): every merchant becomes its first owner, under its own
 // id, with its password hash when it had one, and without one (to be set through a link) otherwise.
 func TestUpgradeToUsers(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) *store.DB{
-		"sqlite": func(t *testing.T) *store.DB {
-			db, err := store.Open(context.Background(), store.Config{DataDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db
-		},
-		"postgres": func(t *testing.T) *store.DB {
-			db := storetest.Postgres(t)
-			mustExec(t, db, "DROP SCHEMA public CASCADE")
-			mustExec(t, db, "CREATE SCHEMA public")
-			return db
-		},
-	} {
+	for name, open := range unmigrated() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

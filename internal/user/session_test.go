@@ -16,6 +16,16 @@ func twoNodes(db *store.DB, clk *clock) (*user.Sessions, *user.Sessions) {
 	return user.NewSessions(cfg), user.NewSessions(cfg)
 }
 
+// start signs u in on node s and returns the cookie's value and the session.
+func start(t *testing.T, s *user.Sessions, u user.User) (string, user.Session) {
+	t.Helper()
+	cookie, sess, err := s.Start(context.Background(), u, "203.0.113.9", "Mozilla/5.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cookie, sess
+}
+
 func mustOpen(t *testing.T, s *user.Sessions, cookie string) user.Session {
 	t.Helper()
 	sess, ok, err := s.Open(context.Background(), cookie)
@@ -41,10 +51,7 @@ func TestSessionLimits(t *testing.T) {
 		clk := newClock()
 		owner := shop(t, db, "owner@example.com", clk.Now())
 		a, b := twoNodes(db, clk)
-		cookie, sess, err := a.Start(ctx, owner, "203.0.113.9", "Mozilla/5.0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cookie, sess := start(t, a, owner)
 		if sess.Role != user.Owner || sess.MerchantID != owner.MerchantID || sess.CSRF == "" || sess.CSRF == cookie {
 			t.Fatalf("session %+v", sess)
 		}
@@ -58,10 +65,7 @@ func TestSessionLimits(t *testing.T) {
 		mustNotOpen(t, a, cookie, "idle for 30 minutes")
 		mustNotOpen(t, b, cookie, "idle for 30 minutes, on the other node")
 
-		cookie, sess, err = a.Start(ctx, owner, "203.0.113.9", "Mozilla/5.0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cookie, sess = start(t, a, owner)
 		for clk.Now().Sub(sess.CreatedAt) < 12*time.Hour-15*time.Minute {
 			clk.Add(15 * time.Minute)
 			mustOpen(t, a, cookie)
@@ -86,10 +90,7 @@ func TestSessionCheckIsInMemory(t *testing.T) {
 		clk := newClock()
 		owner := shop(t, db, "owner@example.com", clk.Now())
 		a, b := twoNodes(db, clk)
-		cookie, _, err := a.Start(ctx, owner, "203.0.113.9", "Mozilla/5.0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cookie, _ := start(t, a, owner)
 		lastSeen := func() time.Time {
 			var ms int64
 			db.Reader().QueryRowContext(ctx, `SELECT last_seen FROM dashboard_sessions`).Scan(&ms)
@@ -120,10 +121,7 @@ func TestSecondNodeLearnsWithinPoll(t *testing.T) {
 		owner := shop(t, db, "owner@example.com", clk.Now())
 		clerk := addUser(t, db, owner.MerchantID, "clerk@example.com", user.Sales, clk.Now())
 		a, b := twoNodes(db, clk)
-		cookie, _, err := a.Start(ctx, owner, "203.0.113.9", "Mozilla/5.0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cookie, _ := start(t, a, owner)
 		mustOpen(t, b, cookie)
 		if err := a.End(ctx, cookie); err != nil {
 			t.Fatal(err)
@@ -137,10 +135,7 @@ func TestSecondNodeLearnsWithinPoll(t *testing.T) {
 		mustNotOpen(t, b, cookie, "signed out on another node, after the poll")
 
 		// A change of password, made by either node, and the poll after it.
-		cookie, _, err = a.Start(ctx, owner, "203.0.113.9", "Mozilla/5.0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cookie, _ = start(t, a, owner)
 		mustOpen(t, b, cookie)
 		hash, _ := user.HashPassword("another passphrase")
 		if err := write(t, db, func(tx *store.Tx) error { return user.SetPassword(ctx, tx, owner.ID, hash, clk.Now()) }); err != nil {
@@ -153,10 +148,7 @@ func TestSecondNodeLearnsWithinPoll(t *testing.T) {
 		mustNotOpen(t, b, cookie, "the password changed")
 
 		// A change of role.
-		cookie, _, err = a.Start(ctx, clerk, "203.0.113.9", "Mozilla/5.0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cookie, _ = start(t, a, clerk)
 		if s := mustOpen(t, b, cookie); s.Role != user.Sales {
 			t.Fatalf("role %s", s.Role)
 		}
