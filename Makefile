@@ -35,9 +35,9 @@ bench: build microbench
 	@scripts/test-deps.sh
 	bin/kassa-load $(BENCH_FLAGS)
 
-## microbench: go test -bench for the request decoder, money parsing, card validation, the token check and the velocity check
+## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and a dashboard page view
 microbench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/payment ./internal/money ./internal/card ./internal/auth ./internal/velocity
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/payment ./internal/money ./internal/card ./internal/auth ./internal/velocity ./internal/dashboard
 
 ## fuzz: run every fuzz test for FUZZTIME each (default 20s)
 FUZZTIME ?= 20s

@@ -55,6 +55,9 @@ Usage:
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
   kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99] [--timezone Zone]
                         [--processor simulator|iso8583|stripe [--processor-config FILE]]
+  kassa user create --merchant-id M --email EMAIL --role owner|admin|reporting|sales [--public-url URL] [--smtp-url URL]
+  kassa user list --merchant-id M
+  kassa user reset-password --email EMAIL [--public-url URL] [--smtp-url URL]
   kassa merchant keys --merchant-id M
   kassa keys rotate --merchant-id M [--grace 168h]
   kassa keys rotate-vault --new-vault-key-file NEW
@@ -104,6 +107,9 @@ func commands() []command {
 		{"migrate", migrateCommand},
 		{"merchant create", merchantCreateCommand},
 		{"merchant update", merchantUpdateCommand},
+		{"user create", userCreateCommand},
+		{"user list", userListCommand},
+		{"user reset-password", userResetPasswordCommand},
 		{"merchant keys", merchantKeysCommand},
 		{"keys rotate", keysRotateCommand},
 		{"keys rotate-vault", keysRotateVaultCommand},

@@ -19,6 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/velocity"
 	"github.com/kassapay/kassa/web"
 )
@@ -34,24 +35,33 @@ func migrateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	}
 }
 
-// newMerchant is what "kassa merchant create" prints.
+// newMerchant is what "kassa merchant create" prints. The merchant's e-mail is its first owner's
+// sign-in; without --password, the owner chooses one through the link.
 type newMerchant struct {
 	MerchantID   string `json:"merchant_id"`
 	AccountID    string `json:"account_id"`
 	Name         string `json:"name"`
 	Email        string `json:"email"`
+	OwnerUserID  string `json:"owner_user_id"`
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
+	*linkOut
 }
 
 func merchantCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	var n merchant.New
+	var pw string
 	fs.StringVar(&n.Name, "name", "", "business name (required)")
-	fs.StringVar(&n.Email, "email", "", "e-mail address, also the dashboard sign-in (required)")
-	fs.StringVar(&n.Password, "password", "", "dashboard password (optional; at least 10 characters)")
+	fs.StringVar(&n.Email, "email", "", "e-mail address, also the sign-in of the merchant's first owner on the dashboard (required)")
+	fs.StringVar(&pw, "password", "", "the owner's dashboard password (optional, at least 10 characters; without it a link to set one is printed)")
 	fs.StringVar(&n.Currency, "currency", "CAD", "default currency, ISO 4217")
+	var l linkFlags
+	l.register(fs)
 	return func(ctx context.Context, e *env) error {
 		if err := required([2]string{"name", n.Name}, [2]string{"email", n.Email}); err != nil {
+			return err
+		}
+		if err := l.check(); err != nil {
 			return err
 		}
 		db, err := e.db.open(ctx)
@@ -59,7 +69,7 @@ func merchantCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		defer db.Close()
-		out, err := createMerchant(ctx, db, n, time.Now())
+		out, err := createMerchant(ctx, db, n, pw, &l, time.Now())
 		if err != nil {
 			return err
 		}
@@ -67,11 +77,19 @@ func merchantCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	}
 }
 
-// createMerchant creates a merchant and its first client-credential pair in one transaction.
-func createMerchant(ctx context.Context, db *store.DB, n merchant.New, now time.Time) (newMerchant, error) {
+// createMerchant creates a merchant, its first owner and its first client-credential pair in one
+// transaction. Without a password, the owner gets a link to set one (an invitation, 72 hours).
+func createMerchant(ctx context.Context, db *store.DB, n merchant.New, pw string, l *linkFlags, now time.Time) (newMerchant, error) {
+	var hash string
+	if pw != "" {
+		var err error
+		if hash, err = user.HashPassword(pw); err != nil {
+			return newMerchant{}, err
+		}
+	}
 	var out newMerchant
 	err := db.Write(ctx, func(tx *store.Tx) error {
-		m, err := merchant.Create(ctx, tx, n, now)
+		m, owner, err := user.CreateMerchant(ctx, tx, n, hash, now)
 		if err != nil {
 			return err
 		}
@@ -79,8 +97,13 @@ func createMerchant(ctx context.Context, db *store.DB, n merchant.New, now time.
 		if err != nil {
 			return err
 		}
-		out = newMerchant{MerchantID: m.ID, AccountID: m.AccountID(), Name: m.Name, Email: m.Email,
+		out = newMerchant{MerchantID: m.ID, AccountID: m.AccountID(), Name: m.Name, Email: m.Email, OwnerUserID: owner.ID,
 			ClientID: c.ClientID, ClientSecret: c.ClientSecret}
+		if hash == "" {
+			link, err := l.issue(ctx, tx, owner, user.Invite, now)
+			out.linkOut = &link
+			return err
+		}
 		return nil
 	})
 	return out, err

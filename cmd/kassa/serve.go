@@ -164,10 +164,11 @@ func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base s
 	}
 	if n > 0 {
 		fmt.Fprintf(out, "The database already has merchants; the demo merchant's secret was shown on its first start.\n"+
-			"A new pair: kassa client create --merchant-id MERCHANT_ID\n")
+			"A new pair: kassa client create --merchant-id MERCHANT_ID\n"+
+			"A new link to set the dashboard password: kassa user reset-password --email demo@example.com\n")
 		return nil
 	}
-	m, err := createMerchant(ctx, db, merchant.New{Name: "Demo Shop", Email: "demo@example.com"}, time.Now())
+	m, err := createMerchant(ctx, db, merchant.New{Name: "Demo Shop", Email: "demo@example.com"}, "", &linkFlags{publicURL: base}, time.Now())
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,11 @@ A demo merchant was created. Its client secret is shown only this once:
 Get an access token:
   curl -s -u %s:%s -d grant_type=client_credentials %s/oauth/token
 
-`, m.MerchantID, m.ClientID, m.ClientSecret, m.ClientID, m.ClientSecret, base)
+Sign in to the dashboard, %s/dashboard, as %s (its owner) once you have chosen a password
+at this link, which works once, for 72 hours:
+  %s
+
+`, m.MerchantID, m.ClientID, m.ClientSecret, m.ClientID, m.ClientSecret, base, base, m.Email, m.Link)
 	return nil
 }
 

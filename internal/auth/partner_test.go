@@ -22,6 +22,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/user"
 )
 
 const callback = "https://partner.example/callback"
@@ -46,8 +47,12 @@ func (f *fixture) newPartner(t testing.TB, validity time.Duration) auth.PartnerC
 func (f *fixture) newMerchantWithPassword(t *testing.T, email, pw string) auth.Credentials {
 	t.Helper()
 	var c auth.Credentials
-	err := f.db.Write(context.Background(), func(tx *store.Tx) error {
-		m, err := merchant.Create(context.Background(), tx, merchant.New{Name: "Shop", Email: email, Password: pw}, time.Now())
+	hash, err := user.HashPassword(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.db.Write(context.Background(), func(tx *store.Tx) error {
+		m, _, err := user.CreateMerchant(context.Background(), tx, merchant.New{Name: "Shop", Email: email}, hash, time.Now())
 		if err != nil {
 			return err
 		}

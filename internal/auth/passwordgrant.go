@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/kassapay/kassa/internal/store"
@@ -66,6 +67,34 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 		s.noteUse(ctx, c)
 	}
 	return resp, err
+}
+
+// Refusal is how a sign-in page answers an attempt that SignIn refused: the status and the sentence
+// to show; for a throttled attempt it sets h's Retry-After. refused is false when err is nil or a
+// failure of Kassa's rather than a refusal.
+func Refusal(h http.Header, err error, now time.Time) (status int, msg string, refused bool) {
+	var throttled *ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		wait := throttled.Until.Sub(now)
+		h.Set("Retry-After", strconv.FormatInt(RetryAfterSeconds(wait), 10))
+		if throttled.Busy {
+			return http.StatusTooManyRequests, "Kassa is busy checking other sign-ins. Try again in a moment.", true
+		}
+		return http.StatusTooManyRequests, "Too many failed sign-ins. Try again in " + minutes(wait) + ".", true
+	case errors.Is(err, ErrBadCredentials):
+		return http.StatusUnauthorized, "The e-mail or password is wrong.", true
+	}
+	return 0, "", false
+}
+
+// minutes says how long d is, rounded up to whole minutes.
+func minutes(d time.Duration) string {
+	m := int((d + time.Minute - 1) / time.Minute)
+	if m <= 1 {
+		return "a minute"
+	}
+	return strconv.Itoa(m) + " minutes"
 }
 
 // RetryAfterSeconds rounds a wait up to whole seconds, for the Retry-After header.

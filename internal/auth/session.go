@@ -42,12 +42,12 @@ func (s *Service) OpenSession(v string) (Session, bool) {
 }
 
 // NewDeviceCookie returns the value of a device cookie for the browser that has just signed in as
-// the merchant, and its expiry. It is sealed like a session, under its own additional data, and
-// names the merchant and a random device id; a sign-in that presents it for the same merchant is
-// counted against that device alone (OWASP, "Slow Down Online Guessing Attacks with Device
-// Cookies").
-func (s *Service) NewDeviceCookie(merchantID string) (string, time.Time) {
-	v, d := s.sealPass(deviceAAD, merchantID, DeviceTTL)
+// the staff user, and its expiry. It is sealed like a session, under its own additional data, and
+// names the user (in the session's merchant field: a merchant's first owner has the merchant's id)
+// and a random device id; a sign-in that presents it for the same user is counted against that
+// device alone (OWASP, "Slow Down Online Guessing Attacks with Device Cookies").
+func (s *Service) NewDeviceCookie(userID string) (string, time.Time) {
+	v, d := s.sealPass(deviceAAD, userID, DeviceTTL)
 	return v, d.ExpiresAt
 }
 

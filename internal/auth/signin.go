@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 
-	"github.com/kassapay/kassa/internal/httpapi"
-	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 )
 
-// ErrBadCredentials is the one answer to a wrong e-mail, a wrong password, or a merchant without a
-// dashboard password, so that a sign-in tells nobody which e-mails exist.
+// ErrBadCredentials is the one answer to a wrong e-mail, a wrong password, a user without a password
+// yet, or a user whose role may not sign in where it tried, so that a sign-in tells nobody which
+// e-mails exist or what they may do.
 var ErrBadCredentials = errors.New("auth: wrong e-mail or password")
 
 // Attempt is a sign-in on the sign-in page.
@@ -23,11 +24,23 @@ type Attempt struct {
 	Addr netip.Addr
 	// Device is the value of the device cookie the browser sent (NewDeviceCookie), "" when none.
 	Device string
+	// Roles are the roles that may sign in here; nil allows every role. A user of another role fails
+	// as a wrong password would.
+	Roles []user.Role
 }
 
-// account is who an e-mail names: the merchant and its password hash, both "" when nobody can sign
-// in with it.
-type account struct{ id, hash string }
+// Account is who signed in: a staff user of a merchant.
+type Account struct {
+	UserID, MerchantID string
+	Role               user.Role
+}
+
+// account is who an e-mail names: the user, its merchant and role, and its password hash; id and
+// hash are "" when nobody can sign in with it.
+type account struct {
+	Account
+	id, hash string
+}
 
 // plan is how an attempt is counted and checked.
 type plan struct {
@@ -36,27 +49,27 @@ type plan struct {
 	place   []byte // the usual place a success on the sign-in page records
 }
 
-// SignIn checks a merchant's dashboard e-mail and password on the sign-in page and returns the
-// merchant id. The attempt is counted before the password is checked — against its device cookie
-// when the cookie is the account's, else against the merchant and address when the merchant signed
-// in from that address lately, else against the account and the address — and a full bucket is a
-// ThrottledError with nothing checked. Every attempt that is checked costs one argon2id verification,
-// against a dummy hash when the e-mail is unknown.
-func (s *Service) SignIn(ctx context.Context, a Attempt) (string, error) {
+// SignIn checks a staff user's e-mail and password on a sign-in page (the authorization pages', the
+// dashboard's) and returns who signed in. The attempt is counted before the password is checked —
+// against its device cookie when the cookie is the user's, else against the user and address when
+// the user signed in from that address lately, else against the account and the address — and a full
+// bucket is a ThrottledError with nothing checked. Every attempt that is checked costs one argon2id
+// verification, against a dummy hash when the e-mail is unknown or its role is not among a.Roles.
+func (s *Service) SignIn(ctx context.Context, a Attempt) (Account, error) {
 	now := s.now()
 	addr := addrKey(a.Addr)
 	var acct account
 	var p plan
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		if acct, err = lookupAccount(ctx, q, a.Email); err != nil {
+		if acct, err = lookupAccount(ctx, q, a.Email, a.Roles); err != nil {
 			return err
 		}
 		if acct.id == "" {
 			return nil
 		}
 		p.place = s.subjectKey("place", acct.id, addr)
-		if d, ok := s.openPass(deviceAAD, a.Device); ok && d.MerchantID == acct.id {
+		if d, ok := s.openPass(deviceAAD, a.Device); ok && d.MerchantID == acct.id { // the device cookie names a user
 			p.buckets, p.trusted = []bucket{{s.subjectKey("device", string(d.ID[:])), TrustedAttemptLimit}}, true
 			return nil
 		}
@@ -67,7 +80,7 @@ func (s *Service) SignIn(ctx context.Context, a Attempt) (string, error) {
 		return err
 	})
 	if err != nil {
-		return "", err
+		return Account{}, err
 	}
 	if !p.trusted {
 		// Always in this order, so that concurrent reservations take the rows' locks in one order.
@@ -78,60 +91,57 @@ func (s *Service) SignIn(ctx context.Context, a Attempt) (string, error) {
 }
 
 // signInClient checks the e-mail and password of a password grant made with client c, which signs in
-// only its own merchant: a correct password of another merchant fails as a wrong one. The attempt is
-// counted against the client alone, so that failures on the sign-in page never stop the merchant's
-// own integration.
-func (s *Service) signInClient(ctx context.Context, c client, email, pw string) (string, error) {
+// only an owner or admin of its own merchant (user.Approvers): a correct password of another
+// merchant's user, or of a user in another role, fails as a wrong one. The attempt is counted against
+// the client alone, so that failures on the sign-in page never stop the merchant's own integration.
+func (s *Service) signInClient(ctx context.Context, c client, email, pw string) (Account, error) {
 	var acct account
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		acct, err = lookupAccount(ctx, q, email)
+		acct, err = lookupAccount(ctx, q, email, user.Approvers)
 		return err
 	})
 	if err != nil {
-		return "", err
+		return Account{}, err
 	}
-	if acct.id != c.merchantID {
+	if acct.MerchantID != c.merchantID {
 		acct = account{}
 	}
 	return s.check(ctx, acct, pw, plan{buckets: []bucket{{s.subjectKey("client", c.idString()), ClientAttemptLimit}}, trusted: true})
 }
 
-// lookupAccount reads who signs in with email.
-func lookupAccount(ctx context.Context, q store.Querier, email string) (account, error) {
-	if !httpapi.Storable(email) {
-		return account{}, nil // no one signs in so, and PostgreSQL would refuse to look: an unknown e-mail
-	}
-	id, hash, err := merchant.PasswordHash(ctx, q, email)
+// lookupAccount reads who signs in with email, when its role is one of roles (any when nil).
+func lookupAccount(ctx context.Context, q store.Querier, email string, roles []user.Role) (account, error) {
+	c, err := user.CredentialsByEmail(ctx, q, email)
 	switch {
-	case errors.Is(err, merchant.ErrNotFound), err == nil && hash == "":
+	case errors.Is(err, user.ErrNotFound), err == nil && c.Hash == "", err == nil && roles != nil && !slices.Contains(roles, c.Role):
 		return account{}, nil
 	case err != nil:
 		return account{}, err
 	}
-	return account{id: id, hash: hash}, nil
+	return account{Account: Account{UserID: c.ID, MerchantID: c.MerchantID, Role: c.Role}, id: c.ID, hash: c.Hash}, nil
 }
 
 // check reserves the attempt in p's buckets, then verifies pw within the process's bound on password
 // hashing. An attempt whose password was right, or was not checked, is given back.
-func (s *Service) check(ctx context.Context, acct account, pw string, p plan) (string, error) {
+func (s *Service) check(ctx context.Context, acct account, pw string, p plan) (Account, error) {
 	now := s.now()
 	res, err := s.reserve(ctx, p.buckets, now)
 	if err != nil {
-		return "", err
+		return Account{}, err
 	}
 	ok, err := s.gate.Verify(ctx, acct.hash, pw, p.trusted)
 	if err != nil {
 		if rerr := s.release(ctx, res, nil, now); rerr != nil {
-			return "", rerr
+			return Account{}, rerr
 		}
 		if errors.Is(err, password.ErrBusy) {
-			return "", &ThrottledError{Until: s.now().Add(BusyRetry), Busy: true}
+			return Account{}, &ThrottledError{Until: s.now().Add(BusyRetry), Busy: true}
 		}
-		return "", err
+		return Account{}, err
 	}
 	if !ok || acct.id == "" {
-		return "", ErrBadCredentials
+		return Account{}, ErrBadCredentials
 	}
-	return acct.id, s.release(ctx, res, p.place, now)
+	return acct.Account, s.release(ctx, res, p.place, now)
 }

@@ -22,8 +22,8 @@ func TestSignInRecordsArePrivateAndPurged(t *testing.T) {
 		m := f.newMerchantWithPassword(t, email, pw)
 		ctx := context.Background()
 		office, elsewhere := netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("198.51.100.4")
-		if id, err := f.svc.SignIn(ctx, auth.Attempt{Email: email, Password: pw, Addr: office}); err != nil || id != m.MerchantID {
-			t.Fatalf("sign-in: %q %v", id, err)
+		if acct, err := f.svc.SignIn(ctx, auth.Attempt{Email: email, Password: pw, Addr: office}); err != nil || acct.MerchantID != m.MerchantID {
+			t.Fatalf("sign-in: %+v %v", acct, err)
 		}
 		if _, err := f.svc.SignIn(ctx, auth.Attempt{Email: email, Password: "wrong wrong", Addr: elsewhere}); !errors.Is(err, auth.ErrBadCredentials) {
 			t.Fatalf("wrong password: %v", err)

@@ -66,9 +66,20 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 	if err := receiptHTML.Execute(&html, r); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, next_attempt, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, sub.MerchantID, sub.Email, bcc,
-		"Receipt from "+m.Name+": "+r.Amount+" "+r.Currency, r.text(), html.String(), now.UnixMilli())
+	var bccs []string
+	if bcc != "" {
+		bccs = strings.Split(bcc, ",")
+	}
+	return Queue(ctx, tx, sub.MerchantID, Message{To: sub.Email, Bcc: bccs, Subject: "Receipt from " + m.Name + ": " + r.Amount + " " + r.Currency,
+		Text: r.text(), HTML: html.String()}, now)
+}
+
+// Queue puts an e-mail about the merchant in the outbox, in the caller's transaction: the billing
+// engine's Deliver sends it at least once, retrying while the SMTP server fails, and without a mailer
+// it waits there. Receipts and the dashboard's password links go this way.
+func Queue(ctx context.Context, tx store.Querier, merchantID string, msg Message, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, next_attempt, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, merchantID, msg.To, strings.Join(msg.Bcc, ","), msg.Subject, msg.Text, msg.HTML, now.UnixMilli())
 	return err
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/origin"
-	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/velocity"
 )
@@ -30,7 +29,6 @@ type Merchant struct {
 	Name            string
 	Email           string
 	DefaultCurrency string // ISO 4217, upper case
-	CanSignIn       bool   // a dashboard password is set
 	CreatedAt       time.Time
 	Settings
 }
@@ -142,11 +140,11 @@ func (s Settings) MaxAmount() string {
 // AccountID is the merchant's account id in the payments API: "acct_" + the merchant id.
 func (m Merchant) AccountID() string { return "acct_" + m.ID }
 
-// New describes a merchant to create.
+// New describes a merchant to create. Its e-mail is the merchant's contact; the staff who sign in to
+// the dashboard are package user's (its first owner has the merchant's e-mail and id).
 type New struct {
 	Name     string
 	Email    string
-	Password string // optional; without one the merchant cannot sign in
 	Currency string // default currency; "" means CAD
 }
 
@@ -187,17 +185,8 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 		return Merchant{}, fault.Invalid("currency", "currency %q is not an ISO 4217 currency code", n.Currency)
 	}
 	m.DefaultCurrency = c.Code
-	var hash sql.NullString
-	if n.Password != "" {
-		h, err := password.Hash(n.Password)
-		if err != nil {
-			return Merchant{}, fault.Invalid("password", "%s", strings.TrimPrefix(err.Error(), "password: "))
-		}
-		hash = sql.NullString{String: h, Valid: true}
-		m.CanSignIn = true
-	}
 	var taken int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM merchants WHERE email_key = $1`, emailKey(m.Email)).Scan(&taken); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM merchants WHERE email_key = $1`, EmailKey(m.Email)).Scan(&taken); err != nil {
 		return Merchant{}, err
 	}
 	if taken > 0 {
@@ -212,10 +201,10 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 	if !m.Accepts(m.DefaultCurrency) {
 		m.Currencies = append([]string{m.DefaultCurrency}, m.Currencies...)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, password_hash, default_currency, created_at,
+	_, err = tx.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, default_currency, created_at,
 		currencies, max_amount_cents, simulator_profile)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		m.ID, m.Name, m.Email, emailKey(m.Email), hash, m.DefaultCurrency, now.UnixMilli(),
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		m.ID, m.Name, m.Email, EmailKey(m.Email), m.DefaultCurrency, now.UnixMilli(),
 		strings.Join(m.Currencies, " "), m.MaxAmountCents, m.SimulatorProfile)
 	if store.IsUniqueViolation(err) {
 		return Merchant{}, fault.Conflict("email_taken", "a merchant with email %s already exists", m.Email)
@@ -229,14 +218,13 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 // Get reads a merchant by id.
 func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	m := Merchant{ID: id}
-	var hash sql.NullString
 	var created int64
 	var currencies, origins string
 	v := &m.Velocity
-	err := q.QueryRowContext(ctx, `SELECT name, email, password_hash, default_currency, created_at,
+	err := q.QueryRowContext(ctx, `SELECT name, email, default_currency, created_at,
 		currencies, max_amount_cents, simulator_profile, timezone, allowed_origins, velocity_card_declines,
 		velocity_credential_declines, velocity_intent_failures, velocity_sessions, velocity_request_rate FROM merchants WHERE id = $1`, id).
-		Scan(&m.Name, &m.Email, &hash, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &origins,
+		Scan(&m.Name, &m.Email, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &origins,
 			&v.CardDeclines, &v.CredentialDeclines, &v.IntentFailures, &v.Sessions, &v.RequestRate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Merchant{}, ErrNotFound
@@ -244,23 +232,10 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	if err != nil {
 		return Merchant{}, err
 	}
-	m.CanSignIn = hash.Valid
 	m.CreatedAt = time.UnixMilli(created)
 	m.Currencies = strings.Fields(currencies)
 	m.AllowedOrigins = strings.Fields(origins)
 	return m, nil
-}
-
-// PasswordHash reads the id and dashboard password hash of the merchant who signs in with email
-// (compared without regard to case). A merchant without a password has hash "". ErrNotFound when no
-// merchant has that e-mail.
-func PasswordHash(ctx context.Context, q store.Querier, email string) (id, hash string, err error) {
-	var h sql.NullString
-	err = q.QueryRowContext(ctx, `SELECT id, password_hash FROM merchants WHERE email_key = $1`, emailKey(strings.TrimSpace(email))).Scan(&id, &h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", ErrNotFound
-	}
-	return id, h.String, err
 }
 
 // Update changes the settings that are set (non-nil) and returns the merchant. A currency list
@@ -361,7 +336,8 @@ func ValidateEmail(s string) error {
 	return nil
 }
 
-func emailKey(email string) string { return strings.ToLower(email) }
+// EmailKey is the form in which e-mail addresses are compared and kept unique: without regard to case.
+func EmailKey(email string) string { return strings.ToLower(email) }
 
 // NewAccountID returns 10 lowercase hex characters that are neither a merchant's nor a partner's id:
 // the two share the payments API's account namespace ("acct_" + id). 40 random bits collide rarely,

@@ -65,6 +65,12 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	served := map[string]bool{}
 	for _, r := range srv.Routes() {
+		// The dashboard's pages are HTML for browsers, not part of the JSON APIs that openapi.yaml
+		// describes (issue 16, point 8); GET / only sends browsers there, and is the JSON 404 of
+		// an unknown route to everyone else.
+		if strings.HasPrefix(r.Pattern, "/dashboard") || r.Pattern == "/{$}" {
+			continue
+		}
 		served[r.Method+" "+r.Pattern] = true
 	}
 	var missing, extra []string

@@ -18,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/dashboard"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
@@ -31,6 +32,7 @@ import (
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/signin"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/velocity"
 	"github.com/kassapay/kassa/web"
@@ -101,6 +103,7 @@ type Server struct {
 	idem       *idempotency.Store
 	velocity   *velocity.Limiter
 	merchants  *merchant.Cache
+	sessions   *user.Sessions
 	router     *httpapi.Router
 	handler    http.Handler
 }
@@ -176,6 +179,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	r.Handle("POST", "/oauth/revoke", a.RevokeHandler())
 	r.Handle("DELETE", "/oauth/revoke_token", a.RevokeTokenHandler())
 	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
+	// Dashboard sessions learn of changes made on other nodes at the pace of token revocations.
+	s.sessions = user.NewSessions(user.SessionConfig{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, Poll: cfg.RevocationPoll})
+	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, Merchants: merchants, PublicURL: cfg.PublicURL,
+		Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
 	v, err := vault.New(ctx, vault.Config{DB: cfg.DB, Keyring: ring, Ledger: s.ledger, Merchants: merchants, Tokens: s.cardenc, Now: cfg.Now})
@@ -303,6 +310,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.auth.Run(bg) })
+	wg.Go(func() { s.sessions.Run(bg) })
 	wg.Go(func() { s.ledger.Run(bg) })
 	wg.Go(func() { s.accounts.Run(bg) })
 	if !s.cfg.NoBillingEngine {
@@ -311,6 +319,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge idempotency keys", s.idem.Purge) })
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge used card tokens", s.cardenc.Purge) })
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge sign-in counts", s.auth.PurgeSignIns) })
+	wg.Go(func() {
+		clock.Every(bg, time.Hour, s.cfg.Logger, "purge dashboard sessions and links", s.sessions.Purge)
+	})
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "velocity sweep", s.velocity.Sweep) })
 

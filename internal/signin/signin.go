@@ -19,7 +19,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 )
 
 //go:embed *.html
@@ -171,36 +171,28 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := view{Title: "Sign in", Request: rawReq, Partner: req.Partner, Email: email}
-	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: h.proxies.ClientAddr(r)}
+	// Only an owner or an admin approves partners for the merchant (docs/decisions.md, "Staff users and
+	// roles"); anyone else's password fails here as a wrong one would.
+	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: h.proxies.ClientAddr(r), Roles: user.Approvers}
 	if c, err := r.Cookie(deviceCookie); err == nil {
 		attempt.Device = c.Value
 	}
-	merchantID, err := h.auth.SignIn(r.Context(), attempt)
-	var throttled *auth.ThrottledError
-	switch {
-	case errors.As(err, &throttled):
-		wait := throttled.Until.Sub(h.now())
-		v.Error = "Too many failed sign-ins. Try again in " + minutes(wait) + "."
-		if throttled.Busy {
-			v.Error = "Kassa is busy checking other sign-ins. Try again in a moment."
-		}
-		w.Header().Set("Retry-After", strconv.FormatInt(auth.RetryAfterSeconds(wait), 10))
-		h.render(w, r, http.StatusTooManyRequests, "signin", v)
+	acct, err := h.auth.SignIn(r.Context(), attempt)
+	if status, msg, refused := auth.Refusal(w.Header(), err, h.now()); refused {
+		v.Error = msg
+		h.render(w, r, status, "signin", v)
 		return
-	case errors.Is(err, auth.ErrBadCredentials):
-		v.Error = "The e-mail or password is wrong."
-		h.render(w, r, http.StatusUnauthorized, "signin", v)
-		return
-	case err != nil:
+	}
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	value, sess := h.auth.NewSession(merchantID)
+	value, sess := h.auth.NewSession(acct.MerchantID)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: cookiePath, Expires: sess.ExpiresAt, HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode})
 	// The device cookie is sent only with this site's own forms (SameSite=Strict): it serves nothing
 	// but the next sign-in from this browser.
-	device, expires := h.auth.NewDeviceCookie(merchantID)
+	device, expires := h.auth.NewDeviceCookie(acct.UserID)
 	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: device, Path: cookiePath, Expires: expires, HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/oauth/authorize?"+rawReq, http.StatusSeeOther)
@@ -315,14 +307,8 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 func (h *Handler) renderWith(w http.ResponseWriter, r *http.Request, status int, page string, v view, origins ...string) {
 	v.Nonce = rand.Text()
 	extra := strings.Join(nonEmpty(origins), " ")
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; img-src "+orNone(extra)+
+	httpapi.SetPageHeaders(w.Header(), "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; img-src "+orNone(extra)+
 		"; form-action "+strings.TrimSpace("'self' "+extra)+"; frame-ancestors 'none'; base-uri 'none'")
-	hdr.Set("X-Frame-Options", "DENY")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if err := pages[page].ExecuteTemplate(w, "page", v); err != nil {
 		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "render "+page, "err", err)
@@ -355,13 +341,4 @@ func orNone(s string) string {
 		return "'none'"
 	}
 	return s
-}
-
-// minutes says how long d is, rounded up to whole minutes.
-func minutes(d time.Duration) string {
-	m := int((d + time.Minute - 1) / time.Minute)
-	if m <= 1 {
-		return "a minute"
-	}
-	return strconv.Itoa(m) + " minutes"
 }

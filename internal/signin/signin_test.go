@@ -18,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/signin/signintest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/user"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
@@ -64,9 +65,12 @@ func (f *fixture) newPartner(t *testing.T, callback string) auth.PartnerCredenti
 func (f *fixture) newMerchant(t *testing.T, email string) merchant.Merchant {
 	t.Helper()
 	var m merchant.Merchant
-	err := f.srv.DB.Write(context.Background(), func(tx *store.Tx) error {
-		var err error
-		m, err = merchant.Create(context.Background(), tx, merchant.New{Name: "Maple Goods", Email: email, Password: password}, time.Now())
+	hash, err := user.HashPassword(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.srv.DB.Write(context.Background(), func(tx *store.Tx) error {
+		m, _, err = user.CreateMerchant(context.Background(), tx, merchant.New{Name: "Maple Goods", Email: email}, hash, time.Now())
 		return err
 	})
 	if err != nil {

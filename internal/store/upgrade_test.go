@@ -26,22 +26,7 @@ const beforeIdempotencyPerCredential = 14
 // key that the ledger bound before the upgrade still finds its transaction when its client retries,
 // so that the retry charges nothing again. Keys that checkout and billing derive are left alone.
 func TestUpgradeToIdempotencyPerCredential(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) *store.DB{
-		"sqlite": func(t *testing.T) *store.DB {
-			db, err := store.Open(context.Background(), store.Config{DataDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db
-		},
-		"postgres": func(t *testing.T) *store.DB {
-			db := storetest.Postgres(t)
-			mustExec(t, db, "DROP SCHEMA public CASCADE")
-			mustExec(t, db, "CREATE SCHEMA public")
-			return db
-		},
-	} {
+	for name, open := range unmigrated() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -111,5 +96,26 @@ func TestUpgradeToIdempotencyPerCredential(t *testing.T) {
 				t.Fatalf("the retry of a sale made before the upgrade: %d %s", r.Status, r.Raw)
 			}
 		})
+	}
+}
+
+// unmigrated opens, per backend, an empty database that no migration has touched, for tests of an
+// upgrade from an earlier schema (MigrateTo).
+func unmigrated() map[string]func(t *testing.T) *store.DB {
+	return map[string]func(t *testing.T) *store.DB{
+		"sqlite": func(t *testing.T) *store.DB {
+			db, err := store.Open(context.Background(), store.Config{DataDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		},
+		"postgres": func(t *testing.T) *store.DB {
+			db := storetest.Postgres(t)
+			mustExec(t, db, "DROP SCHEMA public CASCADE")
+			mustExec(t, db, "CREATE SCHEMA public")
+			return db
+		},
 	}
 }

@@ -1,0 +1,67 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/user"
+)
+
+// Staff users sign in with their own e-mail and password. Owners and admins may use the password
+// grant and the partners' consent page (Roles: user.Approvers); a reporting or sales user's right
+// password fails there exactly as a wrong one does, and signs in where every role may.
+func TestRolesThatSignInForTheMerchant(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		const pw = "a long passphrase"
+		m := f.newMerchantWithPassword(t, "owner@example.com", pw)
+		mb := basic(m.ClientID, m.ClientSecret)
+		hash, err := user.HashPassword(pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, u := range []struct {
+			email string
+			role  user.Role
+		}{{"admin@example.com", user.Admin}, {"reports@example.com", user.Reporting}, {"till@example.com", user.Sales}} {
+			if err := db.Write(ctx, func(tx *store.Tx) error {
+				c, err := user.Create(ctx, tx, user.New{MerchantID: m.MerchantID, Email: u.email, Role: u.role, Hash: hash}, time.Now())
+				if err == nil && !c.HasPassword {
+					t.Errorf("%s has no password", u.email)
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, wrong := f.passwordGrant(t, "reports@example.com", "not the passphrase", mb)
+		for _, tc := range []struct {
+			email   string
+			granted bool
+		}{{"owner@example.com", true}, {"admin@example.com", true}, {"reports@example.com", false}, {"till@example.com", false}} {
+			status, body := f.passwordGrant(t, tc.email, pw, mb)
+			if tc.granted && (status != 200 || body["merchant_id"] != m.MerchantID) {
+				t.Errorf("password grant of %s: %d %v", tc.email, status, body)
+			}
+			if !tc.granted && (status != 400 || body["error"] != "invalid_grant" || body["error_description"] != wrong["error_description"]) {
+				t.Errorf("password grant of %s: %d %v; want the answer to a wrong password, %v", tc.email, status, body, wrong)
+			}
+			addr := netip.MustParseAddr("198.51.100.20")
+			_, err := f.svc.SignIn(ctx, auth.Attempt{Email: tc.email, Password: pw, Addr: addr, Roles: user.Approvers})
+			if tc.granted != (err == nil) || (!tc.granted && !errors.Is(err, auth.ErrBadCredentials)) {
+				t.Errorf("sign-in of %s for the merchant: %v", tc.email, err)
+			}
+			acct, err := f.svc.SignIn(ctx, auth.Attempt{Email: tc.email, Password: pw, Addr: addr})
+			if err != nil || acct.MerchantID != m.MerchantID || acct.UserID == "" {
+				t.Errorf("sign-in of %s to the dashboard: %+v %v", tc.email, acct, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,316 @@
+// Package dashboard serves the merchant dashboard under /dashboard (issue 16): server-rendered pages
+// for a merchant's staff, signed in with their e-mail and password.
+//
+// The pages are html/template files embedded in the binary, one layout (a header with the
+// merchant's name, the sections the user's role may open, and sign-out) and one template per page.
+// They work without script. Every response carries a strict Content-Security-Policy (styles by a
+// per-response nonce, no script, forms only to Kassa, frame-ancestors 'none'). Every POST is
+// refused when another site sent it (http.CrossOriginProtection) and, once signed in, when its
+// csrf_token is not the session's. Every page and action checks the user's role on the server
+// (requireRole): a hidden button is not a permission.
+//
+// A new section is a page template, an entry in sections (its name, path and roles), and its routes
+// registered through requireRole with the roles they need.
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
+)
+
+//go:embed *.html
+var files embed.FS
+
+// pages are the templates, one set per page, each with the layout.
+var pages = func() map[string]*template.Template {
+	out := map[string]*template.Template{}
+	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message"} {
+		out[p] = template.Must(template.ParseFS(files, "layout.html", p+".html"))
+	}
+	return out
+}()
+
+// Cookie names: the session's (path /dashboard) and the device cookie of sign-in throttling
+// (auth.NewDeviceCookie), sent only to the sign-in form.
+const (
+	sessionCookie = "kassa_dashboard"
+	deviceCookie  = "kassa_dashboard_device"
+	signInPath    = "/dashboard/sign-in"
+)
+
+// Who may do what.
+var (
+	everyone = user.Roles
+	// managers manage staff: owners everyone, admins everyone but owners (user.MayManage).
+	managers = []user.Role{user.Owner, user.Admin}
+)
+
+// section is one part of the dashboard in the navigation.
+type section struct {
+	Name, Path, About string
+	Roles             []user.Role
+}
+
+// sections are the parts of the dashboard, in the navigation's order; each shows to the roles that
+// may open it.
+var sections = []section{
+	{"Home", "/dashboard", "who you are signed in as", everyone},
+	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
+}
+
+// Config configures a Handler.
+type Config struct {
+	Auth      *auth.Service
+	DB        *store.DB
+	Sessions  *user.Sessions
+	Merchants *merchant.Cache
+	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
+	PublicURL string
+	// Proxies name the client behind a reverse proxy, for sign-in throttling and the sessions' record.
+	Proxies httpapi.Proxies
+	Now     func() time.Time
+}
+
+// Handler serves the dashboard.
+type Handler struct {
+	cfg    Config
+	secure bool
+	csrf   *http.CrossOriginProtection
+}
+
+// New returns a Handler.
+func New(cfg Config) *Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Handler{cfg: cfg, secure: strings.HasPrefix(cfg.PublicURL, "https://"), csrf: http.NewCrossOriginProtection()}
+	h.csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.render(w, r, http.StatusForbidden, "message", view{Title: "Request refused", Error: "This form was sent from another site, so it was refused."})
+	}))
+	return h
+}
+
+// Routes registers the dashboard, and GET / for browsers.
+func (h *Handler) Routes(r *httpapi.Router) {
+	r.HandleFunc("GET", "/{$}", h.root)
+	r.HandleFunc("GET", signInPath, h.signInPage)
+	r.Handle("POST", signInPath, h.csrf.Handler(http.HandlerFunc(h.signIn)))
+	r.HandleFunc("GET", "/dashboard/forgot", h.forgotPage)
+	r.Handle("POST", "/dashboard/forgot", h.csrf.Handler(http.HandlerFunc(h.forgot)))
+	r.HandleFunc("GET", "/dashboard/password", h.passwordPage)
+	r.Handle("POST", "/dashboard/password", h.csrf.Handler(http.HandlerFunc(h.setPassword)))
+
+	r.Handle("GET", "/dashboard", h.requireRole(everyone, h.home))
+	r.Handle("POST", "/dashboard/sign-out", h.requireRole(everyone, h.signOut))
+	r.Handle("GET", "/dashboard/staff", h.requireRole(managers, h.staff))
+	r.Handle("POST", "/dashboard/staff/invite", h.requireRole(managers, h.invite))
+	r.Handle("POST", "/dashboard/staff/{id}/role", h.requireRole(managers, h.setRole))
+	r.Handle("POST", "/dashboard/staff/{id}/remove", h.requireRole(managers, h.remove))
+}
+
+// root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
+// of an unknown route (issue 16: "GET / in a browser (Accept: text/html) redirects to /dashboard").
+func (h *Handler) root(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+		return
+	}
+	httpapi.WriteError(w, r, fault.NotFound("no route for %s %s", r.Method, r.URL.Path))
+}
+
+type sessionKey struct{}
+
+// signedIn is the session of a request that passed requireRole.
+func signedIn(r *http.Request) user.Session {
+	s, _ := r.Context().Value(sessionKey{}).(user.Session)
+	return s
+}
+
+// requireRole lets a request through to next only with a session of one of roles: without one, a
+// browser is sent to sign in; with another role, 403. A POST must also carry the session's
+// csrf_token (besides passing http.CrossOriginProtection).
+func (h *Handler) requireRole(roles []user.Role, next http.HandlerFunc) http.Handler {
+	return h.csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := h.session(w, r)
+		if !ok {
+			return
+		}
+		if !slices.Contains(roles, sess.Role) {
+			h.render(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)), http.StatusForbidden, "message",
+				view{Title: "Not allowed", Error: "Your role (" + sess.Role.Label() + ") does not allow this."})
+			return
+		}
+		if r.Method == http.MethodPost && r.PostFormValue("csrf_token") != sess.CSRF {
+			h.render(w, r, http.StatusForbidden, "message", view{Title: "Request refused", Error: "This form has expired or was not sent from this page."})
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
+	}))
+}
+
+// session opens the request's session; without one it sends the browser to sign in and reports false.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) (user.Session, bool) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		sess, ok, err := h.cfg.Sessions.Open(r.Context(), c.Value)
+		if err != nil {
+			h.fail(w, r, err)
+			return user.Session{}, false
+		}
+		if ok {
+			return sess, true
+		}
+		h.clearSession(w)
+	}
+	http.Redirect(w, r, signInPath, http.StatusSeeOther)
+	return user.Session{}, false
+}
+
+// view is what a page shows.
+type view struct {
+	Title, Nonce  string
+	Session       *user.Session
+	Merchant      string
+	Nav           []navItem
+	Error, Notice string
+	Email, Token  string
+	Invite, Sent  bool
+	Link          string
+	Staff         []staffRow
+	Grantable     []user.Role
+}
+
+type navItem struct {
+	section
+	Current bool
+}
+
+// render writes a page with the layout, and for a signed-in request the header: the merchant's
+// name, the sections the user's role may open, and sign-out.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+	if sess := signedIn(r); sess.UserID != "" {
+		v.Session = &sess
+		m, err := h.cfg.Merchants.Get(r.Context(), sess.MerchantID)
+		if err != nil {
+			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: read the merchant", "err", err)
+		}
+		v.Merchant = m.Name
+		for _, s := range sections {
+			if slices.Contains(s.Roles, sess.Role) {
+				v.Nav = append(v.Nav, navItem{section: s, Current: s.Path == r.URL.Path})
+			}
+		}
+	}
+	v.Nonce = rand.Text()
+	// No script yet: script-src joins with the first page that has one, by the same nonce.
+	httpapi.SetPageHeaders(w.Header(), "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.WriteHeader(status)
+	if err := pages[page].ExecuteTemplate(w, "page", v); err != nil {
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: render "+page, "err", err)
+	}
+}
+
+// fail logs an internal error and shows a page that says so.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard", "err", err)
+	h.render(w, r, http.StatusInternalServerError, "message", view{Title: "Something went wrong",
+		Error: "Kassa could not complete this request. Try again in a moment."})
+}
+
+func (h *Handler) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time, same http.SameSite) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, Expires: expires, MaxAge: maxAge(value), HttpOnly: true,
+		Secure: h.secure, SameSite: same})
+}
+
+// maxAge deletes a cookie set to "".
+func maxAge(value string) int {
+	if value == "" {
+		return -1
+	}
+	return 0
+}
+
+func (h *Handler) clearSession(w http.ResponseWriter) {
+	h.setCookie(w, sessionCookie, "", "/dashboard", time.Time{}, http.SameSiteLaxMode)
+}
+
+func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "home", view{Title: "Home"})
+}
+
+// signInPage serves the sign-in form; a signed-in browser goes to the dashboard.
+func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if _, ok, _ := h.cfg.Sessions.Open(r.Context(), c.Value); ok {
+			http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+			return
+		}
+	}
+	v := view{Title: "Sign in"}
+	if r.URL.Query().Get("password") == "set" {
+		v.Notice = "Your password is set. Sign in with it."
+	}
+	h.render(w, r, http.StatusOK, "signin", v)
+}
+
+// signIn checks e-mail and password through the throttled path of the authorization pages
+// (auth.SignIn: issue 14's buckets and the password gate), with every role allowed, and starts a
+// session: HttpOnly, SameSite=Lax, Secure over https.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	addr := h.cfg.Proxies.ClientAddr(r)
+	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: addr}
+	if c, err := r.Cookie(deviceCookie); err == nil {
+		attempt.Device = c.Value
+	}
+	acct, err := h.cfg.Auth.SignIn(r.Context(), attempt)
+	if status, msg, refused := auth.Refusal(w.Header(), err, h.cfg.Now()); refused {
+		h.render(w, r, status, "signin", view{Title: "Sign in", Email: email, Error: msg})
+		return
+	} else if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var u user.User
+	err = h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		u, err = user.Get(r.Context(), q, acct.UserID)
+		return err
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	cookie, sess, err := h.cfg.Sessions.Start(r.Context(), u, addr.String(), r.UserAgent())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.setCookie(w, sessionCookie, cookie, "/dashboard", sess.CreatedAt.Add(user.AbsoluteTimeout), http.SameSiteLaxMode)
+	device, expires := h.cfg.Auth.NewDeviceCookie(u.ID)
+	h.setCookie(w, deviceCookie, device, signInPath, expires, http.SameSiteStrictMode)
+	http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+}
+
+// signOut ends the session, on this node at once and on the others within the session poll.
+func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
+	c, _ := r.Cookie(sessionCookie) // requireRole opened it
+	if err := h.cfg.Sessions.End(r.Context(), c.Value); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.clearSession(w)
+	http.Redirect(w, r, signInPath, http.StatusSeeOther)
+}

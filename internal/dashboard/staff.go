@@ -1,0 +1,141 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
+)
+
+// staffRow is one user on the Staff page.
+type staffRow struct {
+	user.User
+	Manageable bool // the signed-in user may change or remove it
+}
+
+// staff serves the Staff page: the merchant's users, with the actions the signed-in user may take.
+func (h *Handler) staff(w http.ResponseWriter, r *http.Request) {
+	h.renderStaff(w, r, http.StatusOK, view{})
+}
+
+// renderStaff renders the Staff page with v's message or invitation link.
+func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int, v view) {
+	sess := signedIn(r)
+	var list []user.User
+	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		list, err = user.List(r.Context(), q, sess.MerchantID)
+		return err
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.Title = "Staff"
+	for _, u := range list {
+		v.Staff = append(v.Staff, staffRow{User: u, Manageable: user.MayManage(sess.Role, u.Role)})
+	}
+	for _, role := range user.Roles {
+		if user.MayManage(sess.Role, role) {
+			v.Grantable = append(v.Grantable, role)
+		}
+	}
+	h.render(w, r, status, "staff", v)
+}
+
+// invite creates a user without a password and sends it a link to choose one (72 hours), through the
+// outbox; the page also shows the link once, for when no mail arrives.
+func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	role, err := user.ParseRole(r.PostFormValue("role"))
+	if err == nil && !user.MayManage(sess.Role, role) {
+		err = user.ErrOwnersOnly
+	}
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	var link string
+	if err == nil {
+		now := h.cfg.Now()
+		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+			u, err := user.Create(r.Context(), tx, user.New{MerchantID: sess.MerchantID, Email: email, Role: role}, now)
+			if err != nil {
+				return err
+			}
+			link, _, err = SendLink(r.Context(), tx, u, user.Invite, h.cfg.PublicURL, true, now)
+			return err
+		})
+	}
+	if h.refused(w, r, err) {
+		return
+	}
+	h.renderStaff(w, r, http.StatusOK, view{Notice: "Invited " + email + " as " + role.Label() + ".", Email: email, Link: link})
+}
+
+// setRole changes a user's role.
+func (h *Handler) setRole(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	id := r.PathValue("id")
+	role, err := user.ParseRole(r.PostFormValue("role"))
+	if err == nil {
+		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+			_, err := user.SetRole(r.Context(), tx, sess.MerchantID, id, role, sess.Role, h.cfg.Now())
+			return err
+		})
+	}
+	if h.refused(w, r, err) {
+		return
+	}
+	h.cfg.Sessions.Forget(id)
+	http.Redirect(w, r, "/dashboard/staff", http.StatusSeeOther)
+}
+
+// remove deletes a user, whose sessions end.
+func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	id := r.PathValue("id")
+	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+		return user.Remove(r.Context(), tx, sess.MerchantID, id, sess.Role, h.cfg.Now())
+	})
+	if h.refused(w, r, err) {
+		return
+	}
+	h.cfg.Sessions.Forget(id)
+	if id == sess.UserID {
+		h.clearSession(w)
+		http.Redirect(w, r, signInPath, http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/dashboard/staff", http.StatusSeeOther)
+}
+
+// refused answers a staff action that failed: a refusal the user can understand (a bad field, the
+// last owner, an admin touching an owner, an unknown user) on the Staff page with its status, and
+// anything else as a failure. It reports whether it answered.
+func (h *Handler) refused(w http.ResponseWriter, r *http.Request, err error) bool {
+	var f *fault.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, user.ErrNotFound):
+		h.renderStaff(w, r, http.StatusNotFound, view{Error: "No such user works for this merchant."})
+	case errors.As(err, &f):
+		h.renderStaff(w, r, f.Status, view{Error: sentence(f.Message)})
+	default:
+		h.fail(w, r, err)
+	}
+	return true
+}
+
+// sentence starts a message with a capital letter and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}

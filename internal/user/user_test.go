@@ -1,0 +1,251 @@
+package user_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/password"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/user"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// clock is a settable time for the tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func newClock() *clock               { return &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
+func write(t *testing.T, db *store.DB, fn func(tx *store.Tx) error) error {
+	t.Helper()
+	return db.Write(context.Background(), fn)
+}
+
+// shop creates a merchant whose owner has the password "owner passphrase", and returns the owner.
+func shop(t *testing.T, db *store.DB, email string, now time.Time) user.User {
+	t.Helper()
+	hash, err := user.HashPassword("owner passphrase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owner user.User
+	if err := write(t, db, func(tx *store.Tx) error {
+		_, owner, err = user.CreateMerchant(context.Background(), tx, merchant.New{Name: "Shop", Email: email}, hash, now)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return owner
+}
+
+func addUser(t *testing.T, db *store.DB, merchantID, email string, role user.Role, now time.Time) user.User {
+	t.Helper()
+	var u user.User
+	if err := write(t, db, func(tx *store.Tx) error {
+		var err error
+		u, err = user.Create(context.Background(), tx, user.New{MerchantID: merchantID, Email: email, Role: role}, now)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// A merchant's first owner has its e-mail and id; the password is stored as an argon2id hash; e-mails
+// are unique across merchants regardless of case; bad input names its field.
+func TestCreateAndList(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now()
+		owner := shop(t, db, "Owner@Example.com", now)
+		if owner.Role != user.Owner || owner.Email != "Owner@Example.com" || owner.ID != owner.MerchantID || !owner.HasPassword {
+			t.Fatalf("owner %+v", owner)
+		}
+		c, err := user.CredentialsByEmail(ctx, db.Reader(), " owner@example.COM ")
+		if err != nil || c.ID != owner.ID {
+			t.Fatalf("credentials: %+v %v", c, err)
+		}
+		if ok, err := password.Verify(c.Hash, "owner passphrase"); !ok || err != nil || strings.Contains(c.Hash, "passphrase") {
+			t.Fatalf("stored hash %q does not verify", c.Hash)
+		}
+		clerk := addUser(t, db, owner.MerchantID, "clerk@example.com", user.Sales, now)
+		if clerk.HasPassword || clerk.ID == owner.ID {
+			t.Fatalf("clerk %+v", clerk)
+		}
+		list, err := user.List(ctx, db.Reader(), owner.MerchantID)
+		if err != nil || len(list) != 2 || list[0].ID != owner.ID || list[1].ID != clerk.ID {
+			t.Fatalf("list %+v %v", list, err)
+		}
+		for _, tc := range []struct {
+			name  string
+			n     user.New
+			field string
+			code  int
+		}{
+			{"taken e-mail in any case", user.New{MerchantID: owner.MerchantID, Email: "CLERK@example.com", Role: user.Admin}, "", 409},
+			{"bad e-mail", user.New{MerchantID: owner.MerchantID, Email: "clerk", Role: user.Admin}, "email", 400},
+			{"unknown role", user.New{MerchantID: owner.MerchantID, Email: "x@example.com", Role: "boss"}, "role", 400},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				err := write(t, db, func(tx *store.Tx) error {
+					_, err := user.Create(ctx, tx, tc.n, now)
+					return err
+				})
+				var f *fault.Error
+				if !errors.As(err, &f) || f.Status != tc.code || f.Field != tc.field {
+					t.Fatalf("Create = %v; want %d naming %q", err, tc.code, tc.field)
+				}
+			})
+		}
+		err = write(t, db, func(tx *store.Tx) error {
+			_, err := user.Create(ctx, tx, user.New{MerchantID: "0000000000", Email: "x@example.com", Role: user.Admin}, now)
+			return err
+		})
+		if !errors.Is(err, merchant.ErrNotFound) {
+			t.Fatalf("a user of no merchant: %v", err)
+		}
+		if _, err := user.HashPassword("short"); err == nil || !strings.Contains(err.Error(), "at least 10") {
+			t.Fatalf("short password: %v", err)
+		}
+	})
+}
+
+// Owners manage everyone; admins everyone but owners, and cannot make owners; a merchant keeps its
+// last owner; nobody reaches another merchant's users.
+func TestRoleChangesAndRemoval(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now()
+		owner := shop(t, db, "owner@example.com", now)
+		admin := addUser(t, db, owner.MerchantID, "admin@example.com", user.Admin, now)
+		clerk := addUser(t, db, owner.MerchantID, "clerk@example.com", user.Sales, now)
+		stranger := shop(t, db, "other@example.com", now)
+		setRole := func(id string, role, actor user.Role) error {
+			return write(t, db, func(tx *store.Tx) error {
+				_, err := user.SetRole(ctx, tx, owner.MerchantID, id, role, actor, now)
+				return err
+			})
+		}
+		remove := func(id string, actor user.Role) error {
+			return write(t, db, func(tx *store.Tx) error { return user.Remove(ctx, tx, owner.MerchantID, id, actor, now) })
+		}
+		for _, tc := range []struct {
+			name string
+			err  error
+			want error
+		}{
+			{"the last owner is not demoted", setRole(owner.ID, user.Admin, user.Owner), user.ErrLastOwner},
+			{"the last owner is not removed", remove(owner.ID, user.Owner), user.ErrLastOwner},
+			{"an admin does not demote an owner", setRole(owner.ID, user.Sales, user.Admin), user.ErrOwnersOnly},
+			{"an admin does not make an owner", setRole(clerk.ID, user.Owner, user.Admin), user.ErrOwnersOnly},
+			{"an admin does not remove an owner", remove(owner.ID, user.Admin), user.ErrOwnersOnly},
+			{"reporting manages nobody", setRole(clerk.ID, user.Reporting, user.Reporting), user.ErrOwnersOnly},
+			{"another merchant's user is nobody", remove(stranger.ID, user.Owner), user.ErrNotFound},
+			{"an admin changes a clerk", setRole(clerk.ID, user.Reporting, user.Admin), nil},
+			{"an owner makes another owner", setRole(admin.ID, user.Owner, user.Owner), nil},
+			{"then the first owner may step down", setRole(owner.ID, user.Admin, user.Owner), nil},
+			{"and may be removed", remove(owner.ID, user.Owner), nil},
+		} {
+			if !errors.Is(tc.err, tc.want) {
+				t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
+			}
+		}
+		list, _ := user.List(ctx, db.Reader(), owner.MerchantID)
+		if len(list) != 2 || list[0].ID != admin.ID || list[0].Role != user.Owner || list[1].Role != user.Reporting {
+			t.Fatalf("after the changes: %+v", list)
+		}
+	})
+}
+
+// A link sets a password once, before it expires (30 minutes for a reset, 72 hours for an
+// invitation); setting a password uses up the user's other links and ends its sessions.
+func TestLinks(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := newClock()
+		owner := shop(t, db, "owner@example.com", clk.Now())
+		invited := addUser(t, db, owner.MerchantID, "new@example.com", user.Reporting, clk.Now())
+		issue := func(u user.User, kind user.LinkKind) user.Link {
+			var l user.Link
+			if err := write(t, db, func(tx *store.Tx) error {
+				var err error
+				l, err = user.IssueLink(ctx, tx, u.ID, kind, clk.Now())
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		hash, err := user.HashPassword("a new passphrase")
+		if err != nil {
+			t.Fatal(err)
+		}
+		use := func(l user.Link) error {
+			return write(t, db, func(tx *store.Tx) error {
+				_, err := user.UseLink(ctx, tx, l.Token, hash, clk.Now())
+				return err
+			})
+		}
+		reset, invite := issue(owner, user.Reset), issue(invited, user.Invite)
+		if !reset.ExpiresAt.Equal(clk.Now().Add(30*time.Minute)) || !invite.ExpiresAt.Equal(clk.Now().Add(72*time.Hour)) {
+			t.Fatalf("expiries %v %v", reset.ExpiresAt, invite.ExpiresAt)
+		}
+		var stored int
+		db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM user_links WHERE token_hash = $1`, []byte(reset.Token)).Scan(&stored)
+		if stored != 0 {
+			t.Fatal("a link's secret is stored as sent")
+		}
+		clk.Add(31 * time.Minute)
+		if err := use(reset); !errors.Is(err, user.ErrBadLink) {
+			t.Fatalf("an expired reset: %v", err)
+		}
+		if u, kind, err := user.OpenLink(ctx, db.Reader(), invite.Token, clk.Now()); err != nil || u.ID != invited.ID || kind != user.Invite {
+			t.Fatalf("open the invitation: %+v %s %v", u, kind, err)
+		}
+		if err := use(invite); err != nil {
+			t.Fatalf("accept the invitation: %v", err)
+		}
+		if err := use(invite); !errors.Is(err, user.ErrBadLink) {
+			t.Fatalf("the invitation used twice: %v", err)
+		}
+		if _, _, err := user.OpenLink(ctx, db.Reader(), "nonsense", clk.Now()); !errors.Is(err, user.ErrBadLink) {
+			t.Fatalf("an unknown link: %v", err)
+		}
+
+		// Setting the password ends the sessions and uses up the other links.
+		sessions := user.NewSessions(user.SessionConfig{DB: db, Now: clk.Now})
+		cookie, _, err := sessions.Start(ctx, owner, "203.0.113.9", "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := issue(owner, user.Reset), issue(owner, user.Reset)
+		if recent, err := user.RecentReset(ctx, db.Reader(), owner.ID, time.Minute, clk.Now()); err != nil || !recent {
+			t.Fatalf("recent reset: %v %v", recent, err)
+		}
+		if err := use(first); err != nil {
+			t.Fatal(err)
+		}
+		if err := use(second); !errors.Is(err, user.ErrBadLink) {
+			t.Fatalf("another link after the password was set: %v", err)
+		}
+		sessions.Forget(owner.ID)
+		if _, ok, err := sessions.Open(ctx, cookie); ok || err != nil {
+			t.Fatalf("a session outlived the change of password: %v %v", ok, err)
+		}
+	})
+}
