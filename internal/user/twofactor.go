@@ -54,7 +54,9 @@ type TwoFactor struct {
 }
 
 // NewTwoFactor returns the two-factor store over db, sealing secrets with ring.
-func NewTwoFactor(db *store.DB, ring *envelope.Keyring) *TwoFactor { return &TwoFactor{db: db, ring: ring} }
+func NewTwoFactor(db *store.DB, ring *envelope.Keyring) *TwoFactor {
+	return &TwoFactor{db: db, ring: ring}
+}
 
 // Enrolment is a secret offered to a user and not yet confirmed: nothing is stored until the user
 // types a code it produced (Confirm).
