@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"html/template"
+	"net/http"
 	"strings"
 	"time"
 
@@ -27,6 +28,13 @@ const (
 	EnrolmentTTL = 15 * time.Minute
 	// RecoveryCodeCount is how many recovery codes a user gets at a time.
 	RecoveryCodeCount = 10
+	// PendingTTL is how long a user who gave the right password has to give the second factor.
+	PendingTTL = 5 * time.Minute
+	// MaxCodeFailures wrong codes in a row refuse the user's codes for CodeLockout: with one step
+	// either side, three codes in a million pass, so a guesser who knows the password gets five
+	// guesses a quarter of an hour.
+	MaxCodeFailures = 5
+	CodeLockout     = 15 * time.Minute
 	// issuer names Kassa in the user's authenticator app.
 	issuer = "Kassa"
 )
@@ -37,6 +45,8 @@ var (
 	ErrBadCode = fault.Invalid("code", "the code is not right: type the code your authenticator app shows now, or a recovery code")
 	// ErrEnrolmentExpired: the offered secret is not this user's or is older than EnrolmentTTL.
 	ErrEnrolmentExpired = fault.Invalid("enrolment", "this setup has expired: start again")
+	// ErrCodesLocked refuses every code of a user after MaxCodeFailures wrong ones, for CodeLockout.
+	ErrCodesLocked = fault.New(http.StatusTooManyRequests, "too_many_codes", "too many wrong codes: wait a quarter of an hour and sign in again")
 	// ErrTwoFactorRequired refuses to turn two-factor authentication off where the merchant requires it.
 	ErrTwoFactorRequired = fault.Conflict("two_factor_required", "your merchant requires two-factor authentication for all staff")
 )
@@ -44,6 +54,7 @@ var (
 var (
 	secretAAD    = []byte("kassa totp secret\x00")
 	enrolmentAAD = []byte("kassa totp enrolment\x00")
+	pendingAAD   = []byte("kassa two-factor sign-in\x00")
 )
 
 // TwoFactor keeps users' second factor: the TOTP secret sealed under the key-encryption key (whoever
@@ -133,12 +144,78 @@ func StatusOf(ctx context.Context, q store.Querier, id string) (Status, error) {
 	return st, err
 }
 
+// Pending seals the sign-in of user id between its password and its second factor, for PendingTTL:
+// the value of a cookie that only the next step reads.
+func (t *TwoFactor) Pending(id string, now time.Time) string {
+	plain := binary.BigEndian.AppendUint64(nil, uint64(now.Add(PendingTTL).Unix()))
+	return base64.RawURLEncoding.EncodeToString(t.ring.Seal(append(plain, id...), pendingAAD))
+}
+
+// OpenPending returns the user of a Pending value that has not expired.
+func (t *TwoFactor) OpenPending(v string, now time.Time) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return "", false
+	}
+	plain, err := t.ring.Open(raw, pendingAAD)
+	if err != nil || len(plain) <= 8 || now.Unix() > int64(binary.BigEndian.Uint64(plain)) {
+		return "", false
+	}
+	return string(plain[8:]), true
+}
+
 // Check verifies the second factor of user id: a TOTP code, used once (the step it matched is
 // recorded in the same statement that checks it is later than the last one, so that two requests
 // racing with one code cannot both pass), or one of the user's unused recovery codes, which it uses
 // up. It reports whether a recovery code was used. A user without two-factor authentication never
-// passes.
+// passes. The attempt is counted before the code is checked (as issue 14 counts passwords), and
+// MaxCodeFailures in a row refuse the user's codes for CodeLockout (ErrCodesLocked); a right code
+// clears the count.
 func (t *TwoFactor) Check(ctx context.Context, id, code string, now time.Time) (recovery bool, err error) {
+	if err := t.countAttempt(ctx, id, now); err != nil {
+		return false, err
+	}
+	recovery, err = t.check(ctx, id, code, now)
+	if err == nil {
+		_, err = t.db.Exec(ctx, `UPDATE users SET totp_failures = 0 WHERE id = $1`, id)
+	}
+	return recovery, err
+}
+
+// countAttempt counts an attempt against user id, or refuses it while the user's codes are locked: the
+// attempt that finds MaxCodeFailures before it locks them.
+func (t *TwoFactor) countAttempt(ctx context.Context, id string, now time.Time) error {
+	locked := false
+	err := t.db.Write(ctx, func(tx *store.Tx) error {
+		var failures int
+		var until sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT totp_failures, totp_locked_until FROM users WHERE id = $1`, id).Scan(&failures, &until)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // Check refuses it
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case until.Valid && until.Int64 > now.UnixMilli():
+			locked = true
+			return nil
+		case failures >= MaxCodeFailures:
+			locked = true
+			_, err = tx.ExecContext(ctx, `UPDATE users SET totp_failures = 0, totp_locked_until = $1 WHERE id = $2`,
+				now.Add(CodeLockout).UnixMilli(), id)
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE users SET totp_failures = totp_failures + 1 WHERE id = $1`, id)
+		return err
+	})
+	if err == nil && locked {
+		return ErrCodesLocked
+	}
+	return err
+}
+
+func (t *TwoFactor) check(ctx context.Context, id, code string, now time.Time) (recovery bool, err error) {
 	if digits := strings.Join(strings.Fields(code), ""); len(digits) != totp.Digits {
 		return true, t.useRecoveryCode(ctx, id, code, now)
 	}

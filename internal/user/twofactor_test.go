@@ -17,7 +17,13 @@ import (
 
 func newTwoFactor(t *testing.T, db *store.DB) *user.TwoFactor {
 	t.Helper()
-	kek, err := envelope.ParseKEK(envelope.NewKEKText())
+	return twoFactorUnder(t, db, envelope.NewKEKText())
+}
+
+// twoFactorUnder is the two-factor store of a node whose key-encryption key is kekText.
+func twoFactorUnder(t *testing.T, db *store.DB, kekText string) *user.TwoFactor {
+	t.Helper()
+	kek, err := envelope.ParseKEK(kekText)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +157,13 @@ func TestTwoFactorCheck(t *testing.T) {
 		if passed != 1 {
 			t.Errorf("one code raced by 8 requests passed %d times", passed)
 		}
+		// Seven wrong attempts: the next finds them and locks the user's codes; they work again after
+		// CodeLockout.
+		if _, err := tf.Check(ctx, owner.ID, codes[3], now); !errors.Is(err, user.ErrCodesLocked) {
+			t.Fatalf("an attempt after seven wrong ones: %v", err)
+		}
+		clk.Add(user.CodeLockout)
+		now = clk.Now()
 
 		typed := strings.ToLower(strings.ReplaceAll(codes[3], "-", " "))
 		if rec, err := tf.Check(ctx, owner.ID, typed, now); err != nil || !rec {
@@ -225,4 +238,69 @@ func TestRequireTwoFactor(t *testing.T) {
 			t.Errorf("a recovery code after turning it off: %v", err)
 		}
 	})
+}
+
+// TestWrongCodesLock: MaxCodeFailures wrong codes in a row lock the user's codes, the right one
+// included, for CodeLockout; a right code before that clears the count.
+func TestWrongCodesLock(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := newClock()
+		tf := newTwoFactor(t, db)
+		owner := shop(t, db, "owner@example.com", clk.Now())
+		s, _ := enrol(t, tf, owner, clk.Now())
+		wrong := func(now time.Time) string {
+			c := totp.Code(s, totp.Step(now))
+			return c[:5] + string(rune('0'+(c[5]-'0'+5)%10)) // another digit: never a code of the window
+		}
+		for i := range user.MaxCodeFailures - 1 {
+			if _, err := tf.Check(ctx, owner.ID, wrong(clk.Now()), clk.Now()); !errors.Is(err, user.ErrBadCode) {
+				t.Fatalf("wrong code %d: %v", i+1, err)
+			}
+		}
+		clk.Add(totp.Period)
+		if _, err := tf.Check(ctx, owner.ID, totp.Code(s, totp.Step(clk.Now())), clk.Now()); err != nil {
+			t.Fatalf("a right code after %d wrong ones: %v", user.MaxCodeFailures-1, err)
+		}
+		for i := range user.MaxCodeFailures {
+			if _, err := tf.Check(ctx, owner.ID, wrong(clk.Now()), clk.Now()); !errors.Is(err, user.ErrBadCode) {
+				t.Fatalf("wrong code %d after the count was cleared: %v", i+1, err)
+			}
+		}
+		clk.Add(totp.Period)
+		if _, err := tf.Check(ctx, owner.ID, totp.Code(s, totp.Step(clk.Now())), clk.Now()); !errors.Is(err, user.ErrCodesLocked) {
+			t.Fatalf("the right code after %d wrong ones: %v", user.MaxCodeFailures, err)
+		}
+		clk.Add(user.CodeLockout - time.Second) // the lock began with the attempt above
+		if _, err := tf.Check(ctx, owner.ID, totp.Code(s, totp.Step(clk.Now())), clk.Now()); !errors.Is(err, user.ErrCodesLocked) {
+			t.Fatalf("the right code within the lockout: %v", err)
+		}
+		clk.Add(2 * time.Second)
+		if _, err := tf.Check(ctx, owner.ID, totp.Code(s, totp.Step(clk.Now())), clk.Now()); err != nil {
+			t.Fatalf("the right code after the lockout: %v", err)
+		}
+	})
+}
+
+// TestPendingSignIn: the step between password and code is sealed to its user, and expires.
+func TestPendingSignIn(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	kek := envelope.NewKEKText()
+	tf := twoFactorUnder(t, db, kek)
+	now := time.Now()
+	v := tf.Pending("a1b2c3d4e5", now)
+	if id, ok := tf.OpenPending(v, now.Add(user.PendingTTL-time.Second)); !ok || id != "a1b2c3d4e5" {
+		t.Errorf("open: %q %v", id, ok)
+	}
+	if _, ok := tf.OpenPending(v, now.Add(user.PendingTTL+time.Second)); ok {
+		t.Error("opened after its TTL")
+	}
+	if _, ok := tf.OpenPending(v[:len(v)-2]+"AA", now); ok {
+		t.Error("a damaged value opened")
+	}
+	if _, ok := twoFactorUnder(t, db, kek).OpenPending(v, now); !ok {
+		t.Error("another node of the same database could not open it")
+	}
 }
