@@ -254,6 +254,7 @@ func TestRoleChecks(t *testing.T) {
 					{"/dashboard/staff/invite", url.Values{"email": {"new-" + string(role) + "@maple.example"}, "role": {"sales"}}},
 					{"/dashboard/staff/" + target + "/role", url.Values{"role": {"sales"}}},
 					{"/dashboard/staff/" + target + "/remove", url.Values{}},
+					{"/dashboard/staff/two-factor", url.Values{}},
 				} {
 					if tc.path == "/dashboard/staff/"+target+"/remove" && role == user.Owner {
 						continue // the admin's turn removes it
