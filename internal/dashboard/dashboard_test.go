@@ -124,7 +124,7 @@ func (b *browser) signIn(email string) string {
 	return signintest.Field(b.t, body, "csrf_token")
 }
 
-func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int) {
+func wantStatus(t testing.TB, what string, resp *http.Response, body string, status int) {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("%s: %d, want %d\n%s", what, resp.StatusCode, status, body)
