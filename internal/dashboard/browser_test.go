@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/totp"
 )
 
 // In headless Chromium, at a phone's width: a browser that opens Kassa's address lands on the sign-in
@@ -53,13 +55,13 @@ func TestSignInInBrowser(t *testing.T) {
 	if bg := browsertest.Eval[string](t, ctx, `getComputedStyle(document.querySelector('header')).display`); bg != "flex" {
 		t.Fatalf("the page's style did not apply: header display %s", bg)
 	}
-	// Tab reaches the navigation's first link, then Staff, then sign-out.
+	// Tab reaches the navigation's links in order, then sign-out.
 	var focused []string
-	for range 3 {
+	for range 4 {
 		browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent("\t"))
 		focused = append(focused, browsertest.Eval[string](t, ctx, `document.activeElement.textContent.trim()`))
 	}
-	if focused[0] != "Home" || focused[1] != "Staff" || focused[2] != "Sign out" {
+	if focused[0] != "Home" || focused[1] != "Staff" || focused[2] != "Account" || focused[3] != "Sign out" {
 		t.Fatalf("keyboard focus went %q", focused)
 	}
 	browsertest.Step(t, ctx, 30*time.Second,
@@ -72,5 +74,74 @@ func TestSignInInBrowser(t *testing.T) {
 	)
 	if u := browsertest.Eval[string](t, ctx, `location.pathname`); u != "/dashboard/sign-in" {
 		t.Fatalf("after sign-out, /dashboard showed %s", u)
+	}
+}
+
+// In Chromium: two-factor set up from the account page with the key shown (the QR code drawn beside
+// it), then a sign-in with a code computed by the test as an authenticator app would, and one with a
+// recovery code.
+func TestTwoFactorInBrowser(t *testing.T) {
+	t.Parallel()
+	s := newShop(t, storetest.SQLite(t), server.Config{})
+	ctx := browsertest.New(t)
+	signIn := func(next string) {
+		t.Helper()
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
+			chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#email"), "admin@maple.example"),
+			chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
+			chromedp.WaitVisible(chromedp.CSS(next)),
+		)
+	}
+	signOut := func() {
+		t.Helper()
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS("header form button")),
+			chromedp.WaitVisible(chromedp.CSS("#email")),
+		)
+	}
+	signIn("nav")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(s.srv.URL+"/dashboard/account"),
+		chromedp.Click(chromedp.CSS(`a[href="/dashboard/account/two-factor/setup"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#totp-key")),
+	)
+	if w := browsertest.Eval[float64](t, ctx, `document.querySelector('.qr svg').getBoundingClientRect().width`); w < 150 {
+		t.Fatalf("the QR code is drawn %v px wide", w)
+	}
+	secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
+	)
+	codes := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#recovery-codes code')].map(c => c.textContent)`)
+	if len(codes) != 10 {
+		t.Fatalf("recovery codes shown: %q", codes)
+	}
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("nav")))
+	signOut()
+
+	// The next step's code: the set-up used this one's.
+	signIn("#code")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now())+1)+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("nav")),
+	)
+	if p := browsertest.Eval[string](t, ctx, `location.pathname`); p != "/dashboard" {
+		t.Fatalf("after the code: %s", p)
+	}
+	signOut()
+
+	signIn("#code")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#code"), codes[0]+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("#two-factor-status")),
+	)
+	if status := browsertest.Eval[string](t, ctx, `document.getElementById('two-factor-status').textContent`); !strings.Contains(status, "9 recovery codes left") {
+		t.Fatalf("after a recovery code: %q", status)
 	}
 }

@@ -37,7 +37,7 @@ var files embed.FS
 // pages are the templates, one set per page, each with the layout.
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message"} {
+	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message", "code", "enrol", "recovery", "account"} {
 		out[p] = template.Must(template.ParseFS(files, "layout.html", p+".html"))
 	}
 	return out
@@ -69,6 +69,7 @@ type section struct {
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
+	{"Account", accountPath, "your two-factor authentication", everyone},
 }
 
 // Config configures a Handler.
@@ -76,6 +77,7 @@ type Config struct {
 	Auth      *auth.Service
 	DB        *store.DB
 	Sessions  *user.Sessions
+	TwoFactor *user.TwoFactor
 	Merchants *merchant.Cache
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
 	PublicURL string
@@ -119,6 +121,17 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", "/dashboard/staff/invite", h.requireRole(managers, h.invite))
 	r.Handle("POST", "/dashboard/staff/{id}/role", h.requireRole(managers, h.setRole))
 	r.Handle("POST", "/dashboard/staff/{id}/remove", h.requireRole(managers, h.remove))
+	r.Handle("POST", "/dashboard/staff/two-factor", h.requireRole(managers, h.requireTwoFactor))
+
+	r.HandleFunc("GET", codePath, h.codePage)
+	r.Handle("POST", codePath, h.csrf.Handler(http.HandlerFunc(h.code)))
+	r.HandleFunc("GET", enrolPath, h.enrolPage)
+	r.Handle("POST", enrolPath, h.csrf.Handler(http.HandlerFunc(h.enrol)))
+	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
+	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
+	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
+	r.Handle("POST", "/dashboard/account/two-factor/recovery-codes", h.requireRole(everyone, h.recoveryCodes))
+	r.Handle("POST", "/dashboard/account/two-factor/disable", h.requireRole(everyone, h.disable))
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
@@ -190,6 +203,11 @@ type view struct {
 	Link          string
 	Staff         []staffRow
 	Grantable     []user.Role
+	Enrolment     *user.Enrolment // a secret offered for two-factor authentication
+	Action        string          // where the enrolment form posts
+	Codes         []string        // recovery codes, shown once
+	TwoFactor     user.Status     // the signed-in user's second factor
+	Required      bool            // the merchant requires a second factor of all staff
 }
 
 type navItem struct {
@@ -293,15 +311,31 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	cookie, sess, err := h.cfg.Sessions.Start(r.Context(), u, addr.String(), r.UserAgent())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.setCookie(w, sessionCookie, cookie, "/dashboard", sess.CreatedAt.Add(user.AbsoluteTimeout), http.SameSiteLaxMode)
+	// The password was right: the device cookie counts this browser's next sign-ins apart from
+	// strangers', whatever the second factor does.
 	device, expires := h.cfg.Auth.NewDeviceCookie(u.ID)
 	h.setCookie(w, deviceCookie, device, signInPath, expires, http.SameSiteStrictMode)
-	http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+	if next, err := h.secondStep(w, r, u); next || err != nil {
+		if err != nil {
+			h.fail(w, r, err)
+		}
+		return
+	}
+	if h.startSession(w, r, u) {
+		http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+	}
+}
+
+// startSession starts a session for u and sets its cookie: HttpOnly, SameSite=Lax, Secure over
+// https. It reports false when it could not, having shown why.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u user.User) bool {
+	cookie, sess, err := h.cfg.Sessions.Start(r.Context(), u, h.cfg.Proxies.ClientAddr(r).String(), r.UserAgent())
+	if err != nil {
+		h.fail(w, r, err)
+		return false
+	}
+	h.setCookie(w, sessionCookie, cookie, "/dashboard", sess.CreatedAt.Add(user.AbsoluteTimeout), http.SameSiteLaxMode)
+	return true
 }
 
 // signOut ends the session, on this node at once and on the others within the session poll.

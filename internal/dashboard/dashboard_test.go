@@ -124,7 +124,7 @@ func (b *browser) signIn(email string) string {
 	return signintest.Field(b.t, body, "csrf_token")
 }
 
-func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int) {
+func wantStatus(t testing.TB, what string, resp *http.Response, body string, status int) {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("%s: %d, want %d\n%s", what, resp.StatusCode, status, body)
@@ -254,6 +254,7 @@ func TestRoleChecks(t *testing.T) {
 					{"/dashboard/staff/invite", url.Values{"email": {"new-" + string(role) + "@maple.example"}, "role": {"sales"}}},
 					{"/dashboard/staff/" + target + "/role", url.Values{"role": {"sales"}}},
 					{"/dashboard/staff/" + target + "/remove", url.Values{}},
+					{"/dashboard/staff/two-factor", url.Values{}},
 				} {
 					if tc.path == "/dashboard/staff/"+target+"/remove" && role == user.Owner {
 						continue // the admin's turn removes it

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
 )
@@ -14,6 +13,7 @@ import (
 type staffRow struct {
 	user.User
 	Manageable bool // the signed-in user may change or remove it
+	TwoFactor  bool // it has a second factor
 }
 
 // staff serves the Staff page: the merchant's users, with the actions the signed-in user may take.
@@ -24,10 +24,19 @@ func (h *Handler) staff(w http.ResponseWriter, r *http.Request) {
 // renderStaff renders the Staff page with v's message or invitation link.
 func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int, v view) {
 	sess := signedIn(r)
-	var list []user.User
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
-		var err error
-		list, err = user.List(r.Context(), q, sess.MerchantID)
+		list, err := user.List(r.Context(), q, sess.MerchantID)
+		if err != nil {
+			return err
+		}
+		for _, u := range list {
+			st, err := user.StatusOf(r.Context(), q, u.ID)
+			if err != nil {
+				return err
+			}
+			v.Staff = append(v.Staff, staffRow{User: u, Manageable: user.MayManage(sess.Role, u.Role), TwoFactor: st.Enabled})
+		}
+		v.Required, err = user.RequiresTwoFactor(r.Context(), q, sess.MerchantID)
 		return err
 	})
 	if err != nil {
@@ -35,9 +44,6 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	v.Title = "Staff"
-	for _, u := range list {
-		v.Staff = append(v.Staff, staffRow{User: u, Manageable: user.MayManage(sess.Role, u.Role)})
-	}
 	for _, role := range user.Roles {
 		if user.MayManage(sess.Role, role) {
 			v.Grantable = append(v.Grantable, role)
@@ -114,18 +120,11 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 // last owner, an admin touching an owner, an unknown user) on the Staff page with its status, and
 // anything else as a failure. It reports whether it answered.
 func (h *Handler) refused(w http.ResponseWriter, r *http.Request, err error) bool {
-	var f *fault.Error
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, user.ErrNotFound):
+	if errors.Is(err, user.ErrNotFound) {
 		h.renderStaff(w, r, http.StatusNotFound, view{Error: "No such user works for this merchant."})
-	case errors.As(err, &f):
-		h.renderStaff(w, r, f.Status, view{Error: sentence(f.Message)})
-	default:
-		h.fail(w, r, err)
+		return true
 	}
-	return true
+	return h.answerRefusal(w, r, err, func(status int, msg string) { h.renderStaff(w, r, status, view{Error: msg}) })
 }
 
 // sentence starts a message with a capital letter and ends it with a full stop.

@@ -1,0 +1,325 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
+)
+
+// Two-factor authentication in the dashboard (issue 16, point 2). A user with a second factor gives
+// its code after the password, before a session starts; a user of a merchant that requires one and
+// has none sets it up then. The step between is a sealed cookie naming the user (user.Pending), sent
+// only to the sign-in pages, which lasts five minutes.
+const (
+	pendingCookie = "kassa_dashboard_2fa"
+	codePath      = "/dashboard/sign-in/code"
+	enrolPath     = "/dashboard/sign-in/enrol"
+	accountPath   = "/dashboard/account"
+	setupPath     = "/dashboard/account/two-factor/setup"
+)
+
+// secondStep sends a user whose password was right to the step its second factor needs, and reports
+// whether it did; false: the user has none and needs none, and a session may start.
+func (h *Handler) secondStep(w http.ResponseWriter, r *http.Request, u user.User) (bool, error) {
+	var st user.Status
+	var required bool
+	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		if st, err = user.StatusOf(r.Context(), q, u.ID); err != nil {
+			return err
+		}
+		required, err = user.RequiresTwoFactor(r.Context(), q, u.MerchantID)
+		return err
+	})
+	if err != nil || (!st.Enabled && !required) {
+		return false, err
+	}
+	now := h.cfg.Now()
+	h.setCookie(w, pendingCookie, h.cfg.TwoFactor.Pending(u.ID, now), signInPath, now.Add(user.PendingTTL), http.SameSiteStrictMode)
+	next := codePath
+	if !st.Enabled {
+		next = enrolPath
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return true, nil
+}
+
+// pending returns the user between password and second factor; without one the browser is sent back
+// to sign in.
+func (h *Handler) pending(w http.ResponseWriter, r *http.Request) (user.User, bool) {
+	if c, err := r.Cookie(pendingCookie); err == nil {
+		if id, ok := h.cfg.TwoFactor.OpenPending(c.Value, h.cfg.Now()); ok {
+			var u user.User
+			err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+				var err error
+				u, err = user.Get(r.Context(), q, id)
+				return err
+			})
+			if err == nil {
+				return u, true
+			}
+			if !errors.Is(err, user.ErrNotFound) {
+				h.fail(w, r, err)
+				return user.User{}, false
+			}
+		}
+	}
+	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
+	h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Error: "Your sign-in has expired. Sign in again."})
+	return user.User{}, false
+}
+
+// codePage asks for the code of the user's authenticator app, or a recovery code.
+func (h *Handler) codePage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.pending(w, r); ok {
+		h.render(w, r, http.StatusOK, "code", view{Title: "Two-factor authentication"})
+	}
+}
+
+// code checks the second factor and starts the session.
+func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
+	u, ok := h.pending(w, r)
+	if !ok {
+		return
+	}
+	recovery, err := h.cfg.TwoFactor.Check(r.Context(), u.ID, r.PostFormValue("code"), h.cfg.Now())
+	if h.answerRefusal(w, r, err, func(status int, msg string) {
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(int(user.CodeLockout/time.Second)))
+		}
+		h.render(w, r, status, "code", view{Title: "Two-factor authentication", Error: msg})
+	}) {
+		return
+	}
+	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
+	if !h.startSession(w, r, u) {
+		return
+	}
+	next := "/dashboard"
+	if recovery {
+		next = accountPath + "?recovery=used"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// enrolPage offers a new secret to a user whose merchant requires a second factor, during sign-in.
+func (h *Handler) enrolPage(w http.ResponseWriter, r *http.Request) {
+	if u, ok := h.pending(w, r); ok {
+		h.renderEnrol(w, r, http.StatusOK, u, enrolPath, view{Notice: "Your merchant requires two-factor authentication: set it up to sign in."})
+	}
+}
+
+// enrol confirms the secret offered during sign-in, starts the session and shows the recovery codes.
+func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
+	u, ok := h.pending(w, r)
+	if !ok {
+		return
+	}
+	codes, err := h.cfg.TwoFactor.Confirm(r.Context(), u, r.PostFormValue("enrolment"), r.PostFormValue("code"), h.cfg.Now())
+	if err != nil {
+		h.enrolRefused(w, r, u, enrolPath, err)
+		return
+	}
+	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
+	if h.startSession(w, r, u) {
+		h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Two-factor authentication is on."})
+	}
+}
+
+// renderEnrol shows a new secret for u: a QR code, the key to type, and the form for the first code,
+// posted to action.
+func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, status int, u user.User, action string, v view) {
+	e, err := h.cfg.TwoFactor.Begin(u, h.cfg.Now())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.Title, v.Enrolment, v.Action = "Set up two-factor authentication", &e, action
+	h.render(w, r, status, "enrol", v)
+}
+
+// enrolRefused shows the enrolment again after a wrong first code, with a new secret (the user scans
+// again: the page cannot show the old one back without carrying it in clear).
+func (h *Handler) enrolRefused(w http.ResponseWriter, r *http.Request, u user.User, action string, err error) {
+	h.answerRefusal(w, r, err, func(status int, msg string) {
+		h.renderEnrol(w, r, status, u, action, view{Error: msg + " Scan the new code below."})
+	})
+}
+
+// answerRefusal answers err with show when it is a refusal the user can understand (a *fault.Error:
+// a wrong code, a rule of the merchant), its status and its message as a sentence, and anything else
+// as a failure. It reports whether it answered: false when err is nil.
+func (h *Handler) answerRefusal(w http.ResponseWriter, r *http.Request, err error, show func(status int, msg string)) bool {
+	var f *fault.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &f):
+		show(f.Status, sentence(f.Message))
+	default:
+		h.fail(w, r, err)
+	}
+	return true
+}
+
+// account shows the signed-in user's account: its second factor and what can be done with it.
+func (h *Handler) account(w http.ResponseWriter, r *http.Request) {
+	v := view{Title: "Account"}
+	if r.URL.Query().Get("recovery") == "used" {
+		v.Notice = "You signed in with a recovery code, which is now used up."
+	}
+	h.renderAccount(w, r, http.StatusOK, v)
+}
+
+func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, status int, v view) {
+	sess := signedIn(r)
+	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		if v.TwoFactor, err = user.StatusOf(r.Context(), q, sess.UserID); err != nil {
+			return err
+		}
+		v.Required, err = user.RequiresTwoFactor(r.Context(), q, sess.MerchantID)
+		return err
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v.Title = "Account"
+	h.render(w, r, status, "account", v)
+}
+
+// sessionUser reads the signed-in user.
+func (h *Handler) sessionUser(r *http.Request) (user.User, error) {
+	var u user.User
+	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		u, err = user.Get(r.Context(), q, signedIn(r).UserID)
+		return err
+	})
+	return u, err
+}
+
+// setupPage offers the signed-in user a new secret.
+func (h *Handler) setupPage(w http.ResponseWriter, r *http.Request) {
+	u, err := h.sessionUser(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.renderEnrol(w, r, http.StatusOK, u, setupPath, view{})
+}
+
+// setup confirms the signed-in user's new secret and shows the recovery codes.
+func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
+	u, err := h.sessionUser(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	codes, err := h.cfg.TwoFactor.Confirm(r.Context(), u, r.PostFormValue("enrolment"), r.PostFormValue("code"), h.cfg.Now())
+	if err != nil {
+		h.enrolRefused(w, r, u, setupPath, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Two-factor authentication is on."})
+}
+
+// recoveryCodes replaces the signed-in user's recovery codes, once a current code confirms the
+// request, and shows the new ones.
+func (h *Handler) recoveryCodes(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	_, err := h.cfg.TwoFactor.Check(r.Context(), sess.UserID, r.PostFormValue("code"), h.cfg.Now())
+	if h.refusedOnAccount(w, r, err) {
+		return
+	}
+	var codes []string
+	err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+		var err error
+		codes, err = user.NewRecoveryCodes(r.Context(), tx, sess.UserID)
+		return err
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Your old recovery codes no longer work."})
+}
+
+// disable turns the signed-in user's second factor off, once a current code confirms the request,
+// unless the merchant requires it.
+func (h *Handler) disable(w http.ResponseWriter, r *http.Request) {
+	u, err := h.sessionUser(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	_, err = h.cfg.TwoFactor.Check(r.Context(), u.ID, r.PostFormValue("code"), h.cfg.Now())
+	if err == nil {
+		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error { return user.Disable(r.Context(), tx, u) })
+	}
+	if h.refusedOnAccount(w, r, err) {
+		return
+	}
+	h.renderAccount(w, r, http.StatusOK, view{Notice: "Two-factor authentication is off."})
+}
+
+// refusedOnAccount shows the account page with the message of a refused code or change.
+func (h *Handler) refusedOnAccount(w http.ResponseWriter, r *http.Request, err error) bool {
+	return h.answerRefusal(w, r, err, func(status int, msg string) { h.renderAccount(w, r, status, view{Error: msg}) })
+}
+
+// requireTwoFactor sets the merchant's "require 2FA for all staff". Turned on, it ends the sessions of
+// the staff who have no second factor, so that each sets one up at its next sign-in.
+func (h *Handler) requireTwoFactor(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	on := r.PostFormValue("required") == "on"
+	now := h.cfg.Now()
+	var ended []string
+	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+		ended = nil // the batch may run this function again
+		if err := user.SetRequireTwoFactor(r.Context(), tx, sess.MerchantID, on); err != nil || !on {
+			return err
+		}
+		staff, err := user.List(r.Context(), tx, sess.MerchantID)
+		if err != nil {
+			return err
+		}
+		for _, u := range staff {
+			st, err := user.StatusOf(r.Context(), tx, u.ID)
+			if err != nil {
+				return err
+			}
+			if !st.Enabled {
+				if err := user.EndAll(r.Context(), tx, u.ID, now); err != nil {
+					return err
+				}
+				ended = append(ended, u.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, id := range ended {
+		h.cfg.Sessions.Forget(id)
+	}
+	if slices.Contains(ended, sess.UserID) {
+		h.clearSession(w)
+		http.Redirect(w, r, signInPath, http.StatusSeeOther)
+		return
+	}
+	notice := "Two-factor authentication is no longer required."
+	if on {
+		notice = "Two-factor authentication is now required of all staff; those without it set it up at their next sign-in."
+	}
+	h.renderStaff(w, r, http.StatusOK, view{Notice: notice})
+}
