@@ -107,7 +107,9 @@ func Axe(t testing.TB, ctx context.Context) []Violation {
 
 // fieldContrast finds the visible form fields whose boundary, a border or their own background,
 // has less than 3:1 contrast with what surrounds them. Colours with transparency are laid over the
-// background below them; a page's own background is white, as the browser's is.
+// background below them; a page's own background is white, as the browser's is. Check boxes and
+// radio buttons the browser draws itself (appearance: auto) are left out: their computed style says
+// nothing of the box the browser draws, in its own colours for the page's colour scheme.
 const fieldContrast = `(() => {
 	const rgba = s => { const m = s.match(/rgba?\(([^)]*)\)/); if (!m) return [255, 255, 255, 1];
 		const v = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
@@ -120,6 +122,7 @@ const fieldContrast = `(() => {
 	const out = [];
 	for (const el of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
 		if (el.disabled || !el.getClientRects().length || getComputedStyle(el).visibility !== 'visible') continue;
+		if ((el.type === 'checkbox' || el.type === 'radio') && getComputedStyle(el).appearance === 'auto') continue;
 		const st = getComputedStyle(el), outside = el.parentElement ? behind(el.parentElement) : [255, 255, 255, 1];
 		let best = ratio(behind(el), outside);
 		if (parseFloat(st.borderTopWidth) > 0 && st.borderTopStyle !== 'none') best = Math.max(best, ratio(over(rgba(st.borderTopColor), outside), outside));

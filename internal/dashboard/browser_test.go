@@ -145,3 +145,53 @@ func TestTwoFactorInBrowser(t *testing.T) {
 		t.Fatalf("after a recovery code: %q", status)
 	}
 }
+
+// Every dashboard page, checked with axe-core in light and dark, at desktop and phone widths: no
+// serious or critical violation, and form fields' borders at 3:1 (browsertest.CheckAccessibility).
+func TestDashboardAccessible(t *testing.T) {
+	t.Parallel()
+	s := newShop(t, storetest.SQLite(t), server.Config{})
+	ctx := browsertest.New(t)
+	visit := func(path, wait, name string) {
+		t.Helper()
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, name)
+	}
+	visit("/dashboard/sign-in", "#email", "sign-in")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "wrong\r"),
+		chromedp.WaitVisible(chromedp.CSS("[role=alert]")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "sign-in, wrong password")
+	visit("/dashboard/forgot", "#email", "forgot password")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
+		chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
+		chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("nav")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "home")
+	visit("/dashboard/staff", "#invite-email", "staff")
+	visit("/dashboard/account", "#two-factor-status", "account")
+	visit("/dashboard/account/two-factor/setup", "#totp-key", "two-factor set-up")
+	secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "recovery codes")
+	visit("/dashboard", "nav", "home again")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS("header form button")),
+		chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
+		chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("#code")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "two-factor code")
+}
