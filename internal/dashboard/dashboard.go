@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -170,7 +171,10 @@ func (h *Handler) requireRole(roles []user.Role, next http.HandlerFunc) http.Han
 			h.render(w, r, http.StatusForbidden, "message", view{Title: "Request refused", Error: "This form has expired or was not sent from this page."})
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
+		// What the request changes is recorded as the user's, from its address (issue 16, point 5).
+		ctx := audit.WithActor(context.WithValue(r.Context(), sessionKey{}, sess),
+			audit.Actor{UserID: sess.UserID, Address: h.cfg.Proxies.ClientAddr(r).String()})
+		next(w, r.WithContext(ctx))
 	}))
 }
 
@@ -326,10 +330,16 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// startSession starts a session for u and sets its cookie: HttpOnly, SameSite=Lax, Secure over
-// https. It reports false when it could not, having shown why.
+// startSession starts a session for u, records the sign-in in the audit log, and sets the session's
+// cookie: HttpOnly, SameSite=Lax, Secure over https. It reports false when it could not, having shown
+// why.
 func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u user.User) bool {
-	cookie, sess, err := h.cfg.Sessions.Start(r.Context(), u, h.cfg.Proxies.ClientAddr(r).String(), r.UserAgent())
+	addr := h.cfg.Proxies.ClientAddr(r).String()
+	cookie, sess, err := h.cfg.Sessions.Start(r.Context(), u, addr, r.UserAgent())
+	if err == nil {
+		ctx := audit.WithActor(r.Context(), audit.Actor{UserID: u.ID, Address: addr})
+		err = h.recordAlone(ctx, u.MerchantID, "session.start")
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return false
@@ -341,7 +351,11 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u user.Us
 // signOut ends the session, on this node at once and on the others within the session poll.
 func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 	c, _ := r.Cookie(sessionCookie) // requireRole opened it
-	if err := h.cfg.Sessions.End(r.Context(), c.Value); err != nil {
+	err := h.cfg.Sessions.End(r.Context(), c.Value)
+	if err == nil {
+		err = h.recordAlone(r.Context(), signedIn(r).MerchantID, "session.end")
+	}
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}

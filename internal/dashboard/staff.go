@@ -69,6 +69,9 @@ func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return err
 			}
+			if err := record(r.Context(), tx, sess.MerchantID, "user.invite", "user/"+u.ID, "role "+string(role), now); err != nil {
+				return err
+			}
 			link, _, err = SendLink(r.Context(), tx, u, user.Invite, h.cfg.PublicURL, true, now)
 			return err
 		})
@@ -86,8 +89,10 @@ func (h *Handler) setRole(w http.ResponseWriter, r *http.Request) {
 	role, err := user.ParseRole(r.PostFormValue("role"))
 	if err == nil {
 		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
-			_, err := user.SetRole(r.Context(), tx, sess.MerchantID, id, role, sess.Role, h.cfg.Now())
-			return err
+			if _, err := user.SetRole(r.Context(), tx, sess.MerchantID, id, role, sess.Role, h.cfg.Now()); err != nil {
+				return err
+			}
+			return record(r.Context(), tx, sess.MerchantID, "user.role", "user/"+id, "role "+string(role), h.cfg.Now())
 		})
 	}
 	if h.refused(w, r, err) {
@@ -102,7 +107,10 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
 	id := r.PathValue("id")
 	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
-		return user.Remove(r.Context(), tx, sess.MerchantID, id, sess.Role, h.cfg.Now())
+		if err := user.Remove(r.Context(), tx, sess.MerchantID, id, sess.Role, h.cfg.Now()); err != nil {
+			return err
+		}
+		return record(r.Context(), tx, sess.MerchantID, "user.remove", "user/"+id, "", h.cfg.Now())
 	})
 	if h.refused(w, r, err) {
 		return

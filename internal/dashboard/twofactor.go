@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -126,6 +127,11 @@ func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
 		h.enrolRefused(w, r, u, enrolPath, err)
 		return
 	}
+	ctx := audit.WithActor(r.Context(), audit.Actor{UserID: u.ID, Address: h.cfg.Proxies.ClientAddr(r).String()})
+	if err := h.recordAlone(ctx, u.MerchantID, "two_factor.enable"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
 	if h.startSession(w, r, u) {
 		h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Two-factor authentication is on."})
@@ -228,6 +234,10 @@ func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 		h.enrolRefused(w, r, u, setupPath, err)
 		return
 	}
+	if err := h.recordAlone(r.Context(), u.MerchantID, "two_factor.enable"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Two-factor authentication is on."})
 }
 
@@ -242,8 +252,10 @@ func (h *Handler) recoveryCodes(w http.ResponseWriter, r *http.Request) {
 	var codes []string
 	err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
 		var err error
-		codes, err = user.NewRecoveryCodes(r.Context(), tx, sess.UserID)
-		return err
+		if codes, err = user.NewRecoveryCodes(r.Context(), tx, sess.UserID); err != nil {
+			return err
+		}
+		return record(r.Context(), tx, sess.MerchantID, "two_factor.recovery_codes", "", "", h.cfg.Now())
 	})
 	if err != nil {
 		h.fail(w, r, err)
@@ -262,7 +274,12 @@ func (h *Handler) disable(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err = h.cfg.TwoFactor.Check(r.Context(), u.ID, r.PostFormValue("code"), h.cfg.Now())
 	if err == nil {
-		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error { return user.Disable(r.Context(), tx, u) })
+		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+			if err := user.Disable(r.Context(), tx, u); err != nil {
+				return err
+			}
+			return record(r.Context(), tx, u.MerchantID, "two_factor.disable", "", "", h.cfg.Now())
+		})
 	}
 	if h.refusedOnAccount(w, r, err) {
 		return
@@ -284,7 +301,10 @@ func (h *Handler) requireTwoFactor(w http.ResponseWriter, r *http.Request) {
 	var ended []string
 	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
 		ended = nil // the batch may run this function again
-		if err := user.SetRequireTwoFactor(r.Context(), tx, sess.MerchantID, on); err != nil || !on {
+		if err := user.SetRequireTwoFactor(r.Context(), tx, sess.MerchantID, on); err != nil {
+			return err
+		}
+		if err := record(r.Context(), tx, sess.MerchantID, "merchant.require_two_factor", "", map[bool]string{true: "on", false: "off"}[on], now); err != nil || !on {
 			return err
 		}
 		staff, err := user.List(r.Context(), tx, sess.MerchantID)
