@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kassapay/kassa/internal/audit"
@@ -57,6 +58,31 @@ func TestActionsAreAudited(t *testing.T) {
 		}
 		if !regexp.MustCompile(`^user/[0-9a-f]{10}$`).MatchString(got[3].Resource) {
 			t.Errorf("the invitation names %q", got[3].Resource)
+		}
+
+		// The Activity page: everyone's records by default, one user's or one action's on request; a
+		// sales user sees only its own.
+		b.signIn(owner.Email)
+		resp, body = b.get("/dashboard/activity")
+		wantStatus(t, "the activity page", resp, body, http.StatusOK)
+		for _, want := range []string{"owner@maple.example", "user.invite", "(role reporting)", "127.0.0.1", "reporting@maple.example"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the activity page lacks %q", want)
+			}
+		}
+		_, body = b.get("/dashboard/activity?user=" + s.users[user.Reporting].ID)
+		if strings.Count(body, "<tr><td>") != 1 || !strings.Contains(body, "session.start") {
+			t.Errorf("the reporting user's activity: %s", body)
+		}
+		_, body = b.get("/dashboard/activity?action=user.role")
+		if strings.Count(body, "<tr><td>") != 1 || !strings.Contains(body, "(role sales)") {
+			t.Errorf("role changes: %s", body)
+		}
+		sales := s.browser(t)
+		sales.signIn(s.users[user.Sales].Email)
+		_, body = sales.get("/dashboard/activity?user=" + owner.ID)
+		if strings.Contains(body, "owner@maple.example") || strings.Count(body, "<tr><td>") != 1 || strings.Contains(body, `id="filter-user"`) {
+			t.Errorf("a sales user's activity page shows others': %s", body)
 		}
 	})
 }

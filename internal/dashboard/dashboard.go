@@ -38,7 +38,7 @@ var files embed.FS
 // pages are the templates, one set per page, each with the layout.
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message", "code", "enrol", "recovery", "account"} {
+	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message", "code", "enrol", "recovery", "account", "activity"} {
 		out[p] = template.Must(template.ParseFS(files, "layout.html", p+".html"))
 	}
 	return out
@@ -70,6 +70,7 @@ type section struct {
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
+	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
 	{"Account", accountPath, "your two-factor authentication", everyone},
 }
 
@@ -128,6 +129,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", codePath, h.csrf.Handler(http.HandlerFunc(h.code)))
 	r.HandleFunc("GET", enrolPath, h.enrolPage)
 	r.Handle("POST", enrolPath, h.csrf.Handler(http.HandlerFunc(h.enrol)))
+	r.Handle("GET", "/dashboard/activity", h.requireRole(everyone, h.activity))
 	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
 	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
@@ -212,6 +214,8 @@ type view struct {
 	Codes         []string        // recovery codes, shown once
 	TwoFactor     user.Status     // the signed-in user's second factor
 	Required      bool            // the merchant requires a second factor of all staff
+	Activity      *activityFilter // the Activity page's filter
+	Rows          []activityRow   // the Activity page's records
 }
 
 type navItem struct {
