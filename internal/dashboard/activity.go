@@ -36,7 +36,7 @@ type activityRow struct {
 
 // activityFilter is the Activity page's form: the staff to choose from, and what is chosen.
 type activityFilter struct {
-	Staff          []user.User
+	Staff        []user.User
 	User, Action string
 	Older        string // the query of the next page
 }
