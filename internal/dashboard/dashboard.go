@@ -71,7 +71,7 @@ var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
 	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
-	{"Account", accountPath, "your two-factor authentication", everyone},
+	{"Account", accountPath, "your password, two-factor authentication and sessions", everyone},
 }
 
 // Config configures a Handler.
@@ -135,6 +135,8 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
 	r.Handle("POST", "/dashboard/account/two-factor/recovery-codes", h.requireRole(everyone, h.recoveryCodes))
 	r.Handle("POST", "/dashboard/account/two-factor/disable", h.requireRole(everyone, h.disable))
+	r.Handle("POST", "/dashboard/account/password", h.requireRole(everyone, h.changePassword))
+	r.Handle("POST", "/dashboard/account/sessions/{handle}/end", h.requireRole(everyone, h.endSession))
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
@@ -209,13 +211,14 @@ type view struct {
 	Link          string
 	Staff         []staffRow
 	Grantable     []user.Role
-	Enrolment     *user.Enrolment // a secret offered for two-factor authentication
-	Action        string          // where the enrolment form posts
-	Codes         []string        // recovery codes, shown once
-	TwoFactor     user.Status     // the signed-in user's second factor
-	Required      bool            // the merchant requires a second factor of all staff
-	Activity      *activityFilter // the Activity page's filter
-	Rows          []activityRow   // the Activity page's records
+	Enrolment     *user.Enrolment      // a secret offered for two-factor authentication
+	Action        string               // where the enrolment form posts
+	Codes         []string             // recovery codes, shown once
+	TwoFactor     user.Status          // the signed-in user's second factor
+	Required      bool                 // the merchant requires a second factor of all staff
+	Sessions      []user.ActiveSession // the signed-in user's sessions
+	Activity      *activityFilter      // the Activity page's filter
+	Rows          []activityRow        // the Activity page's records
 }
 
 type navItem struct {

@@ -177,15 +177,23 @@ func (h *Handler) answerRefusal(w http.ResponseWriter, r *http.Request, err erro
 // account shows the signed-in user's account: its second factor and what can be done with it.
 func (h *Handler) account(w http.ResponseWriter, r *http.Request) {
 	v := view{Title: "Account"}
-	if r.URL.Query().Get("recovery") == "used" {
+	switch {
+	case r.URL.Query().Get("recovery") == "used":
 		v.Notice = "You signed in with a recovery code, which is now used up."
+	case r.URL.Query().Get("password") == "changed":
+		v.Notice = "Your password is changed, and your other sessions have ended."
 	}
 	h.renderAccount(w, r, http.StatusOK, v)
 }
 
 func (h *Handler) renderAccount(w http.ResponseWriter, r *http.Request, status int, v view) {
 	sess := signedIn(r)
-	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+	var err error
+	if v.Sessions, err = h.cfg.Sessions.List(r.Context(), sess.UserID, mustCookie(r)); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	err = h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
 		if v.TwoFactor, err = user.StatusOf(r.Context(), q, sess.UserID); err != nil {
 			return err
