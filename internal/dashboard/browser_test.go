@@ -57,11 +57,11 @@ func TestSignInInBrowser(t *testing.T) {
 	}
 	// Tab reaches the navigation's links in order, then sign-out.
 	var focused []string
-	for range 5 {
+	for range 6 {
 		browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent("\t"))
 		focused = append(focused, browsertest.Eval[string](t, ctx, `document.activeElement.textContent.trim()`))
 	}
-	if strings.Join(focused, ", ") != "Home, Staff, Activity, Account, Sign out" {
+	if strings.Join(focused, ", ") != "Home, Staff, Settings, Activity, Account, Sign out" {
 		t.Fatalf("keyboard focus went %q", focused)
 	}
 	browsertest.Step(t, ctx, 30*time.Second,
@@ -176,6 +176,7 @@ func TestDashboardAccessible(t *testing.T) {
 	visit("/dashboard/staff", "#invite-email", "staff")
 	visit("/dashboard/account", "#two-factor-status", "account")
 	visit("/dashboard/activity", "#activity", "activity")
+	visit("/dashboard/settings/ecommerce", "#processor", "eCommerce settings")
 	visit("/dashboard/account/two-factor/setup", "#totp-key", "two-factor set-up")
 	secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
 	if err != nil {

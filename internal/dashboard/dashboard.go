@@ -28,6 +28,7 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
 )
@@ -38,7 +39,8 @@ var files embed.FS
 // pages are the templates, one set per page, each with the layout.
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message", "code", "enrol", "recovery", "account", "activity"} {
+	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message", "code", "enrol", "recovery", "account", "activity",
+		"settings"} {
 		out[p] = template.Must(template.ParseFS(files, "layout.html", p+".html"))
 	}
 	return out
@@ -50,7 +52,12 @@ const (
 	sessionCookie = "kassa_dashboard"
 	deviceCookie  = "kassa_dashboard_device"
 	signInPath    = "/dashboard/sign-in"
+	settingsPath  = "/dashboard/settings/ecommerce"
 )
+
+// scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
+// the others allow none. Every page works without it.
+var scripted = map[string]bool{"settings": true}
 
 // Who may do what.
 var (
@@ -70,6 +77,7 @@ type section struct {
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
+	{"Settings", settingsPath, "client credentials and connected partners", managers},
 	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
 	{"Account", accountPath, "your password, two-factor authentication and sessions", everyone},
 }
@@ -80,6 +88,10 @@ type Config struct {
 	DB        *store.DB
 	Sessions  *user.Sessions
 	TwoFactor *user.TwoFactor
+	// Processors says which processor a merchant's payments go to, for the settings page.
+	Processors interface {
+		ForMerchant(ctx context.Context, merchantID string) (processor.Account, error)
+	}
 	Merchants *merchant.Cache
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
 	PublicURL string
@@ -130,6 +142,10 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.HandleFunc("GET", enrolPath, h.enrolPage)
 	r.Handle("POST", enrolPath, h.csrf.Handler(http.HandlerFunc(h.enrol)))
 	r.Handle("GET", "/dashboard/activity", h.requireRole(everyone, h.activity))
+	r.Handle("GET", settingsPath, h.requireRole(managers, h.settings))
+	r.Handle("POST", settingsPath+"/clients", h.requireRole(managers, h.createClient))
+	r.Handle("POST", settingsPath+"/clients/{id}/revoke", h.requireRole(managers, h.revokeClient))
+	r.Handle("POST", settingsPath+"/partners/{id}/revoke", h.requireRole(managers, h.revokePartner))
 	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
 	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
@@ -217,6 +233,7 @@ type view struct {
 	TwoFactor     user.Status          // the signed-in user's second factor
 	Required      bool                 // the merchant requires a second factor of all staff
 	Sessions      []user.ActiveSession // the signed-in user's sessions
+	Settings      *settingsView        // the eCommerce settings page
 	Activity      *activityFilter      // the Activity page's filter
 	Rows          []activityRow        // the Activity page's records
 }
@@ -243,8 +260,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		}
 	}
 	v.Nonce = rand.Text()
-	// No script yet: script-src joins with the first page that has one, by the same nonce.
-	httpapi.SetPageHeaders(w.Header(), "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	csp := "default-src 'none'; style-src 'nonce-" + v.Nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if scripted[page] {
+		csp += "; script-src 'nonce-" + v.Nonce + "'"
+	}
+	httpapi.SetPageHeaders(w.Header(), csp)
 	w.WriteHeader(status)
 	if err := pages[page].ExecuteTemplate(w, "page", v); err != nil {
 		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: render "+page, "err", err)

@@ -255,6 +255,8 @@ func TestRoleChecks(t *testing.T) {
 					{"/dashboard/staff/" + target + "/role", url.Values{"role": {"sales"}}},
 					{"/dashboard/staff/" + target + "/remove", url.Values{}},
 					{"/dashboard/staff/two-factor", url.Values{}},
+					{"/dashboard/settings/ecommerce/clients", url.Values{"validity": {"12h0m0s"}}},
+					{"/dashboard/settings/ecommerce/partners/0000000000/revoke", url.Values{}},
 				} {
 					if tc.path == "/dashboard/staff/"+target+"/remove" && role == user.Owner {
 						continue // the admin's turn removes it

@@ -1,0 +1,138 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/server"
+	"github.com/kassapay/kassa/internal/signin/signintest"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/user"
+)
+
+// Settings → eCommerce: a pair made in the dashboard, its secret read from the page, gets a token
+// with golang.org/x/oauth2's client credentials, which the API accepts; the page then shows the
+// pair's last use; revoked in the dashboard, its token is refused. A connected partner is listed with
+// its scopes, and its access ends from the page.
+func TestSettingsEcommerce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		ctx := context.Background()
+		b := s.browser(t)
+		csrf := b.signIn("admin@maple.example")
+		resp, body := b.get("/dashboard/settings/ecommerce")
+		wantStatus(t, "the settings page", resp, body, http.StatusOK)
+		if !strings.Contains(body, "No pair yet.") || !strings.Contains(body, `<option value="12h0m0s" selected>`) ||
+			!strings.Contains(body, "in test mode") {
+			t.Fatalf("the settings page of a new merchant: %s", body)
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/clients", url.Values{"csrf_token": {csrf}, "validity": {"13h"}})
+		wantStatus(t, "a validity not offered", resp, body, http.StatusBadRequest)
+		resp, body = b.post("/dashboard/settings/ecommerce/clients", url.Values{"csrf_token": {csrf}, "validity": {"20m0s"}})
+		wantStatus(t, "make a pair", resp, body, http.StatusOK)
+		id := regexp.MustCompile(`id="new-client-id">([0-9a-f]{32})<`).FindStringSubmatch(body)
+		secret := regexp.MustCompile(`id="new-secret">([^<]+)<`).FindStringSubmatch(body)
+		if id == nil || secret == nil {
+			t.Fatalf("the new pair's page: %s", body)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'nonce-") {
+			t.Errorf("the page's script is not allowed by its CSP: %s", csp)
+		}
+
+		cc := clientcredentials.Config{ClientID: id[1], ClientSecret: secret[1], TokenURL: s.srv.URL + "/oauth/token"}
+		tok, err := cc.Token(ctx)
+		if err != nil {
+			t.Fatalf("a token with the dashboard's pair: %v", err)
+		}
+		if left := time.Until(tok.Expiry); left < 19*time.Minute || left > 21*time.Minute {
+			t.Errorf("the token lasts %v, want the pair's 20 minutes", left)
+		}
+		list := func() int {
+			req, _ := http.NewRequest("GET", s.srv.URL+"/transaction-service/transaction", nil)
+			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if st := list(); st != http.StatusOK {
+			t.Fatalf("the API with the token: %d", st)
+		}
+		_, body = b.get("/dashboard/settings/ecommerce")
+		if strings.Contains(body, "<td>never</td>") || !strings.Contains(body, "<td>20 minutes</td>") || strings.Contains(body, secret[1]) {
+			t.Errorf("the pair's row after a token (and never its secret again): %s", body)
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/clients/"+id[1]+"/revoke", url.Values{"csrf_token": {signintest.Field(t, body, "csrf_token")}})
+		wantStatus(t, "revoke the pair", resp, body, http.StatusOK)
+		if st := list(); st != http.StatusUnauthorized {
+			t.Fatalf("the API with the revoked pair's token: %d", st)
+		}
+		if _, err := cc.Token(ctx); err == nil {
+			t.Fatal("the revoked pair got a token")
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/clients/"+id[1]+"/revoke", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "revoke it again", resp, body, http.StatusNotFound)
+
+		// Another merchant's pair is not this merchant's to revoke.
+		var theirs auth.Credentials
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			m, _, err := user.CreateMerchant(ctx, tx, merchant.New{Name: "Other", Email: "other@example.com"}, "", time.Now())
+			if err != nil {
+				return err
+			}
+			theirs, err = auth.CreateClient(ctx, tx, m.ID, auth.DefaultValidity, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/clients/"+theirs.ClientID+"/revoke", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "another merchant's pair", resp, body, http.StatusNotFound)
+
+		// A partner the merchant approved: listed, and its access ended from the page.
+		var p auth.PartnerCredentials
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			var err error
+			p, err = auth.CreatePartner(ctx, tx, auth.NewPartner{Name: "Ledgerly", ImageURL: "https://ledgerly.example/logo.png",
+				CallbackURIs: []string{"https://ledgerly.example/cb"}}, time.Now())
+			if err != nil {
+				return err
+			}
+			_, err = auth.Approve(ctx, tx, p.ClientID, s.merchantID, auth.ScopeEcom, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, body = b.get("/dashboard/settings/ecommerce")
+		if !strings.Contains(body, "<td>Ledgerly</td><td>ecom</td>") {
+			t.Fatalf("the connected partner: %s", body)
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/partners/"+p.PartnerID+"/revoke", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "end the partner's access", resp, body, http.StatusOK)
+		if !strings.Contains(body, "No partner has access to your account.") {
+			t.Errorf("after ending the partner's access: %s", body)
+		}
+		var scopes auth.Scopes
+		if err := db.Read(ctx, func(q store.Querier) error {
+			var err error
+			scopes, err = auth.PartnerScopes(ctx, q, p.PartnerID, s.merchantID)
+			return err
+		}); err != nil || scopes != 0 {
+			t.Errorf("the partner's scopes after: %v %v", scopes, err)
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/partners/"+p.PartnerID+"/revoke", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "end it again", resp, body, http.StatusNotFound)
+	})
+}
