@@ -88,6 +88,7 @@ type Config struct {
 	DB        *store.DB
 	Sessions  *user.Sessions
 	TwoFactor *user.TwoFactor
+	CardKeys  CardKeys
 	// Processors says which processor a merchant's payments go to, for the settings page.
 	Processors interface {
 		ForMerchant(ctx context.Context, merchantID string) (processor.Account, error)
@@ -146,6 +147,10 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", settingsPath+"/clients", h.requireRole(managers, h.createClient))
 	r.Handle("POST", settingsPath+"/clients/{id}/revoke", h.requireRole(managers, h.revokeClient))
 	r.Handle("POST", settingsPath+"/partners/{id}/revoke", h.requireRole(managers, h.revokePartner))
+	r.Handle("POST", settingsPath+"/card-key/rotate", h.requireRole(managers, h.rotateKey))
+	r.Handle("POST", settingsPath+"/api-keys", h.requireRole(managers, h.createAPIKey))
+	r.Handle("POST", settingsPath+"/api-keys/{id}/revoke", h.requireRole(managers, h.revokeAPIKey))
+	r.Handle("POST", settingsPath+"/origins", h.requireRole(managers, h.setOrigins))
 	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
 	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
@@ -234,6 +239,7 @@ type view struct {
 	Required      bool                 // the merchant requires a second factor of all staff
 	Sessions      []user.ActiveSession // the signed-in user's sessions
 	Settings      *settingsView        // the eCommerce settings page
+	Keys          *keysView            // a new payments-API key, shown once
 	Activity      *activityFilter      // the Activity page's filter
 	Rows          []activityRow        // the Activity page's records
 }

@@ -257,6 +257,10 @@ func TestRoleChecks(t *testing.T) {
 					{"/dashboard/staff/two-factor", url.Values{}},
 					{"/dashboard/settings/ecommerce/clients", url.Values{"validity": {"12h0m0s"}}},
 					{"/dashboard/settings/ecommerce/partners/0000000000/revoke", url.Values{}},
+					{"/dashboard/settings/ecommerce/card-key/rotate", url.Values{"grace": {"0s"}}},
+					{"/dashboard/settings/ecommerce/api-keys", url.Values{"permission": {"api_keys:read"}}},
+					{"/dashboard/settings/ecommerce/api-keys/key_none/revoke", url.Values{}},
+					{"/dashboard/settings/ecommerce/origins", url.Values{"origins": {""}}},
 				} {
 					if tc.path == "/dashboard/staff/"+target+"/remove" && role == user.Owner {
 						continue // the admin's turn removes it

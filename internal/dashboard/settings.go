@@ -51,6 +51,7 @@ type settingsView struct {
 	Created    *auth.Credentials
 	Processor  string // the processor the merchant's new payments go to
 	Live       bool
+	Keys       *keysView
 }
 
 // settings serves Settings → eCommerce.
@@ -90,6 +91,12 @@ func (h *Handler) renderSettings(w http.ResponseWriter, r *http.Request, status 
 		err = perr
 		sv.Processor, sv.Live = acct.Kind, !acct.Test
 	}
+	if err == nil {
+		sv.Keys, err = h.loadKeys(r.Context(), sess.MerchantID)
+		if v.Keys != nil {
+			sv.Keys.NewKey = v.Keys.NewKey
+		}
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -114,21 +121,14 @@ func label(d time.Duration) string {
 // createClient makes a client-credential pair with the validity chosen and shows its secret, once.
 func (h *Handler) createClient(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
-	d, err := time.ParseDuration(r.PostFormValue("validity"))
-	ok := err == nil
-	if ok {
-		ok = false
-		for _, v := range validities {
-			ok = ok || v.D == d
-		}
-	}
+	d, ok := chosen(validities, r.PostFormValue("validity"))
 	if !ok {
 		h.renderSettings(w, r, http.StatusBadRequest, view{Error: "Choose one of the validities offered."})
 		return
 	}
 	var c auth.Credentials
 	now := h.cfg.Now()
-	err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
 		var err error
 		if c, err = auth.CreateClient(r.Context(), tx, sess.MerchantID, d, now); err != nil {
 			return err

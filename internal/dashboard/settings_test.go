@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -134,5 +135,79 @@ func TestSettingsEcommerce(t *testing.T) {
 		}
 		resp, body = b.post("/dashboard/settings/ecommerce/partners/"+p.PartnerID+"/revoke", url.Values{"csrf_token": {csrf}})
 		wantStatus(t, "end it again", resp, body, http.StatusNotFound)
+	})
+}
+
+// Settings → eCommerce, the rest: the card-encryption key with the script tag and its SRI hash, and
+// its rotation; a payments-API key made with the permissions ticked, its secret shown once, that the
+// v1 API accepts, then revoked; the hosted page's embedding origins, refused when one is not an origin.
+func TestSettingsKeysAndOrigins(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{PublicURL: "https://pay.maple.example"})
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		_, body := b.get("/dashboard/settings/ecommerce")
+		script := regexp.MustCompile(`id="card-script">([^<]+)<`).FindStringSubmatch(body)
+		key := regexp.MustCompile(`id="card-key">([0-9a-f]+)<`).FindStringSubmatch(body)
+		if script == nil || key == nil || !strings.Contains(html.UnescapeString(script[1]), `<script src="https://pay.maple.example/js/`) ||
+			!strings.Contains(html.UnescapeString(script[1]), `integrity="sha384-`) {
+			t.Fatalf("the card-encryption part: %s", body)
+		}
+		resp, body := b.post("/dashboard/settings/ecommerce/card-key/rotate", url.Values{"csrf_token": {csrf}, "grace": {"168h0m0s"}})
+		wantStatus(t, "rotate the card key", resp, body, http.StatusOK)
+		if k := regexp.MustCompile(`id="card-key">([0-9a-f]+)<`).FindStringSubmatch(body); k == nil || k[1] == key[1] {
+			t.Errorf("the key after rotating: %v", k)
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/card-key/rotate", url.Values{"csrf_token": {csrf}, "grace": {"5h"}})
+		wantStatus(t, "a grace not offered", resp, body, http.StatusBadRequest)
+
+		resp, body = b.post("/dashboard/settings/ecommerce/api-keys", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "a key without permissions", resp, body, http.StatusBadRequest)
+		resp, body = b.post("/dashboard/settings/ecommerce/api-keys", url.Values{"csrf_token": {csrf},
+			"permission": {"payment_intents:read", "payment_intents:write"}})
+		wantStatus(t, "make a key", resp, body, http.StatusOK)
+		secret := regexp.MustCompile(`id="new-api-key">(kk_[^<]+)<`).FindStringSubmatch(body)
+		id := regexp.MustCompile(`/api-keys/(key_[^/]+)/revoke`).FindStringSubmatch(body)
+		if secret == nil || id == nil || !strings.Contains(body, "payment_intents:read payment_intents:write") {
+			t.Fatalf("the new key's page: %s", body)
+		}
+		v1 := func() int {
+			req, _ := http.NewRequest("GET", s.srv.URL+"/v1/payment-intents", nil)
+			req.Header.Set("payments-api-key", secret[1])
+			req.Header.Set("payments-account", "acct_"+s.merchantID)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if st := v1(); st != http.StatusOK {
+			t.Fatalf("the v1 API with the dashboard's key: %d", st)
+		}
+		_, body = b.get("/dashboard/settings/ecommerce")
+		if strings.Contains(body, secret[1]) {
+			t.Error("the key's secret is shown again")
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/api-keys/"+id[1]+"/revoke", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "revoke the key", resp, body, http.StatusOK)
+		// Every node stops accepting it within the key cache's lifetime, at most the revocation poll.
+		for start := time.Now(); v1() != http.StatusUnauthorized; time.Sleep(100 * time.Millisecond) {
+			if time.Since(start) > 2*auth.DefaultRevocationPoll {
+				t.Fatalf("the revoked key still works after %v", time.Since(start))
+			}
+		}
+		resp, body = b.post("/dashboard/settings/ecommerce/api-keys/"+id[1]+"/revoke", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "revoke it again", resp, body, http.StatusNotFound)
+
+		resp, body = b.post("/dashboard/settings/ecommerce/origins", url.Values{"csrf_token": {csrf}, "origins": {"https://shop.maple.example/path"}})
+		wantStatus(t, "an origin with a path", resp, body, http.StatusBadRequest)
+		resp, body = b.post("/dashboard/settings/ecommerce/origins", url.Values{"csrf_token": {csrf},
+			"origins": {"https://shop.maple.example\r\nhttps://www.maple.example"}})
+		wantStatus(t, "save origins", resp, body, http.StatusOK)
+		if !strings.Contains(body, "https://shop.maple.example\nhttps://www.maple.example</textarea>") {
+			t.Errorf("the saved origins: %s", body)
+		}
 	})
 }

@@ -181,7 +181,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	// Dashboard sessions learn of changes made on other nodes at the pace of token revocations.
 	s.sessions = user.NewSessions(user.SessionConfig{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, Poll: cfg.RevocationPoll})
-	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring), Processors: s.accounts, Merchants: merchants, PublicURL: cfg.PublicURL,
+	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
+		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, PublicURL: cfg.PublicURL,
 		Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
