@@ -1,13 +1,17 @@
 package dashboard_test
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kassapay/kassa/internal/browsertest"
+	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/totp"
@@ -196,4 +200,97 @@ func TestDashboardAccessible(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#code")),
 	)
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "two-factor code")
+}
+
+// In Chromium, issue 16's credential flows: an owner makes a client pair in Settings → eCommerce and
+// reads its secret from the page (the copy button shown by the page's script); the pair gets a token
+// with golang.org/x/oauth2's client credentials and takes a sale; revoked from the page, its token is
+// refused. The owner invites a reporting user, who accepts the invitation, signs in, and finds
+// neither the settings in the navigation nor the page behind them.
+func TestCredentialsInBrowser(t *testing.T) {
+	t.Parallel()
+	s := newShop(t, storetest.SQLite(t), server.Config{})
+	ctx := browsertest.New(t)
+	signIn := func(email, password string) {
+		t.Helper()
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
+			chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#email"), email),
+			chromedp.SendKeys(chromedp.CSS("#password"), password+"\r"),
+			chromedp.WaitVisible(chromedp.CSS("nav")),
+		)
+	}
+	signIn("owner@maple.example", pw)
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/settings/ecommerce"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#validity")),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients"] button`)),
+		chromedp.WaitVisible(chromedp.CSS("#new-secret")),
+	)
+	id := browsertest.Eval[string](t, ctx, `document.getElementById('new-client-id').textContent`)
+	secret := browsertest.Eval[string](t, ctx, `document.getElementById('new-secret').textContent`)
+	if shown := browsertest.Eval[bool](t, ctx, `!document.querySelector('button[data-copy="new-secret"]').hidden`); !shown {
+		t.Error("the copy button is not shown: the page's script did not run")
+	}
+	tok, err := (&clientcredentials.Config{ClientID: id, ClientSecret: secret, TokenURL: s.srv.URL + "/oauth/token"}).Token(context.Background())
+	if err != nil {
+		t.Fatalf("a token with the pair made in the browser: %v", err)
+	}
+	sale := func() int {
+		t.Helper()
+		body := `{"amount":"12.34","card_number":"` + cardtest.Visa + `","card_expiry_month":"12","card_expiry_year":"40","cvv2":"123"}`
+		req, _ := http.NewRequest("POST", s.srv.URL+"/transaction-service/sale", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := sale(); st != http.StatusOK && st != http.StatusCreated {
+		t.Fatalf("a sale with the pair's token: %d", st)
+	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"] button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"]`)),
+	)
+	if st := sale(); st != http.StatusUnauthorized {
+		t.Fatalf("a sale with the revoked pair's token: %d", st)
+	}
+
+	// An invitation to a reporting user, accepted in the same browser.
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(s.srv.URL+"/dashboard/staff"),
+		chromedp.WaitVisible(chromedp.CSS("#invite-email")),
+		chromedp.SendKeys(chromedp.CSS("#invite-email"), "books@maple.example"),
+		chromedp.SetValue(chromedp.CSS("#invite-role"), "reporting"),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/staff/invite"] button`)),
+		chromedp.WaitVisible(chromedp.CSS("#invite-link")),
+	)
+	link := browsertest.Eval[string](t, ctx, `document.getElementById('invite-link').textContent`)
+	link = s.srv.URL + link[strings.Index(link, "/dashboard/"):]
+	const chosen = "ledgers and balances"
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS("header form button")),
+		chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.Navigate(link),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.SendKeys(chromedp.CSS("#password"), chosen),
+		chromedp.SendKeys(chromedp.CSS("#confirm"), chosen+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("#email")),
+	)
+	signIn("books@maple.example", chosen)
+	if nav := browsertest.Eval[string](t, ctx, `document.querySelector('nav').textContent`); strings.Contains(nav, "Settings") || strings.Contains(nav, "Staff") {
+		t.Errorf("a reporting user's navigation: %q", nav)
+	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(s.srv.URL+"/dashboard/settings/ecommerce"),
+		chromedp.WaitVisible(chromedp.CSS("h1")),
+	)
+	if h := browsertest.Eval[string](t, ctx, `document.querySelector('h1').textContent + ' ' + document.querySelector('[role=alert]').textContent`); !strings.Contains(h, "Not allowed") {
+		t.Errorf("a reporting user at the settings: %q", h)
+	}
 }
