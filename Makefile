@@ -35,7 +35,7 @@ bench: build microbench
 	@scripts/test-deps.sh
 	bin/kassa-load $(BENCH_FLAGS)
 
-## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and a dashboard page view
+## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and dashboard page views
 microbench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/payment ./internal/money ./internal/card ./internal/auth ./internal/velocity ./internal/dashboard
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kassapay/kassa/internal/auth"
@@ -24,7 +25,7 @@ import (
 // Settings → eCommerce: a pair made in the dashboard, its secret read from the page, gets a token
 // with golang.org/x/oauth2's client credentials, which the API accepts; the page then shows the
 // pair's last use; revoked in the dashboard, its token is refused. A connected partner is listed with
-// its scopes, and its access ends from the page.
+// its scopes, and its access ends from the page: its token is refused within the revocation poll.
 func TestSettingsEcommerce(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -111,10 +112,29 @@ func TestSettingsEcommerce(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = auth.Approve(ctx, tx, p.ClientID, s.merchantID, auth.ScopeEcom, time.Now())
 			return err
 		}); err != nil {
 			t.Fatal(err)
+		}
+		// The merchant approves it on the consent page (in-process here), and the partner exchanges the
+		// code for a token that reads the merchant's transactions.
+		req, err := s.srv.Auth().ParseAuthorizationRequest(ctx, url.Values{"response_type": {"code"}, "client_id": {p.ClientID},
+			"redirect_uri": {"https://ledgerly.example/cb"}, "scope": {"ecom"}, "state": {"s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := s.srv.Auth().Authorize(ctx, s.merchantID, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptok, err := (&oauth2.Config{ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: "https://ledgerly.example/cb",
+			Endpoint: oauth2.Endpoint{TokenURL: s.srv.URL + "/oauth/token", AuthStyle: oauth2.AuthStyleInHeader}}).Exchange(ctx, code)
+		if err != nil {
+			t.Fatalf("the partner's code exchange: %v", err)
+		}
+		tok = ptok
+		if st := list(); st != http.StatusOK {
+			t.Fatalf("the partner's token: %d", st)
 		}
 		_, body = b.get("/dashboard/settings/ecommerce")
 		if !strings.Contains(body, "<td>Ledgerly</td><td>ecom</td>") {
@@ -124,6 +144,12 @@ func TestSettingsEcommerce(t *testing.T) {
 		wantStatus(t, "end the partner's access", resp, body, http.StatusOK)
 		if !strings.Contains(body, "No partner has access to your account.") {
 			t.Errorf("after ending the partner's access: %s", body)
+		}
+		// Its token stops on every node within the revocation poll.
+		for start := time.Now(); list() != http.StatusUnauthorized; time.Sleep(100 * time.Millisecond) {
+			if time.Since(start) > 2*auth.DefaultRevocationPoll {
+				t.Fatalf("the partner's token still works after %v", time.Since(start))
+			}
 		}
 		var scopes auth.Scopes
 		if err := db.Read(ctx, func(q store.Querier) error {
