@@ -205,7 +205,7 @@ func TestDashboardAccessible(t *testing.T) {
 // In Chromium, issue 16's credential flows: an owner makes a client pair in Settings → eCommerce and
 // reads its secret from the page (the copy button shown by the page's script); the pair gets a token
 // with golang.org/x/oauth2's client credentials and takes a sale; revoked from the page, its token is
-// refused. The owner invites a reporting user, who accepts the invitation, signs in, and finds
+// refused. A payments-API key made on the page works against the v1 API. The owner invites a reporting user, who accepts the invitation, signs in, and finds
 // neither the settings in the navigation nor the page behind them.
 func TestCredentialsInBrowser(t *testing.T) {
 	t.Parallel()
@@ -259,6 +259,21 @@ func TestCredentialsInBrowser(t *testing.T) {
 	)
 	if st := sale(); st != http.StatusUnauthorized {
 		t.Fatalf("a sale with the revoked pair's token: %d", st)
+	}
+
+	// A payments-API key, made with one permission ticked, works against the v1 API.
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS(`input[name=permission][value="payment_intents:read"]`)),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/api-keys"] button`)),
+		chromedp.WaitVisible(chromedp.CSS("#new-api-key")),
+	)
+	req, _ := http.NewRequest("GET", s.srv.URL+"/v1/payment-intents", nil)
+	req.Header.Set("payments-api-key", browsertest.Eval[string](t, ctx, `document.getElementById('new-api-key').textContent`))
+	req.Header.Set("payments-account", "acct_"+s.merchantID)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the v1 API with the key made in the browser: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	// An invitation to a reporting user, accepted in the same browser.
