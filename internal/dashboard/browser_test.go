@@ -3,16 +3,20 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/server"
+	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/totp"
 )
@@ -86,68 +90,70 @@ func TestSignInInBrowser(t *testing.T) {
 // recovery code.
 func TestTwoFactorInBrowser(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	ctx := browsertest.New(t)
-	signIn := func(next string) {
-		t.Helper()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		ctx := browsertest.New(t)
+		signIn := func(next string) {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second,
+				chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
+				chromedp.WaitVisible(chromedp.CSS("#email")),
+				chromedp.SendKeys(chromedp.CSS("#email"), "admin@maple.example"),
+				chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
+				chromedp.WaitVisible(chromedp.CSS(next)),
+			)
+		}
+		signOut := func() {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second,
+				chromedp.Click(chromedp.CSS("header form button")),
+				chromedp.WaitVisible(chromedp.CSS("#email")),
+			)
+		}
+		signIn("nav")
 		browsertest.Step(t, ctx, 30*time.Second,
-			chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
-			chromedp.WaitVisible(chromedp.CSS("#email")),
-			chromedp.SendKeys(chromedp.CSS("#email"), "admin@maple.example"),
-			chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
-			chromedp.WaitVisible(chromedp.CSS(next)),
+			chromedp.Navigate(s.srv.URL+"/dashboard/account"),
+			chromedp.Click(chromedp.CSS(`a[href="/dashboard/account/two-factor/setup"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#totp-key")),
 		)
-	}
-	signOut := func() {
-		t.Helper()
+		if w := browsertest.Eval[float64](t, ctx, `document.querySelector('.qr svg').getBoundingClientRect().width`); w < 150 {
+			t.Fatalf("the QR code is drawn %v px wide", w)
+		}
+		secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
 		browsertest.Step(t, ctx, 30*time.Second,
-			chromedp.Click(chromedp.CSS("header form button")),
-			chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
+			chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
 		)
-	}
-	signIn("nav")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Navigate(s.srv.URL+"/dashboard/account"),
-		chromedp.Click(chromedp.CSS(`a[href="/dashboard/account/two-factor/setup"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#totp-key")),
-	)
-	if w := browsertest.Eval[float64](t, ctx, `document.querySelector('.qr svg').getBoundingClientRect().width`); w < 150 {
-		t.Fatalf("the QR code is drawn %v px wide", w)
-	}
-	secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
-	)
-	codes := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#recovery-codes code')].map(c => c.textContent)`)
-	if len(codes) != 10 {
-		t.Fatalf("recovery codes shown: %q", codes)
-	}
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("nav")))
-	signOut()
+		codes := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#recovery-codes code')].map(c => c.textContent)`)
+		if len(codes) != 10 {
+			t.Fatalf("recovery codes shown: %q", codes)
+		}
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("nav")))
+		signOut()
 
-	// The next step's code: the set-up used this one's.
-	signIn("#code")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now())+1)+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("nav")),
-	)
-	if p := browsertest.Eval[string](t, ctx, `location.pathname`); p != "/dashboard" {
-		t.Fatalf("after the code: %s", p)
-	}
-	signOut()
+		// The next step's code: the set-up used this one's.
+		signIn("#code")
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now())+1)+"\r"),
+			chromedp.WaitVisible(chromedp.CSS("nav")),
+		)
+		if p := browsertest.Eval[string](t, ctx, `location.pathname`); p != "/dashboard" {
+			t.Fatalf("after the code: %s", p)
+		}
+		signOut()
 
-	signIn("#code")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.SendKeys(chromedp.CSS("#code"), codes[0]+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("#two-factor-status")),
-	)
-	if status := browsertest.Eval[string](t, ctx, `document.getElementById('two-factor-status').textContent`); !strings.Contains(status, "9 recovery codes left") {
-		t.Fatalf("after a recovery code: %q", status)
-	}
+		signIn("#code")
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.SendKeys(chromedp.CSS("#code"), codes[0]+"\r"),
+			chromedp.WaitVisible(chromedp.CSS("#two-factor-status")),
+		)
+		if status := browsertest.Eval[string](t, ctx, `document.getElementById('two-factor-status').textContent`); !strings.Contains(status, "9 recovery codes left") {
+			t.Fatalf("after a recovery code: %q", status)
+		}
+	})
 }
 
 // Every dashboard page, checked with axe-core in light and dark, at desktop and phone widths: no
@@ -205,107 +211,148 @@ func TestDashboardAccessible(t *testing.T) {
 // In Chromium, issue 16's credential flows: an owner makes a client pair in Settings → eCommerce and
 // reads its secret from the page (the copy button shown by the page's script); the pair gets a token
 // with golang.org/x/oauth2's client credentials and takes a sale; revoked from the page, its token is
-// refused. A payments-API key made on the page works against the v1 API. The owner invites a reporting user, who accepts the invitation, signs in, and finds
-// neither the settings in the navigation nor the page behind them.
+// refused. A payments-API key made on the page works against the v1 API. A partner's access, ended
+// from the page, stops its token. The owner invites a reporting user, who accepts the invitation,
+// signs in, and finds neither the settings in the navigation nor the page behind them.
 func TestCredentialsInBrowser(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	ctx := browsertest.New(t)
-	signIn := func(email, password string) {
-		t.Helper()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		ctx := browsertest.New(t)
+		signIn := func(email, password string) {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second,
+				chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
+				chromedp.WaitVisible(chromedp.CSS("#email")),
+				chromedp.SendKeys(chromedp.CSS("#email"), email),
+				chromedp.SendKeys(chromedp.CSS("#password"), password+"\r"),
+				chromedp.WaitVisible(chromedp.CSS("nav")),
+			)
+		}
+		signIn("owner@maple.example", pw)
 		browsertest.Step(t, ctx, 30*time.Second,
-			chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
-			chromedp.WaitVisible(chromedp.CSS("#email")),
-			chromedp.SendKeys(chromedp.CSS("#email"), email),
-			chromedp.SendKeys(chromedp.CSS("#password"), password+"\r"),
-			chromedp.WaitVisible(chromedp.CSS("nav")),
+			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/settings/ecommerce"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#validity")),
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients"] button`)),
+			chromedp.WaitVisible(chromedp.CSS("#new-secret")),
 		)
-	}
-	signIn("owner@maple.example", pw)
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/settings/ecommerce"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#validity")),
-		chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients"] button`)),
-		chromedp.WaitVisible(chromedp.CSS("#new-secret")),
-	)
-	id := browsertest.Eval[string](t, ctx, `document.getElementById('new-client-id').textContent`)
-	secret := browsertest.Eval[string](t, ctx, `document.getElementById('new-secret').textContent`)
-	if shown := browsertest.Eval[bool](t, ctx, `!document.querySelector('button[data-copy="new-secret"]').hidden`); !shown {
-		t.Error("the copy button is not shown: the page's script did not run")
-	}
-	tok, err := (&clientcredentials.Config{ClientID: id, ClientSecret: secret, TokenURL: s.srv.URL + "/oauth/token"}).Token(context.Background())
-	if err != nil {
-		t.Fatalf("a token with the pair made in the browser: %v", err)
-	}
-	sale := func() int {
-		t.Helper()
-		body := `{"amount":"12.34","card_number":"` + cardtest.Visa + `","card_expiry_month":"12","card_expiry_year":"40","cvv2":"123"}`
-		req, _ := http.NewRequest("POST", s.srv.URL+"/transaction-service/sale", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-		resp, err := http.DefaultClient.Do(req)
+		id := browsertest.Eval[string](t, ctx, `document.getElementById('new-client-id').textContent`)
+		secret := browsertest.Eval[string](t, ctx, `document.getElementById('new-secret').textContent`)
+		if shown := browsertest.Eval[bool](t, ctx, `!document.querySelector('button[data-copy="new-secret"]').hidden`); !shown {
+			t.Error("the copy button is not shown: the page's script did not run")
+		}
+		tok, err := (&clientcredentials.Config{ClientID: id, ClientSecret: secret, TokenURL: s.srv.URL + "/oauth/token"}).Token(context.Background())
+		if err != nil {
+			t.Fatalf("a token with the pair made in the browser: %v", err)
+		}
+		sale := func() int {
+			t.Helper()
+			body := `{"amount":"12.34","card_number":"` + cardtest.Visa + `","card_expiry_month":"12","card_expiry_year":"40","cvv2":"123"}`
+			req, _ := http.NewRequest("POST", s.srv.URL+"/transaction-service/sale", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if st := sale(); st != http.StatusOK && st != http.StatusCreated {
+			t.Fatalf("a sale with the pair's token: %d", st)
+		}
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"] button`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"]`)),
+		)
+		if st := sale(); st != http.StatusUnauthorized {
+			t.Fatalf("a sale with the revoked pair's token: %d", st)
+		}
+
+		// A payments-API key, made with one permission ticked, works against the v1 API.
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`input[name=permission][value="payment_intents:read"]`)),
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/api-keys"] button`)),
+			chromedp.WaitVisible(chromedp.CSS("#new-api-key")),
+		)
+		req, _ := http.NewRequest("GET", s.srv.URL+"/v1/payment-intents", nil)
+		req.Header.Set("payments-api-key", browsertest.Eval[string](t, ctx, `document.getElementById('new-api-key').textContent`))
+		req.Header.Set("payments-account", "acct_"+s.merchantID)
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("the v1 API with the key made in the browser: %v %v", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+
+		// A partner the merchant approved (the consent page's work, in-process) holds a token; ending its
+		// access from the page stops it within the revocation poll.
+		var p auth.PartnerCredentials
+		if err := db.Write(context.Background(), func(tx *store.Tx) error {
+			var err error
+			p, err = auth.CreatePartner(context.Background(), tx, auth.NewPartner{Name: "Ledgerly", ImageURL: "https://ledgerly.example/logo.png",
+				CallbackURIs: []string{"https://ledgerly.example/cb"}}, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		areq, err := s.srv.Auth().ParseAuthorizationRequest(context.Background(), url.Values{"response_type": {"code"},
+			"client_id": {p.ClientID}, "redirect_uri": {"https://ledgerly.example/cb"}, "scope": {"ecom"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if st := sale(); st != http.StatusOK && st != http.StatusCreated {
-		t.Fatalf("a sale with the pair's token: %d", st)
-	}
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"] button`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"]`)),
-	)
-	if st := sale(); st != http.StatusUnauthorized {
-		t.Fatalf("a sale with the revoked pair's token: %d", st)
-	}
+		code, err := s.srv.Auth().Authorize(context.Background(), s.merchantID, areq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok, err = (&oauth2.Config{ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: "https://ledgerly.example/cb",
+			Endpoint: oauth2.Endpoint{TokenURL: s.srv.URL + "/oauth/token", AuthStyle: oauth2.AuthStyleInHeader}}).Exchange(context.Background(), code); err != nil {
+			t.Fatal(err)
+		}
+		if st := sale(); st != http.StatusOK && st != http.StatusCreated {
+			t.Fatalf("a sale with the partner's token: %d", st)
+		}
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(s.srv.URL+"/dashboard/settings/ecommerce"),
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/partners/`+p.PartnerID+`/revoke"] button`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/partners/`+p.PartnerID+`/revoke"]`)),
+		)
+		for start := time.Now(); sale() != http.StatusUnauthorized; time.Sleep(100 * time.Millisecond) {
+			if time.Since(start) > 2*auth.DefaultRevocationPoll {
+				t.Fatalf("the partner's token still works after %v", time.Since(start))
+			}
+		}
 
-	// A payments-API key, made with one permission ticked, works against the v1 API.
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Click(chromedp.CSS(`input[name=permission][value="payment_intents:read"]`)),
-		chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/api-keys"] button`)),
-		chromedp.WaitVisible(chromedp.CSS("#new-api-key")),
-	)
-	req, _ := http.NewRequest("GET", s.srv.URL+"/v1/payment-intents", nil)
-	req.Header.Set("payments-api-key", browsertest.Eval[string](t, ctx, `document.getElementById('new-api-key').textContent`))
-	req.Header.Set("payments-account", "acct_"+s.merchantID)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the v1 API with the key made in the browser: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
-	}
-
-	// An invitation to a reporting user, accepted in the same browser.
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Navigate(s.srv.URL+"/dashboard/staff"),
-		chromedp.WaitVisible(chromedp.CSS("#invite-email")),
-		chromedp.SendKeys(chromedp.CSS("#invite-email"), "books@maple.example"),
-		chromedp.SetValue(chromedp.CSS("#invite-role"), "reporting"),
-		chromedp.Click(chromedp.CSS(`form[action="/dashboard/staff/invite"] button`)),
-		chromedp.WaitVisible(chromedp.CSS("#invite-link")),
-	)
-	link := browsertest.Eval[string](t, ctx, `document.getElementById('invite-link').textContent`)
-	link = s.srv.URL + link[strings.Index(link, "/dashboard/"):]
-	const chosen = "ledgers and balances"
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Click(chromedp.CSS("header form button")),
-		chromedp.WaitVisible(chromedp.CSS("#email")),
-		chromedp.Navigate(link),
-		chromedp.WaitVisible(chromedp.CSS("#confirm")),
-		chromedp.SendKeys(chromedp.CSS("#password"), chosen),
-		chromedp.SendKeys(chromedp.CSS("#confirm"), chosen+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("#email")),
-	)
-	signIn("books@maple.example", chosen)
-	if nav := browsertest.Eval[string](t, ctx, `document.querySelector('nav').textContent`); strings.Contains(nav, "Settings") || strings.Contains(nav, "Staff") {
-		t.Errorf("a reporting user's navigation: %q", nav)
-	}
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Navigate(s.srv.URL+"/dashboard/settings/ecommerce"),
-		chromedp.WaitVisible(chromedp.CSS("h1")),
-	)
-	if h := browsertest.Eval[string](t, ctx, `document.querySelector('h1').textContent + ' ' + document.querySelector('[role=alert]').textContent`); !strings.Contains(h, "Not allowed") {
-		t.Errorf("a reporting user at the settings: %q", h)
-	}
+		// An invitation to a reporting user, accepted in the same browser.
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(s.srv.URL+"/dashboard/staff"),
+			chromedp.WaitVisible(chromedp.CSS("#invite-email")),
+			chromedp.SendKeys(chromedp.CSS("#invite-email"), "books@maple.example"),
+			chromedp.SetValue(chromedp.CSS("#invite-role"), "reporting"),
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/staff/invite"] button`)),
+			chromedp.WaitVisible(chromedp.CSS("#invite-link")),
+		)
+		link := browsertest.Eval[string](t, ctx, `document.getElementById('invite-link').textContent`)
+		link = s.srv.URL + link[strings.Index(link, "/dashboard/"):]
+		const chosen = "ledgers and balances"
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS("header form button")),
+			chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.Navigate(link),
+			chromedp.WaitVisible(chromedp.CSS("#confirm")),
+			chromedp.SendKeys(chromedp.CSS("#password"), chosen),
+			chromedp.SendKeys(chromedp.CSS("#confirm"), chosen+"\r"),
+			chromedp.WaitVisible(chromedp.CSS("#email")),
+		)
+		signIn("books@maple.example", chosen)
+		if nav := browsertest.Eval[string](t, ctx, `document.querySelector('nav').textContent`); strings.Contains(nav, "Settings") || strings.Contains(nav, "Staff") {
+			t.Errorf("a reporting user's navigation: %q", nav)
+		}
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(s.srv.URL+"/dashboard/settings/ecommerce"),
+			chromedp.WaitVisible(chromedp.CSS("h1")),
+		)
+		if h := browsertest.Eval[string](t, ctx, `document.querySelector('h1').textContent + ' ' + document.querySelector('[role=alert]').textContent`); !strings.Contains(h, "Not allowed") {
+			t.Errorf("a reporting user at the settings: %q", h)
+		}
+	})
 }
