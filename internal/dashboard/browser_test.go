@@ -2,7 +2,9 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -353,6 +355,55 @@ func TestCredentialsInBrowser(t *testing.T) {
 		)
 		if h := browsertest.Eval[string](t, ctx, `document.querySelector('h1').textContent + ' ' + document.querySelector('[role=alert]').textContent`); !strings.Contains(h, "Not allowed") {
 			t.Errorf("a reporting user at the settings: %q", h)
+		}
+	})
+}
+
+// In Chromium, with the server's clock the test's: a form on another site that posts to the dashboard,
+// submitted by a signed-in browser, is refused for its origin (the browser also withholds the
+// SameSite=Lax session cookie from it; the refusal does not depend on that); and a session left idle
+// for 30 minutes sends the browser back to sign in.
+func TestIdleExpiryAndCrossSiteFormInBrowser(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := &clock{t: time.Now()}
+		s := newShop(t, db, server.Config{Now: clk.Now})
+		ctx := browsertest.New(t)
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
+			chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
+			chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
+			chromedp.WaitVisible(chromedp.CSS("nav")),
+		)
+		// Another site's page with a form aimed at the dashboard.
+		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<!doctype html><html lang="en"><title>Prize</title><form method="post" action="%s/dashboard/staff/invite">
+<input name="email" value="mallory@evil.example"><input name="role" value="owner"><button id="go">Claim</button></form>`, s.srv.URL)
+		}))
+		defer evil.Close()
+		evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) // another origin than Kassa's 127.0.0.1
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Navigate(evilURL),
+			chromedp.WaitVisible(chromedp.CSS("#go")),
+			chromedp.Click(chromedp.CSS("#go")),
+			chromedp.WaitVisible(chromedp.CSS("[role=alert]")),
+		)
+		if msg := browsertest.Eval[string](t, ctx, `document.querySelector('[role=alert]').textContent`); !strings.Contains(msg, "sent from another site") {
+			t.Fatalf("the cross-site form's answer: %q", msg)
+		}
+		var n int
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM users WHERE email_key = 'mallory@evil.example'`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the cross-site form made %d users (%v)", n, err)
+		}
+
+		clk.Add(29 * time.Minute)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("nav")))
+		clk.Add(30 * time.Minute)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("#email")))
+		if u := browsertest.Eval[string](t, ctx, `location.pathname`); u != "/dashboard/sign-in" {
+			t.Fatalf("after 30 idle minutes the dashboard showed %s", u)
 		}
 	})
 }
