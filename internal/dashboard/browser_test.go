@@ -97,16 +97,7 @@ func TestTwoFactorInBrowser(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
-		signIn := func(next string) {
-			t.Helper()
-			browsertest.Step(t, ctx, 30*time.Second,
-				chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
-				chromedp.WaitVisible(chromedp.CSS("#email")),
-				chromedp.SendKeys(chromedp.CSS("#email"), "admin@maple.example"),
-				chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
-				chromedp.WaitVisible(chromedp.CSS(next)),
-			)
-		}
+		signIn := func(next string) { signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, next) }
 		signOut := func() {
 			t.Helper()
 			browsertest.Step(t, ctx, 30*time.Second,
@@ -123,14 +114,7 @@ func TestTwoFactorInBrowser(t *testing.T) {
 		if w := browsertest.Eval[float64](t, ctx, `document.querySelector('.qr svg').getBoundingClientRect().width`); w < 150 {
 			t.Fatalf("the QR code is drawn %v px wide", w)
 		}
-		secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		browsertest.Step(t, ctx, 30*time.Second,
-			chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
-			chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
-		)
+		secret := confirmInBrowser(t, ctx)
 		codes := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#recovery-codes code')].map(c => c.textContent)`)
 		if len(codes) != 10 {
 			t.Fatalf("recovery codes shown: %q", codes)
@@ -179,36 +163,18 @@ func TestDashboardAccessible(t *testing.T) {
 	)
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "sign-in, wrong password")
 	visit("/dashboard/forgot", "#email", "forgot password")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
-		chromedp.WaitVisible(chromedp.CSS("#email")),
-		chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
-		chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("nav")),
-	)
+	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "home")
 	visit("/dashboard/staff", "#invite-email", "staff")
 	visit("/dashboard/account", "#two-factor-status", "account")
 	visit("/dashboard/activity", "#activity", "activity")
 	visit("/dashboard/settings/ecommerce", "#processor", "eCommerce settings")
 	visit("/dashboard/account/two-factor/setup", "#totp-key", "two-factor set-up")
-	secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
-	)
+	confirmInBrowser(t, ctx)
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "recovery codes")
 	visit("/dashboard", "nav", "home again")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.Click(chromedp.CSS("header form button")),
-		chromedp.WaitVisible(chromedp.CSS("#email")),
-		chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
-		chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
-		chromedp.WaitVisible(chromedp.CSS("#code")),
-	)
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "#code")
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "two-factor code")
 }
 
@@ -223,17 +189,7 @@ func TestCredentialsInBrowser(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
-		signIn := func(email, password string) {
-			t.Helper()
-			browsertest.Step(t, ctx, 30*time.Second,
-				chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
-				chromedp.WaitVisible(chromedp.CSS("#email")),
-				chromedp.SendKeys(chromedp.CSS("#email"), email),
-				chromedp.SendKeys(chromedp.CSS("#password"), password+"\r"),
-				chromedp.WaitVisible(chromedp.CSS("nav")),
-			)
-		}
-		signIn("owner@maple.example", pw)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
 		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/settings/ecommerce"]`)),
 			chromedp.WaitVisible(chromedp.CSS("#validity")),
@@ -347,7 +303,7 @@ func TestCredentialsInBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS("#confirm"), chosen+"\r"),
 			chromedp.WaitVisible(chromedp.CSS("#email")),
 		)
-		signIn("books@maple.example", chosen)
+		signInInBrowser(t, ctx, s.srv.URL, "books@maple.example", chosen, "nav")
 		if nav := browsertest.Eval[string](t, ctx, `document.querySelector('nav').textContent`); strings.Contains(nav, "Settings") || strings.Contains(nav, "Staff") {
 			t.Errorf("a reporting user's navigation: %q", nav)
 		}
@@ -371,13 +327,7 @@ func TestIdleExpiryAndCrossSiteFormInBrowser(t *testing.T) {
 		clk := &clock{t: time.Now()}
 		s := newShop(t, db, server.Config{Now: clk.Now})
 		ctx := browsertest.New(t)
-		browsertest.Step(t, ctx, 30*time.Second,
-			chromedp.Navigate(s.srv.URL+"/dashboard/sign-in"),
-			chromedp.WaitVisible(chromedp.CSS("#email")),
-			chromedp.SendKeys(chromedp.CSS("#email"), "owner@maple.example"),
-			chromedp.SendKeys(chromedp.CSS("#password"), pw+"\r"),
-			chromedp.WaitVisible(chromedp.CSS("nav")),
-		)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
 		// Another site's page with a form aimed at the dashboard.
 		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -408,4 +358,32 @@ func TestIdleExpiryAndCrossSiteFormInBrowser(t *testing.T) {
 			t.Fatalf("after 30 idle minutes the dashboard showed %s", u)
 		}
 	})
+}
+
+// signInInBrowser signs in from the sign-in page at base as email, and waits for wait: the navigation
+// of a signed-in page, or the next step of the sign-in.
+func signInInBrowser(t *testing.T, ctx context.Context, base, email, password, wait string) {
+	t.Helper()
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(base+"/dashboard/sign-in"),
+		chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.SendKeys(chromedp.CSS("#email"), email),
+		chromedp.SendKeys(chromedp.CSS("#password"), password+"\r"),
+		chromedp.WaitVisible(chromedp.CSS(wait)),
+	)
+}
+
+// confirmInBrowser reads the key of the two-factor set-up page the browser shows, types the code an
+// app would compute from it, and returns the secret once the recovery codes show.
+func confirmInBrowser(t *testing.T, ctx context.Context) totp.Secret {
+	t.Helper()
+	secret, err := totp.ParseSecret(browsertest.Eval[string](t, ctx, `document.getElementById('totp-key').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#code"), totp.Code(secret, totp.Step(time.Now()))+"\r"),
+		chromedp.WaitVisible(chromedp.CSS("#recovery-codes")),
+	)
+	return secret
 }
