@@ -24,6 +24,12 @@ func record(ctx context.Context, tx *store.Tx, merchantID, op, resource, detail 
 		Detail: detail, RequestID: httpapi.RequestID(ctx), At: at})
 }
 
+// actor returns ctx naming user id, acting from r's client address, as the user of what is recorded
+// under it (audit.WithActor).
+func (h *Handler) actor(ctx context.Context, r *http.Request, id string) context.Context {
+	return audit.WithActor(ctx, audit.Actor{UserID: id, Address: h.cfg.Proxies.ClientAddr(r).String()})
+}
+
 // recordAlone writes the audit record of an action that committed in a transaction of its own.
 func (h *Handler) recordAlone(ctx context.Context, merchantID, op string) error {
 	return h.cfg.DB.Write(ctx, func(tx *store.Tx) error { return record(ctx, tx, merchantID, op, "", "", h.cfg.Now()) })

@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -197,9 +197,7 @@ func (h *Handler) requireRole(roles []user.Role, next http.HandlerFunc) http.Han
 			return
 		}
 		// What the request changes is recorded as the user's, from its address (issue 16, point 5).
-		ctx := audit.WithActor(context.WithValue(r.Context(), sessionKey{}, sess),
-			audit.Actor{UserID: sess.UserID, Address: h.cfg.Proxies.ClientAddr(r).String()})
-		next(w, r.WithContext(ctx))
+		next(w, r.WithContext(h.actor(context.WithValue(r.Context(), sessionKey{}, sess), r, sess.UserID)))
 	}))
 }
 
@@ -239,7 +237,8 @@ type view struct {
 	Required      bool                 // the merchant requires a second factor of all staff
 	Sessions      []user.ActiveSession // the signed-in user's sessions
 	Settings      *settingsView        // the eCommerce settings page
-	Keys          *keysView            // a new payments-API key, shown once
+	NewClient     *auth.Credentials    // a client pair just made, its secret shown once
+	NewKey        *checkout.NewKey     // a payments-API key just made, shown once
 	Activity      *activityFilter      // the Activity page's filter
 	Rows          []activityRow        // the Activity page's records
 }
@@ -370,8 +369,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u user.Us
 	addr := h.cfg.Proxies.ClientAddr(r).String()
 	cookie, sess, err := h.cfg.Sessions.Start(r.Context(), u, addr, r.UserAgent())
 	if err == nil {
-		ctx := audit.WithActor(r.Context(), audit.Actor{UserID: u.ID, Address: addr})
-		err = h.recordAlone(ctx, u.MerchantID, "session.start")
+		err = h.recordAlone(h.actor(r.Context(), r, u.ID), u.MerchantID, "session.start")
 	}
 	if err != nil {
 		h.fail(w, r, err)

@@ -48,7 +48,6 @@ type settingsView struct {
 	Partners   []partnerRow
 	Validities []validity
 	Default    string // the default validity's Value
-	Created    *auth.Credentials
 	Processor  string // the processor the merchant's new payments go to
 	Live       bool
 	Keys       *keysView
@@ -62,9 +61,6 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) renderSettings(w http.ResponseWriter, r *http.Request, status int, v view) {
 	sess := signedIn(r)
 	sv := &settingsView{Validities: validities, Default: auth.DefaultValidity.String()}
-	if v.Settings != nil {
-		sv.Created = v.Settings.Created
-	}
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		clients, err := auth.ListClients(r.Context(), q, sess.MerchantID)
 		if err != nil {
@@ -93,9 +89,6 @@ func (h *Handler) renderSettings(w http.ResponseWriter, r *http.Request, status 
 	}
 	if err == nil {
 		sv.Keys, err = h.loadKeys(r.Context(), sess.MerchantID)
-		if v.Keys != nil {
-			sv.Keys.NewKey = v.Keys.NewKey
-		}
 	}
 	if err != nil {
 		h.fail(w, r, err)
@@ -139,7 +132,7 @@ func (h *Handler) createClient(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.renderSettings(w, r, http.StatusOK, view{Settings: &settingsView{Created: &c},
+	h.renderSettings(w, r, http.StatusOK, view{NewClient: &c,
 		Notice: "The pair is made. Copy its secret now: Kassa shows it this once."})
 }
 

@@ -25,14 +25,18 @@ type CardKeys interface {
 	Rotate(ctx context.Context, merchantID string, grace time.Duration) (cardenc.PublicKey, error)
 }
 
-// graces are the grace periods a rotation offers: how long tokens made with the old key keep opening.
-var graces = []validity{{0, "none: the old key stops at once"}, {24 * time.Hour, "1 day"}, {7 * 24 * time.Hour, "7 days (recommended)"},
+// graces are the grace periods a rotation offers: how long tokens made with the old key keep opening;
+// defaultGrace is the one offered first.
+var graces = []validity{{0, "none: the old key stops at once"}, {24 * time.Hour, "1 day"}, {defaultGrace, "7 days (recommended)"},
 	{30 * 24 * time.Hour, "30 days"}}
+
+const defaultGrace = 7 * 24 * time.Hour
 
 // encryptionView is the card-encryption part of the page.
 type encryptionView struct {
 	KeyID, Created, Key, Script string
 	Graces                      []validity
+	Default                     string // the recommended grace's Value
 }
 
 // apiKeyRow is one payments-API key as the page lists it.
@@ -45,7 +49,6 @@ type keysView struct {
 	Encryption  encryptionView
 	APIKeys     []apiKeyRow
 	Permissions []string
-	NewKey      *checkout.NewKey
 	Origins     string // one per line
 }
 
@@ -56,7 +59,7 @@ func (h *Handler) loadKeys(ctx context.Context, merchantID string) (*keysView, e
 	if err != nil {
 		return nil, err
 	}
-	kv.Encryption = encryptionView{KeyID: k.ID, Created: day(k.CreatedAt), Key: k.Encoded(), Graces: graces,
+	kv.Encryption = encryptionView{KeyID: k.ID, Created: day(k.CreatedAt), Key: k.Encoded(), Graces: graces, Default: defaultGrace.String(),
 		Script: `<script src="` + strings.TrimSuffix(h.cfg.PublicURL, "/") + web.CardEncryption.Path() + `" integrity="` +
 			web.CardEncryption.Integrity + `" crossorigin="anonymous"></script>`}
 	keys, err := checkout.ListKeys(ctx, h.cfg.DB, "acct_"+merchantID)
@@ -119,7 +122,7 @@ func (h *Handler) createAPIKey(w http.ResponseWriter, r *http.Request) {
 	if h.answerRefusal(w, r, err, func(status int, msg string) { h.renderSettings(w, r, status, view{Error: msg}) }) {
 		return
 	}
-	h.renderSettings(w, r, http.StatusOK, view{Keys: &keysView{NewKey: &nk},
+	h.renderSettings(w, r, http.StatusOK, view{NewKey: &nk,
 		Notice: "The key is made. Copy it now: Kassa shows it this once."})
 }
 

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -127,8 +126,7 @@ func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
 		h.enrolRefused(w, r, u, enrolPath, err)
 		return
 	}
-	ctx := audit.WithActor(r.Context(), audit.Actor{UserID: u.ID, Address: h.cfg.Proxies.ClientAddr(r).String()})
-	if err := h.recordAlone(ctx, u.MerchantID, "two_factor.enable"); err != nil {
+	if err := h.recordAlone(h.actor(r.Context(), r, u.ID), u.MerchantID, "two_factor.enable"); err != nil {
 		h.fail(w, r, err)
 		return
 	}
