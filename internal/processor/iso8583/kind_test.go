@@ -19,6 +19,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/processor/iso8583"
+	"github.com/kassapay/kassa/internal/readmetest"
 )
 
 // tlsFiles writes a self-signed certificate and its key to PEM files, and a file that is not PEM. The
@@ -155,5 +156,21 @@ func TestParse(t *testing.T) {
 		if _, err := k.Open(tc.config); err == nil {
 			t.Errorf("%s: Open accepted the configuration", tc.name)
 		}
+	}
+}
+
+// The configuration the README's "Connecting an acquirer" writes to acquirer.json is one that Parse
+// takes, for a test account at the address its kassa-acquirer listens on.
+func TestREADMEConfiguration(t *testing.T) {
+	t.Parallel()
+	block := readmetest.Block(t, "## Connecting an acquirer", "sh")
+	_, rest, ok := strings.Cut(block, "<<'JSON'\n")
+	config, _, closed := strings.Cut(rest, "\nJSON\n")
+	if !ok || !closed {
+		t.Fatalf("the README's walk-through writes no acquirer.json: %s", block)
+	}
+	s, err := iso8583.NewKind(iso8583.KindConfig{}).Parse([]byte(config))
+	if err != nil || !s.Test || s.Fields["address"] != "127.0.0.1:9583" || !strings.Contains(block, "--addr 127.0.0.1:9583") {
+		t.Fatalf("Parse(README) = %+v, %v", s, err)
 	}
 }
