@@ -18,30 +18,44 @@ import (
 	"crypto/rand"
 	"embed"
 	"html/template"
+	"io/fs"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
+	"github.com/kassapay/kassa/internal/vault"
 )
 
 //go:embed *.html
 var files embed.FS
 
-// pages are the templates, one set per page, each with the layout.
+// pages are the templates, one set per page file (name.html is page "name"), each with the layout
+// and the shared partials (partials.html). A page defines "content", and may define "style" (rules of
+// its own, inside the layout's nonce'd style element).
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, p := range []string{"signin", "home", "password", "forgot", "staff", "message", "code", "enrol", "recovery", "account", "activity",
-		"settings"} {
-		out[p] = template.Must(template.ParseFS(files, "layout.html", p+".html"))
+	names, err := fs.Glob(files, "*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range names {
+		if name == "layout.html" || name == "partials.html" {
+			continue
+		}
+		out[strings.TrimSuffix(name, ".html")] = template.Must(template.New(name).Funcs(funcs).ParseFS(files, "layout.html", "partials.html", name))
 	}
 	return out
 }()
@@ -59,11 +73,22 @@ const (
 // the others allow none. Every page works without it.
 var scripted = map[string]bool{"settings": true}
 
-// Who may do what.
+// Who may do what (issue 17: "every action respects the staff roles (reporting: read-only; sales: its
+// own transactions and the terminal)").
 var (
 	everyone = user.Roles
-	// managers manage staff: owners everyone, admins everyone but owners (user.MayManage).
+	// managers manage staff: owners everyone, admins everyone but owners (user.MayManage). They are
+	// also who moves money after the fact (capture, refund, void) and changes customers, plans and
+	// subscriptions.
 	managers = []user.Role{user.Owner, user.Admin}
+	// readers see the merchant's business: the overview, every transaction, customers, billing and
+	// the payments API's objects. Reporting is read-only.
+	readers = []user.Role{user.Owner, user.Admin, user.Reporting}
+	// sellers take payments at the virtual terminal; sales staff see their own transactions only
+	// (payment.Filter.ClientID = clientOf(user)).
+	sellers = []user.Role{user.Owner, user.Admin, user.Sales}
+	// listers see the transactions list: readers all of them, sales their own.
+	listers = user.Roles
 )
 
 // section is one part of the dashboard in the navigation.
@@ -94,6 +119,13 @@ type Config struct {
 		ForMerchant(ctx context.Context, merchantID string) (processor.Account, error)
 	}
 	Merchants *merchant.Cache
+	// The services whose objects the dashboard shows and changes (issue 17).
+	Ledger      *payment.Ledger
+	Vault       *vault.Service
+	Checkout    *checkout.Service
+	HostedPages *hostedpage.Service
+	Plans       *plan.Service
+	Billing     *billing.Engine
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
 	PublicURL string
 	// Proxies name the client behind a reverse proxy, for sign-in throttling and the sessions' record.
@@ -241,6 +273,10 @@ type view struct {
 	NewKey        *checkout.NewKey     // a payments-API key just made, shown once
 	Activity      *activityFilter      // the Activity page's filter
 	Rows          []activityRow        // the Activity page's records
+	// Wide: the page's main column is wide (tables of many columns).
+	Wide bool
+	// Data is what a page of issue 17 shows, its own type per page.
+	Data any
 }
 
 type navItem struct {

@@ -26,6 +26,14 @@ type Filter struct {
 	MinAmount, MaxAmount *int64
 	Email                string // case-insensitive exact match
 	FirstName, LastName  string // case-insensitive exact match
+
+	// The dashboard's filters (issue 17, point 2).
+	Kind          string // SALE, AUTHORIZATION, CAPTURE, REFUND or VOID
+	CardPrefix    string // the card's first six digits, exact
+	CardSuffix    string // the card's last four digits, exact
+	TransactionID string // exact
+	OrderID       string // exact
+	ClientID      string // who asked: an API client's id, or a dashboard user's (the sales role sees its own)
 }
 
 // Page is one page of a list, newest first.
@@ -76,6 +84,24 @@ func (l *Ledger) List(ctx context.Context, merchantID string, f Filter) (Page, e
 	}
 	if f.LastName != "" {
 		add("LOWER(t.last_name) = ?", strings.ToLower(f.LastName))
+	}
+	if f.Kind != "" {
+		add("t.kind = ?", f.Kind)
+	}
+	if f.CardPrefix != "" {
+		add("t.card_prefix = ?", f.CardPrefix)
+	}
+	if f.CardSuffix != "" {
+		add("t.card_suffix = ?", f.CardSuffix)
+	}
+	if f.TransactionID != "" {
+		add("t.transaction_id = ?", f.TransactionID)
+	}
+	if f.OrderID != "" {
+		add("t.order_id = ?", f.OrderID)
+	}
+	if f.ClientID != "" {
+		add("t.client_id = ?", f.ClientID)
 	}
 	// Paging backwards (before) reads upwards from the cursor and turns the page round.
 	order := "DESC"

@@ -181,9 +181,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	// Dashboard sessions learn of changes made on other nodes at the pace of token revocations.
 	s.sessions = user.NewSessions(user.SessionConfig{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, Poll: cfg.RevocationPoll})
-	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
-		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, PublicURL: cfg.PublicURL,
-		Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
 	v, err := vault.New(ctx, vault.Config{DB: cfg.DB, Keyring: ring, Ledger: s.ledger, Merchants: merchants, Tokens: s.cardenc, Now: cfg.Now})
@@ -195,13 +192,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.checkout = checkout.New(checkout.Config{DB: cfg.DB, Ledger: s.ledger, Vault: v, Merchants: merchants, Idempotency: s.idem,
 		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout, Velocity: s.velocity})
 	s.checkout.Routes(r)
-	hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
-		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity}).Routes(r)
-	plan.New(cfg.DB, merchants, cfg.Now).Routes(r, s.gateway)
+	pages := hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
+		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity})
+	pages.Routes(r)
+	plans := plan.New(cfg.DB, merchants, cfg.Now)
+	plans.Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
 	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
+	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
+		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, Ledger: s.ledger, Vault: v, Checkout: s.checkout,
+		HostedPages: pages, Plans: plans, Billing: s.billing, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
+		Now: cfg.Now}).Routes(r)
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }

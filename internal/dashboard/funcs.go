@@ -1,0 +1,24 @@
+package dashboard
+
+import (
+	"html/template"
+	"time"
+
+	"github.com/kassapay/kassa/internal/money"
+)
+
+// funcs are the functions every page template may call.
+var funcs = template.FuncMap{
+	// amount formats minor units of a currency as a decimal with its code: "12.50 USD".
+	"amount": func(minor int64, c money.Currency) string { return money.Format(minor, c) + " " + c.Code },
+	// when formats a time in a location as the dashboard shows times: "2026-11-23 14:05".
+	"when": func(t time.Time, loc *time.Location) string {
+		if t.IsZero() {
+			return ""
+		}
+		if loc == nil {
+			loc = time.UTC
+		}
+		return t.In(loc).Format("2006-01-02 15:04")
+	},
+}
