@@ -59,6 +59,16 @@ func (f *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Form is the Value of a field of an HTML form (the dashboard's), read by the API's rules: text, as a
+// JSON string would bring it. Text that no database keeps as sent (a NUL, invalid UTF-8) is refused by
+// name when the field is read, as in a JSON body.
+func Form(text string) Value {
+	if !httpapi.Storable(text) {
+		return Value{kind: 'x'}
+	}
+	return Value{'s', text}
+}
+
 // Set reports whether the field was sent with a value.
 func (f Value) Set() bool { return f.kind != 0 }
 

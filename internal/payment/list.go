@@ -34,6 +34,8 @@ type Filter struct {
 	TransactionID string // exact
 	OrderID       string // exact
 	ClientID      string // who asked: an API client's id, or a dashboard user's (the sales role sees its own)
+	// CustomerLookupID: the payments of this vault customer's stored cards, and their follow-ups.
+	CustomerLookupID string
 }
 
 // Page is one page of a list, newest first.
@@ -102,6 +104,9 @@ func (l *Ledger) List(ctx context.Context, merchantID string, f Filter) (Page, e
 	}
 	if f.ClientID != "" {
 		add("t.client_id = ?", f.ClientID)
+	}
+	if f.CustomerLookupID != "" {
+		add("t.customer_lookup_id = ?", f.CustomerLookupID)
 	}
 	// Paging backwards (before) reads upwards from the cursor and turns the page round.
 	order := "DESC"

@@ -42,6 +42,9 @@ type Customer struct {
 	Email, FirstName, LastName, Company, Telephone          string
 	Address1, Address2, City, Province, Country, PostalCode string
 	CustomID, InvoiceID, OrderID, Description               string
+	// CustomerLookupID is the vault customer whose stored card paid (its lookup id), on the payment
+	// and on its captures, refunds and voids; "" for a card sent with the payment.
+	CustomerLookupID string
 }
 
 // Transaction is one row of the ledger.
@@ -101,7 +104,7 @@ const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALES
 	COALESCE(t.invoice_id, ''), COALESCE(t.order_id, ''), COALESCE(t.description, ''),
 	COALESCE(t.client_id, ''), COALESCE(t.request_id, ''), COALESCE(t.idempotency_key, ''),
 	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, ''), COALESCE(t.processor_account, ''),
-	COALESCE(t.processor_trace, '')`
+	COALESCE(t.processor_trace, ''), COALESCE(t.customer_lookup_id, '')`
 
 // from is the FROM clause that goes with columns.
 const from = ` FROM transactions t `
@@ -118,7 +121,7 @@ func scanTransaction(s scanner) (Transaction, error) {
 		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
 		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
 		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
-		&t.ProcessorAccount, &t.ProcessorTrace)
+		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return t, err
 }

@@ -54,22 +54,22 @@ type detailsBody struct {
 func detailFields(b *detailsBody, d *Details) []struct {
 	name string
 	max  int
-	in   field.Value
+	in   *field.Value
 	out  *string
 } {
 	return []struct {
 		name string
 		max  int
-		in   field.Value
+		in   *field.Value
 		out  *string
 	}{
-		{"email", 254, b.Email, &d.Email}, {"first_name", 100, b.FirstName, &d.FirstName},
-		{"last_name", 100, b.LastName, &d.LastName}, {"company", 200, b.Company, &d.Company},
-		{"bcc_emails", 1000, b.BccEmails, &d.BccEmails}, {"telephone", 50, b.Telephone, &d.Telephone},
-		{"address1", 200, b.Address1, &d.Address1}, {"address2", 200, b.Address2, &d.Address2},
-		{"city", 100, b.City, &d.City}, {"province", 100, b.Province, &d.Province},
-		{"country", 100, b.Country, &d.Country}, {"postal_code", 20, b.PostalCode, &d.PostalCode},
-		{"custom_id", 100, b.CustomID, &d.CustomID},
+		{"email", 254, &b.Email, &d.Email}, {"first_name", 100, &b.FirstName, &d.FirstName},
+		{"last_name", 100, &b.LastName, &d.LastName}, {"company", 200, &b.Company, &d.Company},
+		{"bcc_emails", 1000, &b.BccEmails, &d.BccEmails}, {"telephone", 50, &b.Telephone, &d.Telephone},
+		{"address1", 200, &b.Address1, &d.Address1}, {"address2", 200, &b.Address2, &d.Address2},
+		{"city", 100, &b.City, &d.City}, {"province", 100, &b.Province, &d.Province},
+		{"country", 100, &b.Country, &d.Country}, {"postal_code", 20, &b.PostalCode, &d.PostalCode},
+		{"custom_id", 100, &b.CustomID, &d.CustomID},
 	}
 }
 
@@ -230,15 +230,24 @@ type CustomerFilter struct {
 	Email, FirstName, LastName, Company string // case-insensitive exact match
 	WithSubscription                    *bool  // with (or without) a current subscription
 	PlanID                              int64  // with a current subscription to this plan
+
+	// The dashboard's search (issue 17, point 4: "search (name, e-mail, card last 4)").
+	Name       string // a first or a last name, or "first last": case-insensitive, whole words
+	CardSuffix string // the last four digits of one of the customer's stored cards
 }
 
-// listCustomers returns a page of the merchant's customers, newest first, with their cards.
-func (s *Service) listCustomers(ctx context.Context, merchantID string, f CustomerFilter) ([]Customer, error) {
+// customerQuery is the query of a page of customers that f selects, newest first (oldest first when
+// it pages backwards, asc), and its arguments. An e-mail is found on customers_email and a card's last
+// four digits on stored_cards_suffix (migration 29).
+func customerQuery(merchantID string, f CustomerFilter) (q string, args []any, asc bool) {
 	where := []string{"merchant_id = $1"}
-	args := []any{merchantID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	args = []any{merchantID}
+	add := func(cond string, v ...any) {
+		for _, v := range v {
+			args = append(args, v)
+			cond = strings.Replace(cond, "?", "$"+strconv.Itoa(len(args)), 1)
+		}
+		where = append(where, cond)
 	}
 	if f.After > 0 {
 		add("id < ?", f.After)
@@ -251,6 +260,14 @@ func (s *Service) listCustomers(ctx context.Context, merchantID string, f Custom
 			add("LOWER("+m.col+") = ?", strings.ToLower(m.v))
 		}
 	}
+	if words := strings.Fields(strings.ToLower(f.Name)); len(words) == 1 {
+		add("(LOWER(first_name) = ? OR LOWER(last_name) = ?)", words[0], words[0])
+	} else if len(words) > 1 {
+		add("LOWER(first_name) = ? AND LOWER(last_name) = ?", words[0], strings.Join(words[1:], " "))
+	}
+	if f.CardSuffix != "" {
+		add("id IN (SELECT customer_id FROM stored_cards WHERE card_suffix = ?)", f.CardSuffix)
+	}
 	current := `EXISTS (SELECT 1 FROM subscriptions s WHERE s.customer_id = customers.id AND s.status IN ` + plan.CurrentStatusesSQL
 	if f.WithSubscription != nil && *f.WithSubscription {
 		where = append(where, current+")")
@@ -261,12 +278,17 @@ func (s *Service) listCustomers(ctx context.Context, merchantID string, f Custom
 		add(current+" AND s.plan_id = ?)", f.PlanID)
 	}
 	order := "DESC"
-	if f.Before > 0 && f.After == 0 {
+	if asc = f.Before > 0 && f.After == 0; asc {
 		order = "ASC"
 	}
 	args = append(args, f.Limit)
-	q := `SELECT ` + customerColumns + ` FROM customers WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY id ` + order + ` LIMIT $` + strconv.Itoa(len(args))
+	return `SELECT ` + customerColumns + ` FROM customers WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY id ` + order + ` LIMIT $` + strconv.Itoa(len(args)), args, asc
+}
+
+// listCustomers returns a page of the merchant's customers, newest first, with their cards.
+func (s *Service) listCustomers(ctx context.Context, merchantID string, f CustomerFilter) ([]Customer, error) {
+	q, args, asc := customerQuery(merchantID, f)
 	var out []Customer
 	err := s.db.Read(ctx, func(sq store.Querier) error {
 		rows, err := sq.QueryContext(ctx, q, args...)
@@ -311,7 +333,7 @@ func (s *Service) listCustomers(ctx context.Context, merchantID string, f Custom
 		}
 		return nil
 	})
-	if order == "ASC" {
+	if asc {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 			out[i], out[j] = out[j], out[i]
 		}

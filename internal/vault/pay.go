@@ -22,7 +22,7 @@ type payBody struct {
 
 // pay charges a stored card of the customer — cardLookup, or the default card when it is "" — through
 // the payments core: the same ledger, idempotency, invariants and audit as a card sent in the request.
-// The transaction carries the customer's details.
+// The transaction carries the customer's details and names the customer (CustomerLookupID).
 func (s *Service) pay(ctx context.Context, who payment.Actor, m merchant.Merchant, kind, customerLookup, cardLookup string,
 	b payBody, idempotencyKey string) (payment.Transaction, error) {
 	amount, cur, err := payment.ChargeAmount(kind, b.Amount, b.Currency, m)
@@ -74,7 +74,8 @@ func (s *Service) ChargeSubscription(ctx context.Context, sub Subscription, key 
 	return s.charge(ctx, who, payment.KindSale, c, cd, sub.Amount, sub.Currency, false, payment.SourceRecurring, key)
 }
 
-// charge opens the card's number and charges it through the payments core.
+// charge opens the card's number and charges it through the payments core, the transaction naming
+// the customer, so that the customer's payments can be listed (payment.Filter.CustomerLookupID).
 func (s *Service) charge(ctx context.Context, who payment.Actor, kind string, c Customer, cd Card, amount int64, cur money.Currency,
 	testMode bool, source, idempotencyKey string) (payment.Transaction, error) {
 	var sealed []byte
@@ -98,7 +99,7 @@ func (s *Service) charge(ctx context.Context, who payment.Actor, kind string, c 
 		StoredCard: true, Recurring: source == payment.SourceRecurring,
 		Customer: payment.Customer{Email: d.Email, FirstName: d.FirstName, LastName: d.LastName, Company: d.Company,
 			Telephone: d.Telephone, Address1: d.Address1, Address2: d.Address2, City: d.City, Province: d.Province,
-			Country: d.Country, PostalCode: d.PostalCode, CustomID: d.CustomID}})
+			Country: d.Country, PostalCode: d.PostalCode, CustomID: d.CustomID, CustomerLookupID: c.LookupID}})
 }
 
 // cardToCharge reads the customer and the card to charge: cardLookup, or the default card.

@@ -1,0 +1,23 @@
+-- +goose Up
+-- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
+
+-- The dashboard's customer search (issue 17, point 4: "list and search (name, e-mail, card last 4)"),
+-- indexed for a merchant of 100,000 customers and more. An e-mail is matched as the API's
+-- email_address filter matches it, case-insensitively and whole; the index holds the lower-cased
+-- address, so the search reads only the matching rows, newest first.
+CREATE INDEX customers_email ON customers (merchant_id, LOWER(email), id);
+-- Card last 4: the cards that end so (a few per 10,000 cards), then their customers by primary key.
+CREATE INDEX stored_cards_suffix ON stored_cards (card_suffix, customer_id);
+
+-- A payment with a stored card names its vault customer (the customer's lookup id), and so do its
+-- captures, refunds and voids, so that the customer's page lists the customer's payments. NULL for
+-- every other payment: the partial index costs the sale path nothing unless a stored card pays. No
+-- foreign key: a deleted customer's payments stay in the ledger as they were.
+ALTER TABLE transactions ADD COLUMN customer_lookup_id TEXT;
+CREATE INDEX transactions_customer ON transactions (merchant_id, customer_lookup_id, id) WHERE customer_lookup_id IS NOT NULL;
+
+-- +goose Down
+DROP INDEX transactions_customer;
+ALTER TABLE transactions DROP COLUMN customer_lookup_id;
+DROP INDEX stored_cards_suffix;
+DROP INDEX customers_email;
