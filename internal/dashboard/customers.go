@@ -57,7 +57,7 @@ type customersView struct {
 	Q, Matched   string // the search, and what it was taken for
 	Rows         []customerRow
 	Newer, Older template.URL // the neighbouring pages; "" when there is none
-	Manage       bool   // the user may add customers
+	Manage       bool         // the user may add customers
 }
 
 // customerRow is one customer in the list.
