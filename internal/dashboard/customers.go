@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"html/template"
 	"net/http"
@@ -428,23 +429,25 @@ var (
 		confirm: func(c vault.Customer, cd vault.Card) (string, string) {
 			return "Make the " + cardLabel(cd) + " the default card of " + fullName(c) + "?", "Make it the default"
 		},
-		do: func(h *Handler, r *http.Request) error {
-			_, err := h.cfg.Vault.MakeDefault(r.Context(), signedIn(r).MerchantID, r.PathValue("c"), r.PathValue("card"))
-			return err
-		},
+		do:   onCard((*vault.Service).MakeDefault),
 		done: "default", card: true,
 	}
 	deleteCard = customerAction{
 		confirm: func(c vault.Customer, cd vault.Card) (string, string) {
 			return "Delete the " + cardLabel(cd) + " of " + fullName(c) + "? This cannot be undone.", "Delete the card"
 		},
-		do: func(h *Handler, r *http.Request) error {
-			_, err := h.cfg.Vault.DeleteCard(r.Context(), signedIn(r).MerchantID, r.PathValue("c"), r.PathValue("card"))
-			return err
-		},
+		do:   onCard((*vault.Service).DeleteCard),
 		done: "card-deleted", card: true,
 	}
 )
+
+// onCard is the change that op makes to the request's card of the request's customer.
+func onCard(op func(*vault.Service, context.Context, string, string, string) (vault.Customer, error)) func(*Handler, *http.Request) error {
+	return func(h *Handler, r *http.Request) error {
+		_, err := op(h.cfg.Vault, r.Context(), signedIn(r).MerchantID, r.PathValue("c"), r.PathValue("card"))
+		return err
+	}
+}
 
 // confirmView is a confirmation page: the question, and a form that does it.
 type confirmView struct {

@@ -62,14 +62,7 @@ func TestChargeStoredCardInBrowser(t *testing.T) {
 			chromedp.DoubleClick(chromedp.CSS(`main form button[type=submit]`)),
 		)
 		path := waitPath(t, ctx, "/dashboard/transactions/")
-		list, err := s.srv.Ledger().List(context.Background(), s.merchantID, payment.Filter{CustomerLookupID: c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Transactions) != 1 {
-			t.Fatalf("the double click made %d transactions", len(list.Transactions))
-		}
-		sale := list.Transactions[0]
+		sale := onlyPayment(t, s, c)
 		if path != "/dashboard/transactions/"+sale.TransactionID || sale.Amount != 2550 || sale.Kind != payment.KindSale ||
 			sale.ClientID != "dashboard/"+s.users[user.Owner].ID {
 			t.Fatalf("landed on %s; the sale %+v", path, sale)

@@ -392,14 +392,7 @@ func TestChargeStoredCard(t *testing.T) {
 			wantStatus(t, "charge", resp, body, http.StatusSeeOther)
 			locations = append(locations, resp.Header.Get("Location"))
 		}
-		list, err := s.srv.Ledger().List(context.Background(), s.merchantID, payment.Filter{CustomerLookupID: c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Transactions) != 1 {
-			t.Fatalf("the form sent twice made %d transactions", len(list.Transactions))
-		}
-		sale := list.Transactions[0]
+		sale := onlyPayment(t, s, c)
 		if locations[0] != "/dashboard/transactions/"+sale.TransactionID || locations[1] != locations[0] {
 			t.Fatalf("the charges went to %q, the sale is %s", locations, sale.TransactionID)
 		}
@@ -413,7 +406,7 @@ func TestChargeStoredCard(t *testing.T) {
 		form = url.Values{"csrf_token": {csrf}, "key": {signintest.Field(t, body, "key")}, "kind": {"AUTHORIZATION"}, "amount": {"3"}, "currency": {"USD"}}
 		resp, body = b.post(path, form)
 		wantStatus(t, "authorize", resp, body, http.StatusSeeOther)
-		list, _ = s.srv.Ledger().List(context.Background(), s.merchantID, payment.Filter{CustomerLookupID: c})
+		list, _ := s.srv.Ledger().List(context.Background(), s.merchantID, payment.Filter{CustomerLookupID: c})
 		if len(list.Transactions) != 2 || list.Transactions[0].Kind != payment.KindAuthorization || list.Transactions[0].Amount != 300 ||
 			list.Transactions[0].Currency.Code != "USD" {
 			t.Fatalf("after the authorization: %+v", list.Transactions)
@@ -435,6 +428,19 @@ func TestChargeStoredCard(t *testing.T) {
 			t.Fatalf("refused forms charged: %d transactions", len(list.Transactions))
 		}
 	})
+}
+
+// onlyPayment is the one payment of customer c, failing the test if it has another.
+func onlyPayment(t *testing.T, s *shop, c string) payment.Transaction {
+	t.Helper()
+	list, err := s.srv.Ledger().List(context.Background(), s.merchantID, payment.Filter{CustomerLookupID: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Transactions) != 1 {
+		t.Fatalf("customer %s has %d payments, want one", c, len(list.Transactions))
+	}
+	return list.Transactions[0]
 }
 
 // Reporting reads customers and changes none: every POST is a 403, and so are the forms. Sales staff
