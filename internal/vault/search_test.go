@@ -49,9 +49,9 @@ func queryPlan(t *testing.T, db *store.DB, q string, args ...any) string {
 var merchantRange = regexp.MustCompile(`customers_merchant \(merchant_id=\?\)|Index Cond: \(merchant_id = '[^']*'::text\)`)
 
 // With thousands of customers, each with a card, and their payments in the ledger, the dashboard's
-// searches by e-mail and by card last 4 read the customers they find through migration 29's indexes,
-// not the merchant's every customer; and a customer's payments are read on transactions_customer (on
-// SQLite and on PostgreSQL, with the tables analyzed).
+// searches by e-mail, by card last 4 and by name read the customers they find through migration 29's
+// indexes, not the merchant's every customer; and a customer's payments are read on
+// transactions_customer (on SQLite and on PostgreSQL, with the tables analyzed).
 func TestCustomerSearchUsesIndexes(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -95,6 +95,9 @@ func TestCustomerSearchUsesIndexes(t *testing.T) {
 			{"e-mail", CustomerFilter{Email: "customer77@EXAMPLE.com"}, "customers_email"},
 			{"e-mail, an older page", CustomerFilter{Email: "customer77@example.com", After: 4000}, "customers_email"},
 			{"card last 4", CustomerFilter{CardSuffix: "1077"}, "stored_cards_suffix"},
+			{"first or last name", CustomerFilter{Name: "LAST77"}, "customers_last_name"},
+			{"first or last name", CustomerFilter{Name: "first77"}, "customers_first_name"},
+			{"first and last name", CustomerFilter{Name: "First77 Last77"}, "customers_"},
 		} {
 			tc.f.Limit = 51
 			q, args, _ := customerQuery(m.ID, tc.f)

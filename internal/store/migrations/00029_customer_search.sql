@@ -2,10 +2,14 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
 -- The dashboard's customer search (issue 17, point 4: "list and search (name, e-mail, card last 4)"),
--- indexed for a merchant of 100,000 customers and more. An e-mail is matched as the API's
--- email_address filter matches it, case-insensitively and whole; the index holds the lower-cased
--- address, so the search reads only the matching rows, newest first.
+-- indexed for a merchant of 100,000 customers and more. An e-mail or a name is matched as the API's
+-- filters match them, case-insensitively and whole; the indexes hold the lower-cased text, so a search
+-- reads only the matching rows. Customers are written rarely: their indexes cost no payment anything.
 CREATE INDEX customers_email ON customers (merchant_id, LOWER(email), id);
+-- A name: "Jane" is a first or a last name, "Jane Roe" both; without these a search for a name no
+-- customer has reads all of the merchant's customers (a quarter of a second at 100,000).
+CREATE INDEX customers_first_name ON customers (merchant_id, LOWER(first_name), id);
+CREATE INDEX customers_last_name ON customers (merchant_id, LOWER(last_name), id);
 -- Card last 4: the cards that end so (a few per 10,000 cards), then their customers by primary key.
 CREATE INDEX stored_cards_suffix ON stored_cards (card_suffix, customer_id);
 
@@ -20,4 +24,6 @@ CREATE INDEX transactions_customer ON transactions (merchant_id, customer_lookup
 DROP INDEX transactions_customer;
 ALTER TABLE transactions DROP COLUMN customer_lookup_id;
 DROP INDEX stored_cards_suffix;
+DROP INDEX customers_last_name;
+DROP INDEX customers_first_name;
 DROP INDEX customers_email;
