@@ -59,6 +59,19 @@ func (f *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Form is the value of a field of an HTML form, read by the same rules as a JSON body's: a string,
+// absent when empty (a form sends its empty fields), and unstorable text (a NUL, invalid UTF-8)
+// refused by name when read.
+func Form(s string) Value {
+	switch {
+	case s == "":
+		return Value{}
+	case !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0:
+		return Value{kind: 'x'}
+	}
+	return Value{'s', s}
+}
+
 // Set reports whether the field was sent with a value.
 func (f Value) Set() bool { return f.kind != 0 }
 
