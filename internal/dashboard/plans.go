@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/kassapay/kassa/internal/fault"
@@ -228,7 +229,7 @@ func (h *Handler) deletePlan(w http.ResponseWriter, r *http.Request) {
 	if h.planRefused(w, r, err, formOf(p)) {
 		return
 	}
-	http.Redirect(w, r, "/dashboard/plans?deleted="+p.Name, http.StatusSeeOther)
+	http.Redirect(w, r, "/dashboard/plans?deleted="+url.QueryEscape(p.Name), http.StatusSeeOther)
 }
 
 // inUse says why a plan with current subscriptions cannot be deleted, and what to do.

@@ -99,13 +99,13 @@ func (h *Handler) subscriptions(w http.ResponseWriter, r *http.Request) {
 // subscriptionPage is what a subscription's page shows.
 type subscriptionPage struct {
 	vault.SubscriptionRow
-	Loc                                   *time.Location
-	Charges                               []chargeRow
-	Retry                                 billing.Retry
-	CanEdit                               bool
-	CanPause, CanResume, CanRetry, Final  bool
-	Amount                                string // the amount field's value
-	AmountError                           string // why the amount was refused
+	Loc                                  *time.Location
+	Charges                              []chargeRow
+	Retry                                billing.Retry
+	CanEdit                              bool
+	CanPause, CanResume, CanRetry, Final bool
+	AmountField                          string // the amount field's value
+	AmountError                          string // why the amount was refused
 }
 
 // chargeRow is one charge of the subscription's history, with the date its cycle fell due.
@@ -155,9 +155,9 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, sta
 	pg.CanPause = !pg.Final && s.Status != plan.StatusPaused
 	pg.CanResume = s.Status == plan.StatusPaused
 	pg.CanRetry = s.Status == plan.StatusRetry || s.Status == plan.StatusSuspended
-	pg.Amount, pg.AmountError = money.Format(s.Amount, s.Currency), amountError
+	pg.AmountField, pg.AmountError = money.Format(s.Amount, s.Currency), amountError
 	if amountError != "" {
-		pg.Amount = r.PostFormValue("amount")
+		pg.AmountField = r.PostFormValue("amount")
 	}
 	v.Title, v.Data, v.Wide = "Subscription "+s.LookupID, pg, true
 	h.render(w, r, status, "subscription", v)
