@@ -72,15 +72,15 @@ func (h *Handler) plans(w http.ResponseWriter, r *http.Request) {
 // planForm is what the plan page shows: a plan's fields, as a form for managers, and the field a
 // refusal names.
 type planForm struct {
-	New                                              bool
-	LookupID, Name, Amount, Currency, Frequency      string
-	Payments                                         string
-	Receipt                                          bool
-	Current, Total                                   int
-	Currencies                                       []string
-	Frequencies                                      []plan.Frequency
-	CanEdit                                          bool
-	Field, FieldError                                string // the field at fault and why
+	New                                         bool
+	LookupID, Name, Amount, Currency, Frequency string
+	Payments                                    string
+	Receipt                                     bool
+	Current, Total                              int
+	Currencies                                  []string
+	Frequencies                                 []plan.Frequency
+	CanEdit                                     bool
+	Field, FieldError                           string // the field at fault and why
 }
 
 // frequencies are the frequencies a plan may have, in the form's order.
