@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/server"
@@ -498,4 +500,105 @@ func TestPlansPaging(t *testing.T) {
 	}
 	resp, body := b.get("/dashboard/plans?after=x")
 	wantStatus(t, "a bad cursor", resp, body, http.StatusBadRequest)
+}
+
+// In Chromium, at a phone's width: from the Billing section, the RETRY filter, then a subscription
+// paused and resumed through its confirmations (a disclosure and its button, without script), as the
+// API then shows it.
+func TestPauseAndResumeInBrowser(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newBillingShop(t, db)
+		ctx := browsertest.New(t)
+		browsertest.Viewport(t, ctx, browsertest.Phone)
+		signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, "nav")
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/subscriptions"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#filter-status")),
+			chromedp.SetValue(chromedp.CSS("#filter-status"), "ACTIVE"),
+			chromedp.Click(chromedp.CSS(`form.filters button`)),
+			chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/subscriptions/`+s.good+`/`+s.goodSub+`"]`)),
+		)
+		if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('#subscriptions tbody tr').length`); n != 1 {
+			t.Fatalf("%d ACTIVE subscriptions listed", n)
+		}
+		sub := "/customer-service/customer/" + s.good + "/subscription/" + s.goodSub
+		for _, step := range []struct{ action, status string }{{"pause", "PAUSED"}, {"resume", "ACTIVE"}} {
+			browsertest.Step(t, ctx, 30*time.Second,
+				chromedp.Navigate(s.srv.URL+"/dashboard/subscriptions/"+s.good+"/"+s.goodSub),
+				chromedp.WaitVisible(chromedp.CSS("#"+step.action+" summary")),
+			)
+			if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
+				t.Fatalf("the subscription's page is %d px wide at 375", w)
+			}
+			if browsertest.Eval[bool](t, ctx, `document.querySelector('#`+step.action+` button').checkVisibility()`) {
+				t.Fatalf("the %s button shows before its confirmation is opened", step.action)
+			}
+			browsertest.Step(t, ctx, 30*time.Second,
+				chromedp.Click(chromedp.CSS("#"+step.action+" summary")),
+				chromedp.WaitVisible(chromedp.CSS("#"+step.action+" button")),
+				chromedp.Click(chromedp.CSS("#"+step.action+" button")),
+				chromedp.WaitVisible(chromedp.CSS("[role=status]")),
+			)
+			if got := browsertest.Eval[string](t, ctx, `document.getElementById('subscription-status').textContent`); got != step.status {
+				t.Fatalf("after %s the page shows %s", step.action, got)
+			}
+			if r := s.a.must(t, "GET", sub, nil); r.Str("status") != step.status {
+				t.Fatalf("after %s, the API: %s", step.action, r.Raw)
+			}
+		}
+	})
+}
+
+// Every page of Billing and Payments, checked with axe-core in light and dark, at desktop and phone
+// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px.
+func TestBillingAndPaymentsAccessible(t *testing.T) {
+	t.Parallel()
+	s := newBillingShop(t, storetest.SQLite(t))
+	key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
+	v1 := func(path string, body any) servertest.Response {
+		r := s.srv.Do(t, "POST", path, body, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+s.merchantID)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, r.Status, r.Raw)
+		}
+		return r
+	}
+	pm := v1("/v1/payment-methods", map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Declined, "exp_month": 12,
+		"exp_year": 2040, "cvc": "123"}}).Str("id")
+	intent := v1("/v1/payment-intents", map[string]any{"amount": 1250, "currency": "usd", "payment_method": pm, "description": "A box of tea"}).Str("id")
+	v1("/v1/payment-intents/"+intent+"/confirm", nil)
+	session := v1("/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 300, "currency": "usd",
+		"billing_details": map[string]any{"name": "Ada Lovelace"}}).Str("id")
+
+	ctx := browsertest.New(t)
+	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+	visit := func(path, wait, name string, open ...string) {
+		t.Helper()
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
+		for _, sel := range open {
+			browsertest.Step(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS(sel+" summary")))
+		}
+		browsertest.CheckAccessibilityEverywhere(t, ctx, name)
+		browsertest.Viewport(t, ctx, browsertest.Phone)
+		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
+			t.Errorf("%s is %d px wide at 375", name, w)
+		}
+		browsertest.Viewport(t, ctx, browsertest.Desktop)
+	}
+	visit("/dashboard/subscriptions", "#subscriptions", "subscriptions")
+	visit("/dashboard/subscriptions?status=LATE", "[role=alert]", "subscriptions, a bad filter")
+	visit("/dashboard/subscriptions/"+s.bad+"/"+s.badSub, "#history", "a subscription in RETRY", "#retry", "#pause", "#amount", "#cancel")
+	visit("/dashboard/plans", "#plans", "plans")
+	visit("/dashboard/plans/new", "#plan-name", "new plan")
+	visit("/dashboard/plans/"+s.plan, "#plan-name", "a plan", "details.confirm")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SetValue(chromedp.CSS("#plan-amount"), "1.234"),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/plans/`+s.plan+`"] button`)),
+		chromedp.WaitVisible(chromedp.CSS("#error-amount")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "a plan, a refused amount")
+	visit("/dashboard/payments/intents", "#intents", "payment intents")
+	visit("/dashboard/payments/intents/"+intent, "#attempts", "a payment intent")
+	visit("/dashboard/payments/sessions", "#sessions", "hosted-page sessions")
+	visit("/dashboard/payments/sessions/"+session, "#session", "a hosted-page session")
 }
