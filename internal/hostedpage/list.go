@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -90,9 +91,7 @@ func (s *Service) List(ctx context.Context, merchantID string, f ListFilter) ([]
 		out = append(out, ss)
 	}
 	if order == "ASC" {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
+		slices.Reverse(out)
 	}
 	return out, rows.Err()
 }

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/kassapay/kassa/internal/store"
@@ -63,9 +64,7 @@ func ListSubscriptions(ctx context.Context, q store.Querier, merchantID string, 
 		out = append(out, r)
 	}
 	if order == "ASC" {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
+		slices.Reverse(out)
 	}
 	return out, rows.Err()
 }
