@@ -310,6 +310,9 @@ func (e *Engine) record(ctx context.Context, sub vault.Subscription, t payment.T
 		if cur.Cycle != sub.Cycle {
 			return nil // already recorded by a worker that held the lease before
 		}
+		if err := recordCharge(ctx, tx, sub, t, now); err != nil {
+			return err
+		}
 		billable := cur.Status == plan.StatusActive || cur.Status == plan.StatusRetry
 		cur.LastRun = nullMS(now)
 		if t.Status == payment.StatusApproved {

@@ -45,6 +45,10 @@ const (
 	StatusCanceled              = "canceled"
 )
 
+// Statuses are the statuses of a payment intent, in the order of its life.
+var Statuses = []string{StatusRequiresPaymentMethod, StatusRequiresConfirmation, StatusRequiresAction, StatusProcessing,
+	StatusRequiresCapture, StatusSucceeded, StatusCanceled}
+
 // Capture methods.
 const (
 	CaptureAutomatic = "automatic"
@@ -121,6 +125,16 @@ func (w Who) actor() payment.Actor {
 // which an Idempotency-Key header may not (idempotency.validKey), so no API client can take it.
 func attemptKey(intentID string, n int) string {
 	return intentID + " attempt " + strconv.Itoa(n)
+}
+
+// AttemptKeys are the ledger idempotency keys of the intent's money operations begun, oldest first:
+// each finds its ledger transaction (payment.Ledger.ByKey).
+func (in Intent) AttemptKeys() []string {
+	keys := make([]string, in.Attempts)
+	for i := range keys {
+		keys[i] = attemptKey(in.IntentID, i+1)
+	}
+	return keys
 }
 
 const intentColumns = `id, intent_id, merchant_id, status, amount, currency, capture_method, amount_capturable, amount_received,

@@ -73,6 +73,8 @@ func (s *Service) Get(ctx context.Context, who Who, id string) (Intent, error) {
 type ListParams struct {
 	Limit                       int
 	StartingAfter, EndingBefore string
+	// Status keeps the intents in one status (one of Statuses), "" every one: the dashboard's filter.
+	Status string
 }
 
 // List bounds.
@@ -111,9 +113,13 @@ func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bo
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		where := `WHERE merchant_id = $1`
 		args := []any{who.Merchant.ID}
+		if p.Status != "" {
+			args = append(args, p.Status)
+			where += ` AND status = $2`
+		}
 		order := "DESC"
 		for _, c := range []struct{ name, id, cond string }{
-			{"starting_after", p.StartingAfter, " AND id < $2"}, {"ending_before", p.EndingBefore, " AND id > $2"},
+			{"starting_after", p.StartingAfter, " AND id < $"}, {"ending_before", p.EndingBefore, " AND id > $"},
 		} {
 			if c.id == "" {
 				continue
@@ -126,8 +132,8 @@ func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bo
 				}
 				return err
 			}
-			where += c.cond
 			args = append(args, pos)
+			where += c.cond + strconv.Itoa(len(args))
 			if c.name == "ending_before" {
 				order = "ASC"
 			}

@@ -88,7 +88,7 @@ func TestCustomerPagesAccessible(t *testing.T) {
 	a := s.api(t, s.merchantID)
 	c, cards := a.customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe", "company": "Roe Provisions",
 		"address1": "1 Long Street", "city": "Halifax"}, cardtest.Visa, cardtest.Amex)
-	a.subscribe(c, cards[0], "Coffee club")
+	a.subscribeToNewPlan(c, cards[0], "Coffee club")
 	a.call("POST", "/transaction-service/sale/customer/"+c+"/card/"+cards[0], map[string]any{"amount": "20.00"})
 	a.customer(map[string]any{"email": "john@smith.example", "first_name": "John", "last_name": "Smith"}, cardtest.Mastercard)
 	ctx := browsertest.New(t)

@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/server"
+	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/signin/signintest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
@@ -29,7 +29,7 @@ import (
 // cards, plans and subscriptions, made as a merchant's server makes them.
 type api struct {
 	t     testing.TB
-	base  string
+	srv   *servertest.Server
 	token string
 }
 
@@ -41,26 +41,23 @@ func (s *shop) api(t testing.TB, merchantID string) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &api{t: t, base: s.srv.URL, token: tok.AccessToken}
+	return &api{t: t, srv: s.srv, token: tok.AccessToken}
 }
 
-// call sends body as JSON and decodes the answer, failing the test unless it is a success.
+// must sends a request and fails t unless the answer is 200.
+func (a *api) must(t testing.TB, method, path string, body any) servertest.Response {
+	t.Helper()
+	r := a.srv.Do(t, method, path, body, "Authorization", "Bearer "+a.token)
+	if r.Status != http.StatusOK {
+		t.Fatalf("%s %s: %d %s", method, path, r.Status, r.Raw)
+	}
+	return r
+}
+
+// call is must for the api's own test, returning the answer's body.
 func (a *api) call(method, path string, body any) map[string]any {
 	a.t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, a.base+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
-		a.t.Fatalf("%s %s: %d %v %v", method, path, resp.StatusCode, out, err)
-	}
-	return out
+	return a.must(a.t, method, path, body).Body
 }
 
 // customer creates a customer with fields and stores the cards given by number; it returns the
@@ -77,8 +74,8 @@ func (a *api) customer(fields map[string]any, cards ...string) (string, []string
 	return id, out
 }
 
-// subscribe subscribes the customer to a new monthly plan named name, starting in a week, on card.
-func (a *api) subscribe(customer, card, name string) string {
+// subscribeToNewPlan subscribes the customer to a new monthly plan named name, starting in a week, on card.
+func (a *api) subscribeToNewPlan(customer, card, name string) string {
 	a.t.Helper()
 	plan := a.call("POST", "/plan-service/plan", map[string]any{"name": name, "amount": "9.50", "frequency": "MONTHLY"})["lookup_id"].(string)
 	start := time.Now().Add(7 * 24 * time.Hour).UnixMilli()
@@ -183,9 +180,9 @@ func TestCustomerDetail(t *testing.T) {
 		a := s.api(t, s.merchantID)
 		c, cards := a.customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe", "city": "Halifax"},
 			cardtest.Visa, cardtest.Amex)
-		sub := a.subscribe(c, cards[1], "Coffee club")
+		sub := a.subscribeToNewPlan(c, cards[1], "Coffee club")
 		sale := a.call("POST", "/transaction-service/sale/customer/"+c+"/card/"+cards[0], map[string]any{"amount": "20.00"})
-		refund := a.call("POST", "/transaction-service/refund/"+strconv.FormatInt(int64(sale["id"].(float64)), 10), map[string]any{"amount": "5.00"})
+		refund := a.call("POST", "/transaction-service/refund/"+sale["id"].(json.Number).String(), map[string]any{"amount": "5.00"})
 		// A sale with a card sent in the request, for the same e-mail: not a payment of the vault's customer.
 		a.call("POST", "/transaction-service/sale", map[string]any{"amount": "7.00", "card_number": cardtest.Visa, "card_expiry_month": "12",
 			"card_expiry_year": "40", "cvv2": "123", "email": "jane@roe.example"})
@@ -295,7 +292,7 @@ func TestCustomerCardsAndDeletion(t *testing.T) {
 		s := newShop(t, db, server.Config{})
 		a := s.api(t, s.merchantID)
 		c, cards := a.customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe"}, cardtest.Visa, cardtest.Mastercard)
-		sub := a.subscribe(c, cards[0], "Coffee club")
+		sub := a.subscribeToNewPlan(c, cards[0], "Coffee club")
 		b := s.browser(t)
 		csrf := b.signIn("admin@maple.example")
 		base := "/dashboard/customers/" + c

@@ -102,6 +102,8 @@ type section struct {
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
 	{"Customers", customersPath, "customers and their stored cards", readers},
+	{"Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
+	{"Payments", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
 	{"Settings", settingsPath, "client credentials and connected partners", managers},
 	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
@@ -192,6 +194,8 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", "/dashboard/account/password", h.requireRole(everyone, h.changePassword))
 	r.Handle("POST", "/dashboard/account/sessions/{handle}/end", h.requireRole(everyone, h.endSession))
 	h.customerRoutes(r)
+	h.billingRoutes(r)
+	h.paymentsRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404

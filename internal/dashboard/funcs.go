@@ -21,4 +21,14 @@ var funcs = template.FuncMap{
 		}
 		return t.In(loc).Format("2006-01-02 15:04")
 	},
+	// millis is a time the store keeps as epoch milliseconds, for when.
+	"millis": fromMillis,
+}
+
+// fromMillis is a time stored as epoch milliseconds; 0, for not set, is the zero time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }

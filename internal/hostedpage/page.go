@@ -175,7 +175,7 @@ func (s *Service) who(r *http.Request, m merchant.Merchant, ss Session) checkout
 // resultOf is the result of a session whose intent stands as in. The payment intent is shown once
 // the customer has tried to pay ("payment_intent may be present when an earlier attempt failed").
 func resultOf(ss Session, in checkout.Intent, outcome string) result {
-	out := result{Outcome: outcome, Attempts: ss.Attempts, LastError: ss.lastError()}
+	out := result{Outcome: outcome, Attempts: ss.Attempts, LastError: ss.LatestError()}
 	if len(ss.Attempts) > 0 || outcome == "completed" {
 		wi := in.Wire()
 		out.PaymentIntent = &wi

@@ -130,8 +130,8 @@ type LastError struct {
 // expired reports whether the session's hour is over.
 func (ss Session) expired(now time.Time) bool { return !now.Before(ss.ExpiresAt) }
 
-// lastError is "the latest {code, message}": the error of the latest attempt that failed, or nil.
-func (ss Session) lastError() *LastError {
+// LatestError is "the latest {code, message}": the error of the latest attempt that failed, or nil.
+func (ss Session) LatestError() *LastError {
 	for i := len(ss.Attempts) - 1; i >= 0; i-- {
 		if e := ss.Attempts[i].Error; e != nil {
 			return e

@@ -75,8 +75,9 @@ func Get(ctx context.Context, q store.Querier, merchantID, lookupID string) (Pla
 	return p, err
 }
 
-// body is the body of plan create and update.
-type body struct {
+// Body is the body of plan create and update: the API's JSON, or the dashboard's form read into
+// the same fields (field.Form), checked by the same rules.
+type Body struct {
 	Name             field.Value `json:"name"`
 	Amount           field.Value `json:"amount"`
 	Currency         field.Value `json:"currency"`
@@ -86,7 +87,7 @@ type body struct {
 }
 
 // apply validates the fields the body sends into p. On create every required field must be there.
-func (b body) apply(p *Plan, m merchant.Merchant, create bool) error {
+func (b Body) apply(p *Plan, m merchant.Merchant, create bool) error {
 	if b.Name.Set() || create {
 		name, err := b.Name.Text("name", 100)
 		if err != nil {
@@ -152,7 +153,9 @@ func nameTaken() error {
 	return fault.Conflict("plan_name_taken", "This merchant already has a plan of that name.")
 }
 
-func (s *Service) create(ctx context.Context, m merchant.Merchant, b body) (Plan, error) {
+// Create makes a plan of the merchant from b: every required field checked, each error naming its
+// field; a name the merchant already uses is a 409.
+func (s *Service) Create(ctx context.Context, m merchant.Merchant, b Body) (Plan, error) {
 	p := Plan{LookupID: rand.Text()[:10], MerchantID: m.ID}
 	if err := b.apply(&p, m, true); err != nil {
 		return Plan{}, err
@@ -176,7 +179,9 @@ func (s *Service) create(ctx context.Context, m merchant.Merchant, b body) (Plan
 	return p, err
 }
 
-func (s *Service) update(ctx context.Context, m merchant.Merchant, lookupID string, b body) (Plan, error) {
+// Update changes the fields b sends of one of the merchant's plans. The subscriptions to it keep the
+// terms they were made with.
+func (s *Service) Update(ctx context.Context, m merchant.Merchant, lookupID string, b Body) (Plan, error) {
 	var p Plan
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
@@ -201,9 +206,9 @@ func (s *Service) update(ctx context.Context, m merchant.Merchant, lookupID stri
 	return p, err
 }
 
-// remove deletes a plan without current subscriptions. The row stays, marked deleted, for the
-// subscriptions that ended under it.
-func (s *Service) remove(ctx context.Context, merchantID, lookupID string) error {
+// Remove deletes a plan without current subscriptions; one with current subscriptions is the 409
+// plan_in_use. The row stays, marked deleted, for the subscriptions that ended under it.
+func (s *Service) Remove(ctx context.Context, merchantID, lookupID string) error {
 	return s.db.Write(ctx, func(tx *store.Tx) error {
 		p, err := Get(ctx, tx, merchantID, lookupID)
 		if err != nil {
@@ -221,7 +226,9 @@ func (s *Service) remove(ctx context.Context, merchantID, lookupID string) error
 	})
 }
 
-func (s *Service) list(ctx context.Context, merchantID string, limit int, before, after int64) ([]Plan, error) {
+// List returns a page of the merchant's live plans, newest first: at most limit, older than the plan
+// of row id after, or newer than the plan of row id before.
+func (s *Service) List(ctx context.Context, merchantID string, limit int, before, after int64) ([]Plan, error) {
 	where := "p.merchant_id = $1 AND p.deleted_at IS NULL"
 	args := []any{merchantID}
 	order := "DESC"
@@ -292,13 +299,13 @@ func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Hand
 
 func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 	_, m, err := payment.Who(r.Context(), s.merchants)
-	var b body
+	var b Body
 	if err == nil {
 		err = httpapi.DecodeJSON(r, &b)
 	}
 	var p Plan
 	if err == nil {
-		p, err = s.create(r.Context(), m, b)
+		p, err = s.Create(r.Context(), m, b)
 	}
 	writePlan(w, r, p, err)
 }
@@ -317,13 +324,13 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	_, m, err := payment.Who(r.Context(), s.merchants)
-	var b body
+	var b Body
 	if err == nil {
 		err = httpapi.DecodeJSON(r, &b)
 	}
 	var p Plan
 	if err == nil {
-		p, err = s.update(r.Context(), m, r.PathValue("p"), b)
+		p, err = s.Update(r.Context(), m, r.PathValue("p"), b)
 	}
 	writePlan(w, r, p, err)
 }
@@ -331,7 +338,7 @@ func (s *Service) handleUpdate(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 	who, _, err := payment.Who(r.Context(), s.merchants)
 	if err == nil {
-		err = s.remove(r.Context(), who.MerchantID, r.PathValue("p"))
+		err = s.Remove(r.Context(), who.MerchantID, r.PathValue("p"))
 	}
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -351,7 +358,7 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	ps, err := s.list(r.Context(), who.MerchantID, limit, before, after)
+	ps, err := s.List(r.Context(), who.MerchantID, limit, before, after)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return

@@ -290,7 +290,7 @@ func subscriptionWire(sub Subscription) any { return sub.Wire() }
 
 func (s *Service) createSubscription(w http.ResponseWriter, r *http.Request) {
 	_, m, err := payment.Who(r.Context(), s.merchants)
-	var b subscriptionBody
+	var b SubscriptionBody
 	if err == nil {
 		err = httpapi.DecodeJSON(r, &b)
 	}
@@ -306,7 +306,7 @@ func (s *Service) getSubscription(w http.ResponseWriter, r *http.Request) {
 	var sub Subscription
 	if err == nil {
 		err = s.db.Read(r.Context(), func(q store.Querier) error {
-			sub, err = s.subscription(r.Context(), q, who.MerchantID, r.PathValue("c"), r.PathValue("s"))
+			sub, err = s.Subscription(r.Context(), q, who.MerchantID, r.PathValue("c"), r.PathValue("s"))
 			return err
 		})
 	}
@@ -315,13 +315,13 @@ func (s *Service) getSubscription(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) patchSubscription(w http.ResponseWriter, r *http.Request) {
 	_, m, err := payment.Who(r.Context(), s.merchants)
-	var b subscriptionBody
+	var b SubscriptionBody
 	if err == nil {
 		err = httpapi.DecodeJSON(r, &b)
 	}
 	var sub Subscription
 	if err == nil {
-		sub, err = s.changeSubscription(r.Context(), m, r.PathValue("c"), r.PathValue("s"), b)
+		sub, err = s.ChangeSubscription(r.Context(), m, r.PathValue("c"), r.PathValue("s"), b)
 	}
 	respond(w, r, sub, err, subscriptionWire)
 }

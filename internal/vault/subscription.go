@@ -60,6 +60,15 @@ func (s Subscription) Location() *time.Location {
 // Due is when cycle k of the subscription falls.
 func (s Subscription) Due(k int) time.Time { return s.Frequency.Due(s.StartDate, k, s.Location()) }
 
+// MissPassedCycles moves the subscription to the latest cycle due by now, recording the cycles that
+// passed unpaid meanwhile (while it was suspended) as missed: they are not charged all at once.
+func (s *Subscription) MissPassedCycles(now time.Time) {
+	for !s.Due(s.Cycle + 1).After(now) {
+		s.Cycle++
+		s.MissedCycles++
+	}
+}
+
 // Final reports whether the subscription can no longer change: CANCELED or EXPIRED.
 func (s Subscription) Final() bool {
 	return s.Status == plan.StatusCanceled || s.Status == plan.StatusExpired
@@ -163,8 +172,9 @@ func (s Subscription) Wire() WireSubscription {
 	return w
 }
 
-// subscriptionBody is the body of subscription create and update (gateway-api.md, "Subscription").
-type subscriptionBody struct {
+// SubscriptionBody is the body of subscription create and update (gateway-api.md, "Subscription"): the
+// API's JSON, or the dashboard's form read into the same fields (field.Form).
+type SubscriptionBody struct {
 	PlanLookupID field.Value `json:"plan_lookup_id"`
 	CardLookupID field.Value `json:"card_lookup_id"`
 	Amount       field.Value `json:"amount"`
@@ -178,7 +188,7 @@ type subscriptionBody struct {
 const startGrace = time.Hour
 
 // subscribe creates a subscription for the customer and returns the customer.
-func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLookup string, b subscriptionBody) (Customer, error) {
+func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLookup string, b SubscriptionBody) (Customer, error) {
 	planLookup, err := b.PlanLookupID.Str("plan_lookup_id")
 	if err != nil {
 		return Customer{}, err
@@ -240,7 +250,7 @@ func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLo
 		if err != nil {
 			return err
 		}
-		if err := audit.Change(ctx, tx, m.ID, "subscription.create", subscriptionResource(customerLookup, subLookup), now); err != nil {
+		if err := audit.Change(ctx, tx, m.ID, "subscription.create", SubscriptionResource(customerLookup, subLookup), now); err != nil {
 			return err
 		}
 		c.Subscriptions, err = subscriptionsOf(ctx, tx, []int64{c.ID})
@@ -252,8 +262,8 @@ func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLo
 	return c, err
 }
 
-// subscriptionResource names a subscription in the audit log.
-func subscriptionResource(customerLookup, lookupID string) string {
+// SubscriptionResource names a subscription in the audit log.
+func SubscriptionResource(customerLookup, lookupID string) string {
 	return "customer/" + customerLookup + "/subscription/" + lookupID
 }
 
@@ -300,8 +310,9 @@ func subscriptionEmail(v field.Value) (string, error) {
 	return email, nil
 }
 
-// subscription reads a subscription of the customer.
-func (s *Service) subscription(ctx context.Context, q store.Querier, merchantID, customerLookup, lookupID string) (Subscription, error) {
+// Subscription reads a subscription of one of the merchant's customers; another merchant's is not
+// found.
+func (s *Service) Subscription(ctx context.Context, q store.Querier, merchantID, customerLookup, lookupID string) (Subscription, error) {
 	sub, err := ScanSubscription(q.QueryRowContext(ctx, `SELECT `+SubscriptionColumns+SubscriptionFrom+
 		`JOIN customers cu ON cu.id = s.customer_id WHERE s.merchant_id = $1 AND cu.lookup_id = $2 AND s.lookup_id = $3`,
 		merchantID, customerLookup, lookupID))
@@ -311,13 +322,13 @@ func (s *Service) subscription(ctx context.Context, q store.Querier, merchantID,
 	return sub, err
 }
 
-// changeSubscription applies a PATCH: status (ACTIVE, PAUSED or CANCELED), amount, card_lookup_id,
+// ChangeSubscription applies a PATCH: status (ACTIVE, PAUSED or CANCELED), amount, card_lookup_id,
 // email, description. CANCELED and EXPIRED are final: any change to them is a 409.
 //
 // Resuming a PAUSED subscription skips the cycles that passed while it was paused and bills from the
 // next one due; reactivating a SUSPENDED one charges the current cycle at once, and records the cycles
 // that passed unpaid meanwhile as missed.
-func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, customerLookup, lookupID string, b subscriptionBody) (Subscription, error) {
+func (s *Service) ChangeSubscription(ctx context.Context, m merchant.Merchant, customerLookup, lookupID string, b SubscriptionBody) (Subscription, error) {
 	status := ""
 	if b.Status.Set() {
 		v, err := b.Status.Str("status")
@@ -343,7 +354,7 @@ func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, c
 		if err != nil {
 			return err
 		}
-		if sub, err = s.subscription(ctx, tx, m.ID, customerLookup, lookupID); err != nil {
+		if sub, err = s.Subscription(ctx, tx, m.ID, customerLookup, lookupID); err != nil {
 			return err
 		}
 		if sub.Final() {
@@ -381,11 +392,7 @@ func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, c
 			sub.Status, sub.FailedAttempts = plan.StatusActive, 0
 			sub.NextRun = sql.NullInt64{Int64: sub.Due(sub.Cycle).UnixMilli(), Valid: true}
 		default: // SUSPENDED or RETRY → ACTIVE: charge the current cycle now
-			// Cycles that passed unpaid while it was suspended are missed, not charged all at once.
-			for sub.Due(sub.Cycle+1).Before(now) || sub.Due(sub.Cycle+1).Equal(now) {
-				sub.Cycle++
-				sub.MissedCycles++
-			}
+			sub.MissPassedCycles(now)
 			sub.Status, sub.FailedAttempts = plan.StatusActive, 0
 			sub.NextRun = sql.NullInt64{Int64: now.UnixMilli(), Valid: true}
 		}
@@ -397,7 +404,7 @@ func (s *Service) changeSubscription(ctx context.Context, m merchant.Merchant, c
 		if err != nil {
 			return err
 		}
-		return audit.Change(ctx, tx, m.ID, "subscription.update", subscriptionResource(customerLookup, lookupID), now)
+		return audit.Change(ctx, tx, m.ID, "subscription.update", SubscriptionResource(customerLookup, lookupID), now)
 	})
 	if err == nil && s.kick != nil && sub.NextRun.Valid && sub.NextRun.Int64 <= s.now().UnixMilli() {
 		s.kick()
