@@ -71,7 +71,7 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true}
+var scripted = map[string]bool{"settings": true, "transactions": true}
 
 // Who may do what (issue 17: "every action respects the staff roles (reporting: read-only; sales: its
 // own transactions and the terminal)").
@@ -101,6 +101,7 @@ type section struct {
 // may open it.
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
+	{"Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
 	{"Settings", settingsPath, "client credentials and connected partners", managers},
 	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
@@ -190,6 +191,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", "/dashboard/account/two-factor/disable", h.requireRole(everyone, h.disable))
 	r.Handle("POST", "/dashboard/account/password", h.requireRole(everyone, h.changePassword))
 	r.Handle("POST", "/dashboard/account/sessions/{handle}/end", h.requireRole(everyone, h.endSession))
+	h.transactionRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
@@ -303,7 +305,8 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	v.Nonce = rand.Text()
 	csp := "default-src 'none'; style-src 'nonce-" + v.Nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	if scripted[page] {
-		csp += "; script-src 'nonce-" + v.Nonce + "'"
+		// A page's script may fetch from Kassa (the transactions export's progress).
+		csp += "; script-src 'nonce-" + v.Nonce + "'; connect-src 'self'"
 	}
 	httpapi.SetPageHeaders(w.Header(), csp)
 	w.WriteHeader(status)
