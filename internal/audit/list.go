@@ -64,13 +64,19 @@ func Trail(ctx context.Context, q store.Querier, merchantID string, transactionI
 		return nil, nil
 	}
 	args := []any{merchantID}
-	ph := make([]string, len(transactionIDs))
-	for i, id := range transactionIDs {
+	for _, id := range transactionIDs {
 		args = append(args, id)
+	}
+	return entries(ctx, q, merchantID, trailCondition(len(transactionIDs)), args...)
+}
+
+// trailCondition selects the merchant's ($1) records of n transactions ($2 to $n+1), oldest first.
+func trailCondition(n int) string {
+	ph := make([]string, n)
+	for i := range ph {
 		ph[i] = "$" + strconv.Itoa(i+2)
 	}
-	return entries(ctx, q, merchantID, `merchant_id = $1 AND transaction_id IS NOT NULL AND transaction_id IN (`+strings.Join(ph, ", ")+
-		`) ORDER BY id`, args...)
+	return `merchant_id = $1 AND transaction_id IS NOT NULL AND transaction_id IN (` + strings.Join(ph, ", ") + `) ORDER BY id`
 }
 
 // entries reads the merchant's records WHERE cond (with its ORDER BY and LIMIT).

@@ -248,12 +248,7 @@ func (l *Ledger) Chain(ctx context.Context, merchantID string, t Transaction) ([
 		out = append(out, root)
 		level := []any{root.ID}
 		for range 2 {
-			ph := make([]string, len(level))
-			for i := range level {
-				ph[i] = "$" + strconv.Itoa(i+2)
-			}
-			rows, err := q.QueryContext(ctx, `SELECT `+columns+from+`WHERE t.merchant_id = $1 AND t.parent_id IN (`+strings.Join(ph, ", ")+
-				`) AND t.status <> 'PENDING' ORDER BY t.id`, append([]any{merchantID}, level...)...)
+			rows, err := q.QueryContext(ctx, childrenStatement(columns, len(level)), append([]any{merchantID}, level...)...)
 			if err != nil {
 				return err
 			}
@@ -278,4 +273,14 @@ func (l *Ledger) Chain(ctx context.Context, merchantID string, t Transaction) ([
 	})
 	slices.SortFunc(out, func(a, b Transaction) int { return cmp.Compare(a.ID, b.ID) })
 	return out, err
+}
+
+// childrenStatement selects cols of the follow-ups of n transactions ($2 to $n+1) of the merchant ($1),
+// by the index on parent_id.
+func childrenStatement(cols string, n int) string {
+	ph := make([]string, n)
+	for i := range ph {
+		ph[i] = "$" + strconv.Itoa(i+2)
+	}
+	return `SELECT ` + cols + from + `WHERE t.merchant_id = $1 AND t.parent_id IN (` + strings.Join(ph, ", ") + `) AND t.status <> 'PENDING' ORDER BY t.id`
 }
