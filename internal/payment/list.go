@@ -179,9 +179,13 @@ func listStatement(cols, merchantID string, f Filter) (stmt string, args []any, 
 	}
 	backwards = f.Before > 0 && f.After == 0
 	order := map[bool]string{false: "DESC", true: "ASC"}[backwards]
-	by := "t.id " + order
+	// A name is looked up in two indexes (first, last); unary plus keeps the planners from reading the
+	// table's key backwards instead, hoping to meet the few rows of a name early (PostgreSQL does so
+	// on a large ledger, and reads it all). The rows of a name are few: sorting them is cheap.
+	plus := map[bool]string{true: "+", false: ""}[f.Name != ""]
+	by := plus + "t.id " + order
 	if f.dated() {
-		by = "t.created_at " + order + ", " + by
+		by = plus + "t.created_at " + order + ", " + by
 	}
 	q.args = append(q.args, f.Limit)
 	return `SELECT ` + cols + from + `WHERE ` + strings.Join(q.where, " AND ") + ` ORDER BY ` + by + ` LIMIT $` + strconv.Itoa(len(q.args)),

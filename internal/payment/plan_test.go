@@ -45,52 +45,6 @@ func load(t *testing.T, db *store.DB, merchantID string, n int) {
 	}
 }
 
-// plan is how the database would run stmt: EXPLAIN QUERY PLAN's details on SQLite, EXPLAIN's lines on
-// PostgreSQL, one a line.
-func plan(t *testing.T, db *store.DB, stmt string, args ...any) string {
-	t.Helper()
-	explain := "EXPLAIN "
-	if db.Dialect() == store.SQLite {
-		explain = "EXPLAIN QUERY PLAN "
-	}
-	rows, err := db.Reader().QueryContext(context.Background(), explain+stmt, args...)
-	if err != nil {
-		t.Fatalf("%s%s: %v", explain, stmt, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var lines []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		switch v := vals[len(vals)-1].(type) { // the detail (SQLite), the only column (PostgreSQL)
-		case string:
-			lines = append(lines, v)
-		case []byte:
-			lines = append(lines, string(v))
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// fullScan reports whether a plan reads the whole transactions table.
-func fullScan(db *store.DB, p string) bool {
-	for _, line := range strings.Split(p, "\n") {
-		line = strings.TrimSpace(line)
-		if db.Dialect() == store.SQLite && (line == "SCAN t" || strings.HasPrefix(line, "SCAN t ") && !strings.Contains(line, "USING")) ||
-			strings.Contains(line, "Seq Scan on transactions") {
-			return true
-		}
-	}
-	return false
-}
-
 // Issue 17, point 8: "Add the indexes this needs and show with EXPLAIN in a test that the list and
 // filters use them." On 20,000 transactions of a merchant (and some of another), analyzed, each filter
 // of the dashboard's list, the chain of a transaction and its audit trail are planned on their index,
@@ -131,16 +85,16 @@ func TestListQueriesUseIndexes(t *testing.T) {
 			{"a sales user's own", payment.Filter{ClientID: "dashboard/u-sales"}, []string{"transactions_dashboard_client"}},
 		} {
 			stmt, args := payment.ListStatement(m.ID, tc.f)
-			p := plan(t, db, stmt, args...)
+			p := storetest.Plan(t, db, stmt, args...)
 			used := false
 			for _, ix := range tc.index {
 				used = used || strings.Contains(p, ix)
 			}
-			if !used || fullScan(db, p) {
+			if !used || storetest.FullScan(p, "transactions") || storetest.FullScan(p, "t") {
 				t.Errorf("%s: the plan does not use %v:\n%s", tc.name, tc.index, p)
 			}
 		}
-		if p := plan(t, db, payment.ChildrenStatement(2), m.ID, 10, 20); !strings.Contains(p, "transactions_parent") || fullScan(db, p) {
+		if p := storetest.Plan(t, db, payment.ChildrenStatement(2), m.ID, 10, 20); !strings.Contains(p, "transactions_parent") || storetest.FullScan(p, "t") {
 			t.Errorf("the chain: the plan does not use transactions_parent:\n%s", p)
 		}
 	})
