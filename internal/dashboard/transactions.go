@@ -310,14 +310,10 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 		dv.Chain = append(dv.Chain, chainRow{ID: c.TransactionID, When: c.CreatedAt.In(loc).Format("2006-01-02 15:04:05"), Type: c.Kind,
 			Result: c.Status, Amount: money.Format(c.Amount, c.Currency) + " " + c.Currency.Code, Current: c.ID == t.ID})
 	}
-	emails := map[string]string{}
 	err = h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		staff, err := user.List(r.Context(), q, m.ID)
 		if err != nil {
 			return err
-		}
-		for _, u := range staff {
-			emails[u.ID] = u.Email
 		}
 		dv.Processor = "Kassa's simulator"
 		if t.ProcessorAccount != "" {
@@ -330,10 +326,7 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 			dv.Processor = kind + " account " + t.ProcessorAccount + map[bool]string{true: " (test)", false: ""}[test]
 		}
 		entries, err := audit.Trail(r.Context(), q, m.ID, ids)
-		for _, e := range entries {
-			dv.Trail = append(dv.Trail, activityRow{When: e.At.In(loc).Format("2006-01-02 15:04:05 MST"), Who: who(e, emails), What: what(e),
-				Outcome: strings.ToLower(e.Outcome), From: e.Address})
-		}
+		dv.Trail = activityRows(entries, emailsOf(staff), loc)
 		return err
 	})
 	if err != nil {
