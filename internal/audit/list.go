@@ -54,9 +54,35 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 		add("id <", f.Before)
 	}
 	args = append(args, f.Limit)
+	return entries(ctx, q, merchantID, strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+}
+
+// Trail returns the merchant's records of the transactions named (their transaction ids), oldest
+// first: a transaction's audit trail (issue 17, point 2), served by the index on transaction_id.
+func Trail(ctx context.Context, q store.Querier, merchantID string, transactionIDs []string) ([]Entry, error) {
+	if len(transactionIDs) == 0 {
+		return nil, nil
+	}
+	args := []any{merchantID}
+	for _, id := range transactionIDs {
+		args = append(args, id)
+	}
+	return entries(ctx, q, merchantID, trailCondition(len(transactionIDs)), args...)
+}
+
+// trailCondition selects the merchant's ($1) records of n transactions ($2 to $n+1), oldest first.
+func trailCondition(n int) string {
+	ph := make([]string, n)
+	for i := range ph {
+		ph[i] = "$" + strconv.Itoa(i+2)
+	}
+	return `merchant_id = $1 AND transaction_id IS NOT NULL AND transaction_id IN (` + strings.Join(ph, ", ") + `) ORDER BY id`
+}
+
+// entries reads the merchant's records WHERE cond (with its ORDER BY and LIMIT).
+func entries(ctx context.Context, q store.Querier, merchantID, cond string, args ...any) ([]Entry, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, client_id, operation, transaction_id, resource, amount, currency, outcome, detail,
-		request_id, user_id, address, created_at FROM audit_log WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+		request_id, user_id, address, created_at FROM audit_log WHERE `+cond, args...)
 	if err != nil {
 		return nil, err
 	}

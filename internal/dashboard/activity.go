@@ -68,15 +68,13 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 	loc := m.Location()
 	v := view{Title: "Activity", Activity: &activityFilter{User: f.UserID, Action: f.Operation}}
 	var entries []audit.Entry
-	emails := map[string]string{}
+	var emails map[string]string
 	err = h.cfg.DB.Read(r.Context(), func(qr store.Querier) error {
 		staff, err := user.List(r.Context(), qr, sess.MerchantID)
 		if err != nil {
 			return err
 		}
-		for _, u := range staff {
-			emails[u.ID] = u.Email
-		}
+		emails = emailsOf(staff)
 		if sess.Role != user.Sales {
 			v.Activity.Staff = staff
 		}
@@ -87,10 +85,7 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	for _, e := range entries {
-		v.Rows = append(v.Rows, activityRow{When: e.At.In(loc).Format("2006-01-02 15:04:05 MST"), Who: who(e, emails),
-			What: what(e), Outcome: strings.ToLower(e.Outcome), From: e.Address})
-	}
+	v.Rows = activityRows(entries, emails, loc)
 	page := url.Values{}
 	if f.UserID != "" && sess.Role != user.Sales {
 		page.Set("user", f.UserID)
@@ -103,6 +98,25 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 		v.Activity.Older = page.Encode()
 	}
 	h.render(w, r, http.StatusOK, "activity", v)
+}
+
+// emailsOf maps staff users' ids to their e-mails.
+func emailsOf(staff []user.User) map[string]string {
+	out := make(map[string]string, len(staff))
+	for _, u := range staff {
+		out[u.ID] = u.Email
+	}
+	return out
+}
+
+// activityRows are audit records as the pages show them, times in loc, users by e-mail (emails).
+func activityRows(entries []audit.Entry, emails map[string]string, loc *time.Location) []activityRow {
+	var out []activityRow
+	for _, e := range entries {
+		out = append(out, activityRow{When: e.At.In(loc).Format("2006-01-02 15:04:05 MST"), Who: who(e, emails),
+			What: what(e), Outcome: strings.ToLower(e.Outcome), From: e.Address})
+	}
+	return out
 }
 
 // who names whoever a record is of: a staff user by e-mail (or id, once removed), an API client, or

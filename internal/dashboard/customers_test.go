@@ -44,10 +44,16 @@ func (s *shop) api(t testing.TB, merchantID string) *api {
 	return &api{t: t, srv: s.srv, token: tok.AccessToken}
 }
 
+// do sends a request with the api's token.
+func (a *api) do(t testing.TB, method, path string, body any) servertest.Response {
+	t.Helper()
+	return a.srv.Do(t, method, path, body, "Authorization", "Bearer "+a.token)
+}
+
 // must sends a request and fails t unless the answer is 200.
 func (a *api) must(t testing.TB, method, path string, body any) servertest.Response {
 	t.Helper()
-	r := a.srv.Do(t, method, path, body, "Authorization", "Bearer "+a.token)
+	r := a.do(t, method, path, body)
 	if r.Status != http.StatusOK {
 		t.Fatalf("%s %s: %d %s", method, path, r.Status, r.Raw)
 	}

@@ -71,7 +71,7 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true}
+var scripted = map[string]bool{"settings": true, "transactions": true}
 
 // Who may do what (issue 17: "every action respects the staff roles (reporting: read-only; sales: its
 // own transactions and the terminal)").
@@ -101,6 +101,7 @@ type section struct {
 // may open it.
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
+	{"Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
 	{"Customers", customersPath, "customers and their stored cards", readers},
 	{"Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
 	{"Payments", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
@@ -193,6 +194,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", "/dashboard/account/two-factor/disable", h.requireRole(everyone, h.disable))
 	r.Handle("POST", "/dashboard/account/password", h.requireRole(everyone, h.changePassword))
 	r.Handle("POST", "/dashboard/account/sessions/{handle}/end", h.requireRole(everyone, h.endSession))
+	h.transactionRoutes(r)
 	h.customerRoutes(r)
 	h.billingRoutes(r)
 	h.paymentsRoutes(r)
@@ -309,7 +311,8 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	v.Nonce = rand.Text()
 	csp := "default-src 'none'; style-src 'nonce-" + v.Nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	if scripted[page] {
-		csp += "; script-src 'nonce-" + v.Nonce + "'"
+		// A page's script may fetch from Kassa (the transactions export's progress).
+		csp += "; script-src 'nonce-" + v.Nonce + "'; connect-src 'self'"
 	}
 	httpapi.SetPageHeaders(w.Header(), csp)
 	w.WriteHeader(status)

@@ -82,6 +82,11 @@ type Transaction struct {
 	ProcessorAccount string
 	ProcessorTrace   string
 
+	// Authentication is the cardholder's 3-D Secure outcome of a sale or authorization
+	// (processor.AuthenticationSucceeded or AuthenticationFailed), "" when no challenge was run. The
+	// dashboard shows it (issue 17, point 2: "the 3-D Secure outcome where there was one").
+	Authentication string
+
 	// Limit is the velocity limit that declined the payment without asking the processor (decline code
 	// velocity.DeclineCode), for the response's rate-limit headers; nil otherwise. It is not stored.
 	Limit *fault.RateLimit
@@ -104,7 +109,7 @@ const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALES
 	COALESCE(t.invoice_id, ''), COALESCE(t.order_id, ''), COALESCE(t.description, ''),
 	COALESCE(t.client_id, ''), COALESCE(t.request_id, ''), COALESCE(t.idempotency_key, ''),
 	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, ''), COALESCE(t.processor_account, ''),
-	COALESCE(t.processor_trace, ''), COALESCE(t.customer_lookup_id, '')`
+	COALESCE(t.processor_trace, ''), COALESCE(t.customer_lookup_id, ''), COALESCE(t.authentication, '')`
 
 // from is the FROM clause that goes with columns.
 const from = ` FROM transactions t `
@@ -121,7 +126,7 @@ func scanTransaction(s scanner) (Transaction, error) {
 		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
 		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
 		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
-		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID)
+		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return t, err
 }
