@@ -78,6 +78,9 @@ type Transaction struct {
 	// before it was sent (processor.Preparer).
 	ProcessorAccount string
 	ProcessorTrace   string
+	// MailOrder: a mail or telephone order taken at the dashboard's virtual terminal, sent to the
+	// processor as such (processor.Payment.MailOrder).
+	MailOrder bool
 
 	// Limit is the velocity limit that declined the payment without asking the processor (decline code
 	// velocity.DeclineCode), for the response's rate-limit headers; nil otherwise. It is not stored.
@@ -101,7 +104,7 @@ const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALES
 	COALESCE(t.invoice_id, ''), COALESCE(t.order_id, ''), COALESCE(t.description, ''),
 	COALESCE(t.client_id, ''), COALESCE(t.request_id, ''), COALESCE(t.idempotency_key, ''),
 	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, ''), COALESCE(t.processor_account, ''),
-	COALESCE(t.processor_trace, '')`
+	COALESCE(t.processor_trace, ''), t.mail_order`
 
 // from is the FROM clause that goes with columns.
 const from = ` FROM transactions t `
@@ -118,7 +121,7 @@ func scanTransaction(s scanner) (Transaction, error) {
 		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
 		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
 		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
-		&t.ProcessorAccount, &t.ProcessorTrace)
+		&t.ProcessorAccount, &t.ProcessorTrace, &t.MailOrder)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return t, err
 }
