@@ -99,12 +99,12 @@ type Session struct {
 	ClientID   string
 	// Purpose is "" for a shop's session (the v1 API), or the dashboard's: PurposeTerminal,
 	// PurposeSaveCard; Dashboard is then what the dashboard asked.
-	Purpose    string
-	Dashboard  Dashboard
-	Outcome    string // "", completed or canceled
-	Attempts   []Attempt
-	ExpiresAt  time.Time
-	CreatedAt  time.Time
+	Purpose   string
+	Dashboard Dashboard
+	Outcome   string // "", completed or canceled
+	Attempts  []Attempt
+	ExpiresAt time.Time
+	CreatedAt time.Time
 }
 
 // Billing is the session's billing_details, which prefill the form: "Fields: name (string) and
