@@ -71,7 +71,11 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true}
+var scripted = map[string]bool{"settings": true, "cardframe": true}
+
+// framed are the pages that frame Kassa's own hosted card form (hosted-page sessions the dashboard
+// creates), which their CSP allows by frame-src 'self'; the others may frame nothing.
+var framed = map[string]bool{"cardframe": true}
 
 // Who may do what (issue 17: "every action respects the staff roles (reporting: read-only; sales: its
 // own transactions and the terminal)").
@@ -101,6 +105,7 @@ type section struct {
 // may open it.
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
+	{"Terminal", terminalPath, "take a payment by telephone or mail", sellers},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
 	{"Settings", settingsPath, "client credentials and connected partners", managers},
 	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
@@ -190,6 +195,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", "/dashboard/account/two-factor/disable", h.requireRole(everyone, h.disable))
 	r.Handle("POST", "/dashboard/account/password", h.requireRole(everyone, h.changePassword))
 	r.Handle("POST", "/dashboard/account/sessions/{handle}/end", h.requireRole(everyone, h.endSession))
+	h.terminalRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
@@ -304,6 +310,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	csp := "default-src 'none'; style-src 'nonce-" + v.Nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	if scripted[page] {
 		csp += "; script-src 'nonce-" + v.Nonce + "'"
+	}
+	if framed[page] {
+		csp += "; frame-src 'self'"
 	}
 	httpapi.SetPageHeaders(w.Header(), csp)
 	w.WriteHeader(status)
