@@ -85,6 +85,15 @@ func TestTerminalRolesAndForm(t *testing.T) {
 		if !strings.Contains(body, "Sale of 12.50 USD, mail or telephone order, order PO-1.") {
 			t.Errorf("the page does not say what the form does:\n%s", body)
 		}
+		// Without script, the page's link goes to the result, which says the form is still open.
+		done := regexp.MustCompile(`<a class="button" id="done" href="(/dashboard/terminal/sessions/cs_[A-Z0-9]+)">See the result</a>`).FindStringSubmatch(body)
+		if done == nil {
+			t.Fatalf("no link to the result:\n%s", body)
+		}
+		resp, body = sales.get(done[1])
+		if resp.StatusCode != 200 || !strings.Contains(body, "The payment is not finished") {
+			t.Errorf("the result of an open form: %d\n%s", resp.StatusCode, body)
+		}
 		resp, _ = sales.get(m[1])
 		if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != 200 || !strings.HasSuffix(csp, "frame-ancestors 'self'") {
 			t.Errorf("the terminal's hosted page: %d, CSP %s", resp.StatusCode, csp)
@@ -111,7 +120,7 @@ func typeCard(t *testing.T, ctx context.Context, number string) {
 	}
 	expiry := time.Now().AddDate(2, 0, 0).Format("01") + time.Now().AddDate(2, 0, 0).Format("06")
 	for _, f := range []struct{ id, text string }{{"card-number", number}, {"card-expiry", expiry}, {"card-cvc", "123"}, {"card-name", "Ada Lovelace"}} {
-		browsertest.Eval[bool](t, ctx, frame+`.getElementById('`+f.id+`').focus(), true`)
+		browsertest.Eval[bool](t, ctx, `(e => (e.value = '', e.focus(), true))(`+frame+`.getElementById('`+f.id+`'))`)
 		browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent(f.text))
 	}
 	browsertest.Eval[bool](t, ctx, frame+`.getElementById('pay-button').click(), true`)
