@@ -13,15 +13,23 @@ import (
 	"github.com/kassapay/kassa/internal/vault"
 )
 
-// receipt is what a receipt says: merchant, amount, masked card, date, transaction.
-type receipt struct {
+// Receipt is what a receipt says: merchant, amount, masked card, date, transaction. Subscription
+// charges and the dashboard's virtual terminal send it.
+type Receipt struct {
 	Merchant      string
-	Amount        string
+	Amount        string // formatted (money.Format), without the currency
 	Currency      string
 	Card          string // brand and last four digits only (PCI DSS 3.4.1)
 	Date          string
 	TransactionID string
 	Description   string
+}
+
+// ReceiptOf is the receipt of transaction t of the merchant named merchant, dated at in loc.
+func ReceiptOf(merchant string, t payment.Transaction, description string, at time.Time, loc *time.Location) Receipt {
+	return Receipt{Merchant: merchant, Amount: money.Format(t.Amount, t.Currency), Currency: t.Currency.Code,
+		Card: t.CardType + " ending in " + t.CardSuffix, Date: at.In(loc).Format("January 2, 2006 15:04 MST"),
+		TransactionID: t.TransactionID, Description: description}
 }
 
 var receiptHTML = template.Must(template.New("receipt").Parse(`<!doctype html>
@@ -38,7 +46,7 @@ var receiptHTML = template.Must(template.New("receipt").Parse(`<!doctype html>
 </body></html>
 `))
 
-func (r receipt) text() string {
+func (r Receipt) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Receipt from %s\n\nAmount:      %s %s\nCard:        %s\nDate:        %s\nTransaction: %s\n",
 		r.Merchant, r.Amount, r.Currency, r.Card, r.Date, r.TransactionID)
@@ -48,8 +56,19 @@ func (r receipt) text() string {
 	return b.String()
 }
 
+// QueueReceipt puts receipt r, to the address to (and bcc), in the outbox in the caller's
+// transaction: it is sent at least once, whatever happens to the SMTP server meanwhile.
+func QueueReceipt(ctx context.Context, tx store.Querier, merchantID, to string, bcc []string, r Receipt, now time.Time) error {
+	var html strings.Builder
+	if err := receiptHTML.Execute(&html, r); err != nil {
+		return err
+	}
+	return Queue(ctx, tx, merchantID, Message{To: to, Bcc: bcc, Subject: "Receipt from " + r.Merchant + ": " + r.Amount + " " + r.Currency,
+		Text: r.text(), HTML: html.String()}, now)
+}
+
 // queueReceipt puts the receipt of a subscription charge in the outbox, in the transaction that
-// records the charge: it is sent at least once, whatever happens to the SMTP server meanwhile.
+// records the charge.
 func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subscription, t payment.Transaction, now time.Time) error {
 	m, err := e.merchants.Get(ctx, sub.MerchantID)
 	if err != nil {
@@ -59,19 +78,11 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 	if err := tx.QueryRowContext(ctx, `SELECT bcc_emails FROM customers WHERE id = $1`, sub.CustomerID).Scan(&bcc); err != nil {
 		return err
 	}
-	r := receipt{Merchant: m.Name, Amount: money.Format(t.Amount, t.Currency), Currency: t.Currency.Code,
-		Card: t.CardType + " ending in " + t.CardSuffix, Date: now.In(sub.Location()).Format("January 2, 2006 15:04 MST"),
-		TransactionID: t.TransactionID, Description: sub.Description}
-	var html strings.Builder
-	if err := receiptHTML.Execute(&html, r); err != nil {
-		return err
-	}
 	var bccs []string
 	if bcc != "" {
 		bccs = strings.Split(bcc, ",")
 	}
-	return Queue(ctx, tx, sub.MerchantID, Message{To: sub.Email, Bcc: bccs, Subject: "Receipt from " + m.Name + ": " + r.Amount + " " + r.Currency,
-		Text: r.text(), HTML: html.String()}, now)
+	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()), now)
 }
 
 // Queue puts an e-mail about the merchant in the outbox, in the caller's transaction: the billing

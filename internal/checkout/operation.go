@@ -51,6 +51,12 @@ type ConfirmParams struct {
 	// v1 API, where no cardholder is there) the card is charged without authentication, and the
 	// processor declines it with authentication_required if its issuer requires a challenge.
 	Interactive bool
+	// MailOrder says that the card was given over the telephone or by mail to the merchant's staff
+	// (the dashboard's virtual terminal): the processor is told so, and no 3-D Secure challenge is
+	// asked for, whatever Interactive says — the cardholder is not there to pass one.
+	MailOrder bool
+	// OrderID is the merchant's order number, recorded on the ledger's transaction.
+	OrderID string
 }
 
 // Confirm pays who's intent id with a payment method. The answer is the intent with its outcome: a
@@ -121,8 +127,9 @@ func (s *Service) charge(ctx context.Context, who Who, in Intent, pm vault.Metho
 	}
 	c := payment.Charge{Actor: who.actor(), Kind: kind, Amount: in.Amount, Currency: in.Currency, Card: number, Expiry: pm.Expiry,
 		CVV: p.CVC, Authentication: authentication, Customer: customerOf(in, pm), Source: source,
-		IdempotencyKey: attemptKey(in.IntentID, in.Attempts)}
-	if p.Interactive && authentication == processor.AuthenticationNone {
+		IdempotencyKey: attemptKey(in.IntentID, in.Attempts), MailOrder: p.MailOrder}
+	c.Customer.OrderID = p.OrderID
+	if p.Interactive && !p.MailOrder && authentication == processor.AuthenticationNone {
 		required, err := s.ledger.ChallengeRequired(ctx, c)
 		if err != nil {
 			return s.afterFailure(ctx, who, in, err)

@@ -71,7 +71,11 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true, "transactions": true}
+var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true}
+
+// framed are the pages that frame Kassa's own hosted card form (hosted-page sessions the dashboard
+// creates), which their CSP allows by frame-src 'self'; the others may frame nothing.
+var framed = map[string]bool{"cardframe": true}
 
 // Who may do what (issue 17: "every action respects the staff roles (reporting: read-only; sales: its
 // own transactions and the terminal)").
@@ -102,6 +106,7 @@ type section struct {
 var sections = []section{
 	{"Home", "/dashboard", "who you are signed in as", everyone},
 	{"Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
+	{"Terminal", terminalPath, "take a payment by telephone or mail", sellers},
 	{"Customers", customersPath, "customers and their stored cards", readers},
 	{"Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
 	{"Payments", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
@@ -198,6 +203,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.customerRoutes(r)
 	h.billingRoutes(r)
 	h.paymentsRoutes(r)
+	h.terminalRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
@@ -313,6 +319,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	if scripted[page] {
 		// A page's script may fetch from Kassa (the transactions export's progress).
 		csp += "; script-src 'nonce-" + v.Nonce + "'; connect-src 'self'"
+	}
+	if framed[page] {
+		csp += "; frame-src 'self'"
 	}
 	httpapi.SetPageHeaders(w.Header(), csp)
 	w.WriteHeader(status)

@@ -57,7 +57,7 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	ss, url, err := s.create(ctx, who, in, req.billing)
+	ss, url, err := s.create(ctx, who, in, req.billing, "", Dashboard{})
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return

@@ -58,6 +58,7 @@ type pageData struct {
 	State    string
 	Merchant string
 	Amount   string
+	Save     bool // the form stores a card without a payment (PurposeSaveCard)
 	Error    *LastError
 	Config   pageConfig
 	Script   string
@@ -80,7 +81,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		m, err = s.merchants.Get(ctx, ss.MerchantID)
 	}
 	var in checkout.Intent
-	if err == nil {
+	if err == nil && ss.Purpose != PurposeSaveCard {
 		in, err = s.checkout.Get(ctx, s.who(r, m, ss), ss.IntentID)
 	}
 	if err != nil {
@@ -100,9 +101,12 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		// two): the intent says how the session ended.
 		switch in.Status {
 		case checkout.StatusSucceeded, checkout.StatusRequiresCapture:
-			ss, err = s.record(ctx, ss, nil, "completed")
+			var then func(context.Context, *store.Tx) error
+			if then, err = s.completion(ctx, ss, m, in); err == nil {
+				ss, err = s.record(ctx, ss, nil, "completed", then)
+			}
 		case checkout.StatusCanceled:
-			ss, err = s.record(ctx, ss, nil, "canceled")
+			ss, err = s.record(ctx, ss, nil, "canceled", nil)
 		}
 		if err != nil {
 			httpapi.WriteError(w, r, err)
@@ -111,7 +115,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	base := "/hpp/" + url.PathEscape(tok)
-	cfg := pageConfig{ParentOrigin: parentOrigin(r, m.Settings), ExpiresIn: ss.ExpiresAt.Sub(now).Milliseconds(),
+	cfg := pageConfig{ParentOrigin: ss.parentOrigin(r, m), ExpiresIn: ss.ExpiresAt.Sub(now).Milliseconds(),
 		Prefill:   prefill{Name: ss.Billing.Name, PostalCode: ss.Billing.Address.Zip},
 		Endpoints: endpoints{Pay: base + "/pay", Challenge: base + "/challenge", Cancel: base + "/cancel"}}
 	switch {
@@ -126,8 +130,11 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	default:
 		cfg.State = "open"
 	}
-	s.render(w, r, http.StatusOK, m.FrameAncestors(), pageData{State: cfg.State, Merchant: m.Name,
-		Amount: money.Format(in.Amount, in.Currency) + " " + in.Currency.Code, Config: cfg})
+	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, Config: cfg}
+	if !d.Save {
+		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
+	}
+	s.render(w, r, http.StatusOK, ss.frameAncestors(m), d)
 }
 
 // render writes the page with its Content-Security-Policy: scripts only from Kassa, styles only by
@@ -164,19 +171,25 @@ func parentOrigin(r *http.Request, m merchant.Settings) string {
 // who is who the page acts as on the payments core: the session's merchant, named by the session.
 // Its payments' declines count against the API key that created the session, as the key's own do:
 // a shop's page tested with stolen cards throttles that shop's key, as its server would be.
+//
+// A dashboard's session acts as the staff member who created it: the ledger records their client id,
+// and the declines count against them.
 func (s *Service) who(r *http.Request, m merchant.Merchant, ss Session) checkout.Who {
 	who := checkout.Who{Merchant: m, ClientID: ss.SessionID, RequestID: httpapi.RequestID(r.Context())}
-	if ss.ClientID != "" {
+	if ss.Purpose != "" {
+		who.ClientID, who.Principal = ss.ClientID, ss.principal(m)
+	} else if ss.ClientID != "" {
 		who.Principal = checkout.KeyPrincipal(m.AccountID(), ss.ClientID)
 	}
 	return who
 }
 
 // resultOf is the result of a session whose intent stands as in. The payment intent is shown once
-// the customer has tried to pay ("payment_intent may be present when an earlier attempt failed").
+// the customer has tried to pay ("payment_intent may be present when an earlier attempt failed"); a
+// session that stores a card has none.
 func resultOf(ss Session, in checkout.Intent, outcome string) result {
 	out := result{Outcome: outcome, Attempts: ss.Attempts, LastError: ss.LatestError()}
-	if len(ss.Attempts) > 0 || outcome == "completed" {
+	if ss.IntentID != "" && (len(ss.Attempts) > 0 || outcome == "completed") {
 		wi := in.Wire()
 		out.PaymentIntent = &wi
 	}
@@ -228,9 +241,14 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 	var attempt *Attempt
 	outcome := ""
 	at := s.now().Unix()
+	var then func(context.Context, *store.Tx) error
 	switch in.Status {
 	case checkout.StatusSucceeded, checkout.StatusRequiresCapture:
 		attempt, outcome = &Attempt{CreatedAt: at, Status: in.Status}, "completed"
+		if then, err = s.completion(ctx, ss, m, in); err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
 	case checkout.StatusRequiresPaymentMethod:
 		e := &LastError{Code: "card_declined", Message: "The payment was declined."}
 		if in.LastError != nil {
@@ -244,7 +262,7 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 		httpapi.WriteError(w, r, fault.Busy("operation_in_progress", "The payment is still being processed; try again shortly."))
 		return
 	}
-	if ss, err = s.record(ctx, ss, attempt, outcome); err != nil {
+	if ss, err = s.record(ctx, ss, attempt, outcome, then); err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
@@ -264,6 +282,11 @@ const MaxAttempts = 10
 // handlePay serves the card form's submission: the body is a payment method as POST
 // /v1/payment-methods takes it, read and validated the same way. The card pays the session's intent
 // at once; its CVC goes to the processor in memory and is never stored.
+//
+// A virtual-terminal session's payment is a mail or telephone order, with no 3-D Secure challenge
+// (the cardholder is not there), and once approved its card is stored on the customer the dashboard
+// named, if it named one. A save-only session stores the card on its customer, with no payment: the
+// vault verifies no card it stores (the customer service's API does not either), so neither does it.
 func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
 		if len(ss.Attempts) >= MaxAttempts {
@@ -277,6 +300,12 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return checkout.Intent{}, err
 		}
+		if ss.Purpose == PurposeSaveCard {
+			if err := s.save(ctx, ss, nm); err != nil {
+				return checkout.Intent{}, err
+			}
+			return checkout.Intent{Status: checkout.StatusSucceeded}, nil
+		}
 		b, a := &nm.Billing, ss.Billing.Address
 		if b.City == "" && b.State == "" && b.Country == "" {
 			b.City, b.State, b.Country = a.City, a.State, a.Country
@@ -285,8 +314,18 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return checkout.Intent{}, err
 		}
-		return s.checkout.Confirm(ctx, who, ss.IntentID, checkout.ConfirmParams{PaymentMethod: pm.ID, CVC: nm.CVC,
-			Source: payment.SourceHPP, Interactive: true})
+		p := checkout.ConfirmParams{PaymentMethod: pm.ID, CVC: nm.CVC, Source: payment.SourceHPP, Interactive: true}
+		if ss.Purpose == PurposeTerminal {
+			p.Interactive, p.MailOrder, p.OrderID = false, true, ss.Dashboard.OrderID
+		}
+		in, err := s.checkout.Confirm(ctx, who, ss.IntentID, p)
+		if err == nil && (in.Status == checkout.StatusSucceeded || in.Status == checkout.StatusRequiresCapture) {
+			if err := s.save(ctx, ss, nm); err != nil {
+				// The payment stands; only the result page's word on the card is missing.
+				httpapi.Logger(ctx).ErrorContext(ctx, "hosted page: record the stored card", "session", ss.SessionID, "err", err)
+			}
+		}
+		return in, err
 	})
 }
 
@@ -310,6 +349,9 @@ func (s *Service) handleChallenge(w http.ResponseWriter, r *http.Request) {
 // abandoned.
 func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
 	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, _ []byte) (checkout.Intent, error) {
+		if ss.Purpose == PurposeSaveCard {
+			return checkout.Intent{Status: checkout.StatusCanceled}, nil // nothing to cancel but the form
+		}
 		return s.checkout.Cancel(ctx, who, ss.IntentID, "abandoned")
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/velocity"
@@ -46,6 +47,8 @@ type Config struct {
 	Now       func() time.Time
 	// Velocity limits the sessions each API key creates (required).
 	Velocity *velocity.Limiter
+	// Ledger reads the transaction of a virtual-terminal payment, for its receipt.
+	Ledger *payment.Ledger
 }
 
 // Service serves hosted-page sessions and the page.
@@ -59,13 +62,14 @@ type Service struct {
 	now       func() time.Time
 	csrf      *http.CrossOriginProtection
 	velocity  *velocity.Limiter
+	ledger    *payment.Ledger
 }
 
 // New returns the service.
 func New(cfg Config) *Service {
 	s := &Service{db: cfg.DB, checkout: cfg.Checkout, vault: cfg.Vault, merchants: cfg.Merchants,
 		base: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger, now: cfg.Now, csrf: http.NewCrossOriginProtection(),
-		velocity: cfg.Velocity}
+		velocity: cfg.Velocity, ledger: cfg.Ledger}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -93,10 +97,14 @@ type Session struct {
 	IntentID   string
 	Billing    Billing
 	ClientID   string
-	Outcome    string // "", completed or canceled
-	Attempts   []Attempt
-	ExpiresAt  time.Time
-	CreatedAt  time.Time
+	// Purpose is "" for a shop's session (the v1 API), or the dashboard's: PurposeTerminal,
+	// PurposeSaveCard; Dashboard is then what the dashboard asked.
+	Purpose   string
+	Dashboard Dashboard
+	Outcome   string // "", completed or canceled
+	Attempts  []Attempt
+	ExpiresAt time.Time
+	CreatedAt time.Time
 }
 
 // Billing is the session's billing_details, which prefill the form: "Fields: name (string) and
@@ -154,18 +162,21 @@ func hashOf(tok string) []byte {
 }
 
 const sessionColumns = `id, session_id, merchant_id, intent_id, billing_details, COALESCE(client_id, ''), COALESCE(outcome, ''),
-	attempts, expires_at, created_at`
+	attempts, expires_at, created_at, COALESCE(purpose, ''), COALESCE(dashboard, '{}')`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var ss Session
-	var billing, attempts string
+	var billing, attempts, dashboard string
 	var expires, created int64
 	if err := row.Scan(&ss.ID, &ss.SessionID, &ss.MerchantID, &ss.IntentID, &billing, &ss.ClientID, &ss.Outcome, &attempts,
-		&expires, &created); err != nil {
+		&expires, &created, &ss.Purpose, &dashboard); err != nil {
 		return Session{}, err
 	}
 	ss.ExpiresAt, ss.CreatedAt = time.UnixMilli(expires), time.UnixMilli(created)
 	if err := json.Unmarshal([]byte(billing), &ss.Billing); err != nil {
+		return Session{}, err
+	}
+	if err := json.Unmarshal([]byte(dashboard), &ss.Dashboard); err != nil {
 		return Session{}, err
 	}
 	return ss, json.Unmarshal([]byte(attempts), &ss.Attempts)
@@ -183,18 +194,25 @@ func (s *Service) byToken(ctx context.Context, q store.Querier, tok string) (Ses
 	return ss, err
 }
 
-// create stores a session for an intent just created, and returns its page URL.
-func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Intent, b Billing) (Session, string, error) {
+// create stores a session for an intent just created (none for PurposeSaveCard), and returns its
+// page URL. A dashboard's session has its purpose and what the dashboard asked.
+func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Intent, b Billing, purpose string, d Dashboard) (Session, string, error) {
 	now := time.UnixMilli(s.now().UnixMilli())
 	tok, hash := newToken()
 	ss := Session{SessionID: "cs_" + rand.Text()[:24], MerchantID: who.Merchant.ID, IntentID: in.IntentID, Billing: b,
-		ClientID: who.ClientID, Attempts: []Attempt{}, ExpiresAt: now.Add(Lifetime), CreatedAt: now}
+		ClientID: who.ClientID, Purpose: purpose, Dashboard: d, Attempts: []Attempt{}, ExpiresAt: now.Add(Lifetime), CreatedAt: now}
 	billing, _ := json.Marshal(b)
+	var dashboard sql.NullString
+	if purpose != "" {
+		raw, _ := json.Marshal(d)
+		dashboard = nullable(string(raw))
+	}
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO checkout_sessions (session_id, url_hash, merchant_id, intent_id, billing_details,
-			client_id, attempts, expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8) RETURNING id`,
+			client_id, attempts, expires_at, created_at, updated_at, purpose, dashboard)
+			VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8, $9, $10) RETURNING id`,
 			ss.SessionID, hash, ss.MerchantID, ss.IntentID, string(billing), nullable(ss.ClientID), ss.ExpiresAt.UnixMilli(),
-			now.UnixMilli()).Scan(&ss.ID)
+			now.UnixMilli(), nullable(purpose), dashboard).Scan(&ss.ID)
 		if err != nil {
 			return err
 		}
@@ -206,7 +224,8 @@ func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Inte
 
 // record updates a session after a try, in one transaction with its row locked: it appends the
 // attempt (when not nil) and sets the outcome (when not ""), and returns the session as it stands.
-func (s *Service) record(ctx context.Context, ss Session, a *Attempt, outcome string) (Session, error) {
+// completed, when not nil, runs in that transaction when it is the one that completes the session.
+func (s *Service) record(ctx context.Context, ss Session, a *Attempt, outcome string, completed func(context.Context, *store.Tx) error) (Session, error) {
 	ctx = context.WithoutCancel(ctx) // what happened to the money must be recorded
 	var out Session
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
@@ -223,6 +242,11 @@ func (s *Service) record(ctx context.Context, ss Session, a *Attempt, outcome st
 		}
 		if outcome != "" && cur.Outcome == "" {
 			cur.Outcome = outcome
+			if outcome == "completed" && completed != nil {
+				if err := completed(ctx, tx); err != nil {
+					return err
+				}
+			}
 		}
 		attempts, _ := json.Marshal(cur.Attempts)
 		if _, err := tx.ExecContext(ctx, `UPDATE checkout_sessions SET attempts = $2, outcome = $3 WHERE id = $1`,

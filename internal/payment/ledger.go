@@ -109,8 +109,9 @@ type Charge struct {
 	// Token is the card token that Card came from, consumed with the attempt; nil for card fields.
 	Token *cardenc.Token
 	// StoredCard: the card comes from the vault (card on file); Recurring: a subscription's
-	// scheduled charge. The processor marks them so (processor.Payment).
-	StoredCard, Recurring bool
+	// scheduled charge; MailOrder: a mail or telephone order (the virtual terminal). The processor
+	// marks them so (processor.Payment); the transaction records MailOrder.
+	StoredCard, Recurring, MailOrder bool
 }
 
 // FollowUp asks for a capture, refund or void of the transaction ParentID.
@@ -146,7 +147,8 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	t := Transaction{MerchantID: c.MerchantID, Kind: c.Kind, Status: StatusPending, Amount: c.Amount, Currency: c.Currency,
 		CardType: string(card.BrandOf(c.Card)), CardPrefix: c.Card.First6(), CardSuffix: c.Card.Last4(),
 		TestMode: acct.Test, Source: c.Source, Customer: c.Customer, ClientID: c.ClientID, RequestID: c.RequestID,
-		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now, ProcessorAccount: acct.ID, Authentication: c.Authentication}
+		IdempotencyKey: c.IdempotencyKey, CreatedAt: now, UpdatedAt: now, ProcessorAccount: acct.ID, Authentication: c.Authentication,
+		MailOrder: c.MailOrder}
 	if t.ProcessorTrace, err = l.prepare(ctx, acct, c.Actor); err != nil {
 		return Transaction{}, err
 	}
@@ -207,7 +209,7 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 func (c Charge) payment(ref, trace string) processor.Payment {
 	return processor.Payment{Reference: ref, Merchant: c.merchant(), Amount: c.Amount, Currency: c.Currency,
 		Capture: c.Kind == KindSale, Card: c.Card, Expiry: c.Expiry, CVV: c.CVV, Authentication: c.Authentication,
-		StoredCard: c.StoredCard, Recurring: c.Recurring, Trace: trace}
+		StoredCard: c.StoredCard, Recurring: c.Recurring, MailOrder: c.MailOrder, Trace: trace}
 }
 
 // ChallengeRequired reports whether the cardholder of c must pass the issuer's 3-D Secure challenge
@@ -442,7 +444,7 @@ func (l *Ledger) insert(ctx context.Context, tx *store.Tx, t *Transaction, now t
 		nullable(c.Province), nullable(c.Country), nullable(c.PostalCode), nullable(c.CustomID), nullable(c.InvoiceID),
 		nullable(c.OrderID), nullable(c.Description), nullable(t.ClientID), nullable(t.RequestID), nullable(t.IdempotencyKey),
 		l.lease(now), now.UnixMilli(), nullable(t.ParentTransactionID), nullable(t.ProcessorAccount), nullable(t.ProcessorTrace),
-		nullable(c.CustomerLookupID), nullable(t.Authentication)}
+		nullable(c.CustomerLookupID), nullable(t.Authentication), t.MailOrder}
 	if tx == nil {
 		return l.db.QueryRow(ctx, []any{&t.ID}, insertSQL, args...)
 	}
@@ -453,9 +455,9 @@ const insertSQL = `INSERT INTO transactions (transaction_id, merchant_id, kind, 
 		currency, scale, card_type, card_prefix, card_suffix, test_mode, source, email, first_name, last_name, company,
 		telephone, address1, address2, city, province, country, postal_code, custom_id, invoice_id, order_id, description,
 		client_id, request_id, idempotency_key, lease_until, created_at, updated_at, parent_transaction_id,
-		processor_account, processor_trace, customer_lookup_id, authentication)
+		processor_account, processor_trace, customer_lookup_id, authentication, mail_order)
 		VALUES ($1, $2, $3, $4, 'PENDING', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32, $33, $34, $35, $36, $37)
+		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32, $33, $34, $35, $36, $37, $38)
 		RETURNING id`
 
 // call runs one processor call, bounded by the processor timeout. It is not canceled when the client

@@ -81,6 +81,9 @@ type Transaction struct {
 	// before it was sent (processor.Preparer).
 	ProcessorAccount string
 	ProcessorTrace   string
+	// MailOrder: a mail or telephone order taken at the dashboard's virtual terminal, sent to the
+	// processor as such (processor.Payment.MailOrder).
+	MailOrder bool
 
 	// Authentication is the cardholder's 3-D Secure outcome of a sale or authorization
 	// (processor.AuthenticationSucceeded or AuthenticationFailed), "" when no challenge was run. The
@@ -109,7 +112,7 @@ const columns = `t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALES
 	COALESCE(t.invoice_id, ''), COALESCE(t.order_id, ''), COALESCE(t.description, ''),
 	COALESCE(t.client_id, ''), COALESCE(t.request_id, ''), COALESCE(t.idempotency_key, ''),
 	t.created_at, t.updated_at, COALESCE(t.parent_transaction_id, ''), COALESCE(t.processor_account, ''),
-	COALESCE(t.processor_trace, ''), COALESCE(t.customer_lookup_id, ''), COALESCE(t.authentication, '')`
+	COALESCE(t.processor_trace, ''), COALESCE(t.customer_lookup_id, ''), COALESCE(t.authentication, ''), t.mail_order`
 
 // from is the FROM clause that goes with columns.
 const from = ` FROM transactions t `
@@ -126,7 +129,7 @@ func scanTransaction(s scanner) (Transaction, error) {
 		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
 		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
 		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
-		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication)
+		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication, &t.MailOrder)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return t, err
 }

@@ -132,7 +132,8 @@ type Account struct {
 //     whatever the card;
 //   - a payment of a card for which ChallengeRequired answers true, arriving without
 //     AuthenticationSucceeded, is declined with CodeAuthenticationRequired (a soft decline: the same
-//     card may pass once authenticated);
+//     card may pass once authenticated) — unless it is a mail or telephone order (MailOrder), which
+//     is outside 3-D Secure: the cardholder is not there to be challenged;
 //   - a payment with AuthenticationSucceeded is decided as any other.
 type Authenticator interface {
 	// ChallengeRequired reports whether p's cardholder must pass the issuer's challenge before p is
@@ -162,7 +163,11 @@ type Payment struct {
 	// stored card, without the cardholder).
 	StoredCard bool
 	Recurring  bool
-	Trace      string // what Prepare answered for this operation; "" when the processor is not a Preparer
+	// MailOrder is true for a mail or telephone order: the card was read out to the merchant's staff,
+	// who typed it at the dashboard's virtual terminal (ISO 8583's POS condition 08, Stripe's MOTO).
+	// It is never authenticated by 3-D Secure.
+	MailOrder bool
+	Trace     string // what Prepare answered for this operation; "" when the processor is not a Preparer
 }
 
 // Outcomes of cardholder authentication (3-D Secure), for Payment.Authentication.

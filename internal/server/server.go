@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout, Velocity: s.velocity})
 	s.checkout.Routes(r)
 	pages := hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
-		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity})
+		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity, Ledger: s.ledger})
 	pages.Routes(r)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)

@@ -118,14 +118,22 @@ func (s *Service) validate(ctx context.Context, merchantID string, b cardBody) (
 			}
 		}
 	}
-	if nc.expiry.Expired(s.now()) {
-		return nc, fault.Invalid("card_expiry_year", "the card expired at the end of %s", nc.expiry)
+	if err := s.current(nc.expiry); err != nil {
+		return nc, err
 	}
 	if nc.isDefault, err = b.IsDefault.Flag("is_default"); err != nil {
 		return nc, err
 	}
 	nc.description, err = b.CardDescription.Text("card_description", 200)
 	return nc, err
+}
+
+// current refuses a card whose expiry is in the past: it cannot be stored.
+func (s *Service) current(e card.Expiry) error {
+	if e.Expired(s.now()) {
+		return fault.Invalid("card_expiry_year", "the card expired at the end of %s", e)
+	}
+	return nil
 }
 
 // addCard stores a card for the customer and returns the customer. The customer's first card becomes
@@ -221,8 +229,8 @@ func (s *Service) updateCard(ctx context.Context, merchantID, customerLookup, ca
 		if err != nil {
 			return Customer{}, err
 		}
-		if e.Expired(s.now()) {
-			return Customer{}, fault.Invalid("card_expiry_year", "the card expired at the end of %s", e)
+		if err := s.current(e); err != nil {
+			return Customer{}, err
 		}
 		exp = &e
 	}

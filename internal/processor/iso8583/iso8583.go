@@ -95,10 +95,14 @@ func (p *Processor) Authorize(ctx context.Context, pay processor.Payment) (proce
 	if pay.StoredCard {
 		f[22] = "100"
 	}
-	// 25, POS condition: "59 e-commerce, 02 recurring".
-	f[25] = "59"
-	if pay.Recurring {
+	// 25, POS condition: "59 e-commerce, 08 mail/telephone order, 02 recurring".
+	switch {
+	case pay.Recurring:
 		f[25] = "02"
+	case pay.MailOrder:
+		f[25] = "08"
+	default:
+		f[25] = "59"
 	}
 	f[48] = additionalData(pay) // left out when empty
 	return p.exchange(ctx, o, &f)

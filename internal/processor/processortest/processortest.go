@@ -5,6 +5,7 @@ package processortest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -205,18 +206,21 @@ func Run(t *testing.T, p processor.Processor, cfg Config) {
 		}
 		for _, tc := range []struct {
 			pan, auth, code string // code "" for approved
+			mailOrder       bool
 		}{
-			{cfg.Challenge, processor.AuthenticationNone, processor.CodeAuthenticationRequired},
-			{cfg.Challenge, processor.AuthenticationFailed, processor.CodeAuthenticationFailed},
-			{cfg.Challenge, processor.AuthenticationSucceeded, ""},
-			{cfg.Approve, processor.AuthenticationFailed, processor.CodeAuthenticationFailed},
-			{cfg.Approve, processor.AuthenticationSucceeded, ""},
+			{cfg.Challenge, processor.AuthenticationNone, processor.CodeAuthenticationRequired, false},
+			{cfg.Challenge, processor.AuthenticationFailed, processor.CodeAuthenticationFailed, false},
+			{cfg.Challenge, processor.AuthenticationSucceeded, "", false},
+			{cfg.Approve, processor.AuthenticationFailed, processor.CodeAuthenticationFailed, false},
+			{cfg.Approve, processor.AuthenticationSucceeded, "", false},
+			// A mail or telephone order is outside 3-D Secure: no challenge is required of it.
+			{cfg.Challenge, processor.AuthenticationNone, "", true},
 		} {
-			pay := s.payment(t, "3ds"+tc.auth, tc.pan, 1000, true)
-			pay.Authentication = tc.auth
+			pay := s.payment(t, "3ds"+tc.auth+strconv.FormatBool(tc.mailOrder), tc.pan, 1000, true)
+			pay.Authentication, pay.MailOrder = tc.auth, tc.mailOrder
 			r, err := s.p.Authorize(s.ctx, pay)
 			if err != nil || r.Approved != (tc.code == "") || r.Code != tc.code || r.Message == "" {
-				t.Errorf("Authorize(%s…, authentication %q) = %+v, %v; want code %q", tc.pan[:6], tc.auth, r, err, tc.code)
+				t.Errorf("Authorize(%s…, authentication %q, mail order %v) = %+v, %v; want code %q", tc.pan[:6], tc.auth, tc.mailOrder, r, err, tc.code)
 			}
 		}
 		cctx, cancel := context.WithCancel(s.ctx)

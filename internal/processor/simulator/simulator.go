@@ -102,7 +102,8 @@ func (s *Simulator) ChallengeRequired(ctx context.Context, p processor.Payment) 
 
 // Authorize decides a payment: an expired card declines; then 3-D Secure, as processor.Authenticator
 // rules (a failed authentication declines any card; a card that requires a challenge declines
-// without a successful one); then the merchant's profile rules.
+// without a successful one, unless the payment is a mail or telephone order); then the merchant's
+// profile rules.
 func (s *Simulator) Authorize(ctx context.Context, p processor.Payment) (processor.Result, error) {
 	if err := s.wait(ctx); err != nil {
 		return processor.Result{}, err
@@ -113,7 +114,7 @@ func (s *Simulator) Authorize(ctx context.Context, p processor.Payment) (process
 	switch {
 	case p.Authentication == processor.AuthenticationFailed:
 		return declined(p.Reference, processor.CodeAuthenticationFailed, "Authentication failed"), nil
-	case challenged[p.Card.Digits()] && p.Authentication != processor.AuthenticationSucceeded:
+	case challenged[p.Card.Digits()] && p.Authentication != processor.AuthenticationSucceeded && !p.MailOrder:
 		return declined(p.Reference, processor.CodeAuthenticationRequired, "Authentication required"), nil
 	}
 	if p.Merchant.SimulatorProfile == ProfilePayfirma {

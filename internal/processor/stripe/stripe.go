@@ -104,6 +104,12 @@ func (p *Processor) Authorize(ctx context.Context, pay processor.Payment) (proce
 		// payment attempt and can't authenticate", as for a charge of a card on file.
 		params.OffSession = stripego.Bool(true)
 	}
+	if pay.MailOrder {
+		// Stripe: moto "indicates that a transaction will be marked as MOTO (Mail Order Telephone
+		// Order) and thus out of scope for SCA"; it may be given only when confirming, as here.
+		params.PaymentMethodOptions = &stripego.PaymentIntentCreatePaymentMethodOptionsParams{
+			Card: &stripego.PaymentIntentCreatePaymentMethodOptionsCardParams{MOTO: stripego.Bool(true)}}
+	}
 	pi, err := p.api.V1PaymentIntents.Create(ctx, params)
 	if err != nil {
 		return p.failed(ctx, "payment intent", pay.Reference, err)

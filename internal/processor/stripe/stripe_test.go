@@ -159,6 +159,15 @@ func TestRequests(t *testing.T) {
 	}
 	want(t, last("POST /v1/payment_intents"), map[string]string{"off_session": "true"})
 
+	// A mail or telephone order (the virtual terminal) is marked MOTO, out of scope for SCA; the
+	// cardholder is not there, but the card was typed now, so it is not off_session.
+	moto := payment(t, "req-moto", cardtest.Visa, 900, true)
+	moto.MailOrder = true
+	if r, err := p.Authorize(ctx, moto); err != nil || !r.Approved {
+		t.Fatalf("mail order: %+v, %v", r, err)
+	}
+	want(t, last("POST /v1/payment_intents"), map[string]string{"payment_method_options[card][moto]": "true", "off_session": ""})
+
 	// A zero amount verifies the card: a SetupIntent.
 	zero, err := p.Authorize(ctx, payment(t, "req-verify", cardtest.Visa, 0, false))
 	if err != nil || !zero.Approved || !strings.HasPrefix(zero.Reference, "seti_") {

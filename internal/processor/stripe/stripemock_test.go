@@ -86,13 +86,15 @@ func TestRequestsAcceptedByStripeMock(t *testing.T) {
 	stored.StoredCard, stored.CVV = true, ""
 	recurring := payment(t, "mock-recurring", cardtest.Visa, 1000, true)
 	recurring.StoredCard, recurring.Recurring, recurring.CVV = true, true, ""
+	moto := payment(t, "mock-moto", cardtest.Visa, 1000, true)
+	moto.MailOrder = true
 	verify := payment(t, "mock-verify", cardtest.Amex, 0, false)
 	verify.CVV = "1234"
 	yen := payment(t, "mock-jpy", cardtest.Visa, 500, true)
 	yen.Currency = jpy
 	krona := payment(t, "mock-isk", cardtest.Visa, 500, false)
 	krona.Currency = isk
-	for _, pay := range []processor.Payment{sale, auth, stored, recurring, verify, yen, krona} {
+	for _, pay := range []processor.Payment{sale, auth, stored, recurring, moto, verify, yen, krona} {
 		p.Authorize(ctx, pay)
 	}
 	follow := processor.FollowUp{Original: "pi_3MtwBwLkdIwHu7ix28a3tqPa", Amount: 600, Currency: cad, AuthorizedAt: time.Now()}

@@ -1,0 +1,205 @@
+package hostedpage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
+)
+
+// The dashboard's sessions (issue 17): the card form the merchant's own staff fill in, in an iframe
+// of a dashboard page, so that the dashboard never sees a card number. The dashboard creates them in
+// process for the signed-in user (no API key); the page is the same page, with three differences:
+// only Kassa's own pages may frame it (frame-ancestors 'self', not the merchant's shop), what it pays
+// and how depends on the purpose, and its payments are recorded as the user's (the client id and
+// velocity principal the dashboard gives).
+
+// Purposes of the dashboard's sessions (Session.Purpose).
+const (
+	// PurposeTerminal is a virtual-terminal payment: a mail or telephone order, without 3-D Secure,
+	// with the merchant's order id, a receipt to the customer's e-mail, and the card stored on a
+	// customer after an approval when the dashboard asks.
+	PurposeTerminal = "terminal"
+	// PurposeSaveCard stores a card on a customer, with no payment: the session has no intent.
+	PurposeSaveCard = "save_card"
+)
+
+// Dashboard is what the dashboard asked of one of its sessions, and what became of storing its card.
+type Dashboard struct {
+	// Credential is the velocity principal's credential of the staff member who created the
+	// session: the payments' declines count against it.
+	Credential string `json:"credential"`
+	// OrderID is the merchant's order id, recorded on the ledger's transaction.
+	OrderID string `json:"order_id,omitempty"`
+	// SaveTo is the customer to store the card on (for a terminal payment: once approved); nil for none.
+	SaveTo *vault.SaveTo `json:"save_to,omitempty"`
+	// Saved is what became of storing the card; nil until tried.
+	Saved *Saved `json:"saved,omitempty"`
+}
+
+// Saved is the outcome of storing a session's card on a customer.
+type Saved struct {
+	CustomerID string `json:"customer_id,omitempty"`
+	CardID     string `json:"card_id,omitempty"`
+	// Error is why the card was not stored (such as "This card is already stored for this customer.").
+	Error string `json:"error,omitempty"`
+}
+
+// DashboardRequest is a session the dashboard asks for.
+type DashboardRequest struct {
+	Purpose string
+	// Intent is the payment of a PurposeTerminal session, validated by the intent's own rules
+	// (checkout.IntentBody.Params).
+	Intent checkout.IntentParams
+	Dashboard
+}
+
+// CreateForDashboard creates a session of the dashboard for who: the merchant, the staff member's
+// client id (recorded on the intent and the ledger's transactions) and velocity principal (which the
+// sessions created, then the payments' declines, count against). It returns the session and the
+// page's path (/hpp/…, for an iframe on Kassa's own origin).
+func (s *Service) CreateForDashboard(ctx context.Context, who checkout.Who, req DashboardRequest) (Session, string, error) {
+	if req.Purpose != PurposeTerminal && req.Purpose != PurposeSaveCard {
+		return Session{}, "", errors.New("hostedpage: unknown purpose " + req.Purpose)
+	}
+	// Each session's URL is 10 tries at a card, as for the API's sessions (issue 14, point 6).
+	if err := s.velocity.Take(ctx, velocity.Sessions(who.Principal), who.Merchant.Velocity); err != nil {
+		return Session{}, "", err
+	}
+	var in checkout.Intent
+	if req.Purpose == PurposeTerminal {
+		var err error
+		if in, err = s.checkout.Create(ctx, who, req.Intent); err != nil {
+			return Session{}, "", err
+		}
+	}
+	req.Dashboard.Credential, req.Dashboard.Saved = who.Principal.Credential, nil
+	ss, page, err := s.create(ctx, who, in, Billing{}, req.Purpose, req.Dashboard)
+	if err != nil {
+		return Session{}, "", err
+	}
+	u, err := url.Parse(page)
+	if err != nil {
+		return Session{}, "", err
+	}
+	return ss, u.Path, nil
+}
+
+// DashboardSession reads one of the merchant's dashboard sessions and its intent (none for
+// PurposeSaveCard). Another merchant's session, and a shop's, are not found.
+func (s *Service) DashboardSession(ctx context.Context, merchantID, sessionID string) (Session, checkout.Intent, error) {
+	var ss Session
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		ss, err = scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions
+			WHERE merchant_id = $1 AND session_id = $2 AND purpose IS NOT NULL`, merchantID, sessionID))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, checkout.Intent{}, fault.NotFound("No session %s.", sessionID)
+	}
+	if err != nil || ss.IntentID == "" {
+		return ss, checkout.Intent{}, err
+	}
+	m, err := s.merchants.Get(ctx, merchantID)
+	if err != nil {
+		return Session{}, checkout.Intent{}, err
+	}
+	in, err := s.checkout.Get(ctx, checkout.Who{Merchant: m, ClientID: ss.ClientID}, ss.IntentID)
+	return ss, in, err
+}
+
+// frameAncestors is who may frame the page of ss: the merchant's shop for a shop's session, only
+// Kassa's own pages for the dashboard's.
+func (ss Session) frameAncestors(m merchant.Merchant) string {
+	if ss.Purpose != "" {
+		return "'self'"
+	}
+	return m.FrameAncestors()
+}
+
+// parentOrigin is the origin of the page that embeds the page of ss, from the referrer, when it may
+// embed it; "" otherwise. The dashboard's sessions are framed only by Kassa's own pages
+// (frame-ancestors 'self'), whose host is the one this page was asked for.
+func (ss Session) parentOrigin(r *http.Request, m merchant.Merchant) string {
+	if ss.Purpose == "" {
+		return parentOrigin(r, m.Settings)
+	}
+	u, err := url.Parse(r.Referer())
+	if err != nil || u.Host == "" || u.Host != r.Host {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// save stores the card nm of the session ss on the customer the dashboard named, and records what
+// became of it on the session. A card that cannot be stored (already stored for the customer) is an
+// error for the save-only form, whose user may then try another card; after a terminal payment,
+// which is approved whatever becomes of its card, it is recorded for the result page to say.
+func (s *Service) save(ctx context.Context, ss Session, nm vault.NewMethod) error {
+	to := ss.Dashboard.SaveTo
+	if to == nil {
+		return nil
+	}
+	c, cd, err := s.vault.SaveCard(ctx, ss.MerchantID, *to, nm.Number, nm.Expiry)
+	switch {
+	case err == nil:
+		return s.recordSaved(ctx, ss, &Saved{CustomerID: c.LookupID, CardID: cd.LookupID})
+	case ss.Purpose != PurposeTerminal:
+		return err
+	}
+	why := "The card could not be stored."
+	var f *fault.Error
+	if errors.As(err, &f) {
+		why = f.Message
+	} else {
+		s.log.ErrorContext(ctx, "hosted page: store the card of a terminal payment", "session", ss.SessionID, "err", err)
+	}
+	return s.recordSaved(ctx, ss, &Saved{CustomerID: to.CustomerID, Error: why})
+}
+
+// recordSaved records what became of storing the card of ss. Only this writes a session's dashboard
+// column after its creation.
+func (s *Service) recordSaved(ctx context.Context, ss Session, saved *Saved) error {
+	ctx = context.WithoutCancel(ctx) // the card is stored: say so
+	d := ss.Dashboard
+	d.Saved = saved
+	raw, _ := json.Marshal(d)
+	_, err := s.db.Exec(ctx, `UPDATE checkout_sessions SET dashboard = $2 WHERE id = $1`, ss.ID, string(raw))
+	return err
+}
+
+// completion is what completing the terminal session ss, whose intent stands as in, does in the
+// transaction that records it: the receipt of the payment to the intent's receipt e-mail, in the
+// outbox (billing.QueueReceipt), so that it is sent once the payment is approved, and once. Nil for
+// other sessions and without an e-mail.
+func (s *Service) completion(ctx context.Context, ss Session, m merchant.Merchant, in checkout.Intent) (func(context.Context, *store.Tx) error, error) {
+	if ss.Purpose != PurposeTerminal || in.ReceiptEmail == "" || in.LatestCharge == "" {
+		return nil, nil
+	}
+	t, err := s.ledger.Get(ctx, m.ID, in.LatestCharge)
+	if err != nil {
+		return nil, err
+	}
+	description := in.Description
+	return func(ctx context.Context, tx *store.Tx) error {
+		now := s.now()
+		return billing.QueueReceipt(ctx, tx, m.ID, in.ReceiptEmail, nil, billing.ReceiptOf(m.Name, t, description, now, m.Location()), now)
+	}, nil
+}
+
+// principal is the velocity principal of the dashboard's session ss: its staff member's.
+func (ss Session) principal(m merchant.Merchant) httpapi.Principal {
+	return httpapi.Principal{Account: m.AccountID(), Credential: ss.Dashboard.Credential}
+}
