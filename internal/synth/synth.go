@@ -58,7 +58,7 @@ type Summary struct {
 const sampleSize = 1000
 
 // batchRows is how many rows go to the database at once.
-const batchRows = 10000
+const batchRows = 50000
 
 // Load writes the history of o into db, then has the database analyze its tables so that plans
 // match the data. The merchant must exist; its ledger may hold rows already (ids continue).
@@ -80,6 +80,10 @@ func Load(ctx context.Context, db *store.DB, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	defer w.close()
+	indexes, err := w.dropIndexes(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
 	g := newGenerator(o)
 	sum := Summary{Kinds: map[string]int{}, PerDay: map[string]int{}}
 	for i := range o.Customers {
@@ -120,6 +124,9 @@ func Load(ctx context.Context, db *store.DB, o Options) (Summary, error) {
 	})
 	if err == nil {
 		err = w.flush(ctx)
+	}
+	if err == nil {
+		err = w.buildIndexes(ctx, indexes)
 	}
 	if err != nil {
 		return Summary{}, err
