@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,59 @@ func TestLuhnVisa(t *testing.T) {
 			t.Fatalf("%d: %s: %v", i, s, err)
 		}
 		seen[s] = true
+	}
+}
+
+// The memory sampler sees what an operation holds while it runs, and not the garbage it makes and
+// drops: 64 MiB held shows as about that much growth, 200 MiB allocated a megabyte at a time and
+// dropped shows as far less.
+func TestMemSamplerSeesHeldMemory(t *testing.T) {
+	m := startMemSampler()
+	var hold [][]byte
+	for range 64 {
+		hold = append(hold, make([]byte, 1<<20))
+	}
+	time.Sleep(20 * time.Millisecond)
+	held := m.stop()
+	runtime.KeepAlive(hold)
+	hold = nil
+	if held.growth() < 60<<20 || held.peak < held.before {
+		t.Errorf("holding 64 MiB: %+v, growth %s", held, mib(held.growth()))
+	}
+	m = startMemSampler()
+	for range 200 {
+		b := make([]byte, 1<<20)
+		b[0] = 1
+		time.Sleep(100 * time.Microsecond)
+	}
+	dropped := m.stop()
+	if dropped.growth() > 24<<20 {
+		t.Errorf("dropping 200 MiB a megabyte at a time: growth %s", mib(dropped.growth()))
+	}
+}
+
+// The exports are judged on their time, their rows and whether their memory stays flat.
+func TestExportsAreJudged(t *testing.T) {
+	c := dashConfig{exportRows: 100_000, exportLimit: 5 * time.Second}
+	small := exportResult{backend: "sqlite", rows: 11_000, took: 300 * time.Millisecond, mem: memPeak{before: 10 << 20, peak: 14 << 20}}
+	large := exportResult{backend: "sqlite", rows: 100_500, took: 2 * time.Second, mem: memPeak{before: 10 << 20, peak: 16 << 20}}
+	for _, tc := range []struct {
+		name   string
+		change func(*exportResult)
+		want   string // in the report; "" for a pass
+	}{
+		{"flat and fast", func(*exportResult) {}, ""},
+		{"slow", func(e *exportResult) { e.took = 6 * time.Second }, "MISSED: the export took 6.00 s"},
+		{"rows in memory", func(e *exportResult) { e.mem.peak = 60 << 20 }, "MISSED: memory not flat"},
+		{"too few rows", func(e *exportResult) { e.rows = 50_000 }, "held 50000 rows, not about 100000"},
+		{"not there", func(e *exportResult) { e.failure = "GET /dashboard/transactions/export.csv?from=…: 404 Not Found" }, "FAILED: GET"},
+	} {
+		l := large
+		tc.change(&l)
+		var out bytes.Buffer
+		ok := (&dashReporter{w: &out}).exports([2]exportResult{small, l}, c)
+		if ok != (tc.want == "") || tc.want != "" && !strings.Contains(out.String(), tc.want) || tc.want == "" && !strings.Contains(out.String(), "export: ok") {
+			t.Errorf("%s: ok=%v\n%s", tc.name, ok, out.String())
+		}
 	}
 }
