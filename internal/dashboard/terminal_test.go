@@ -225,6 +225,10 @@ func TestTerminalSaleInBrowser(t *testing.T) {
 			auth.ClientID != "dashboard/"+s.users[user.Owner].ID || auth.OrderID != "" {
 			t.Fatalf("the terminal's authorization on the ledger: %+v", auth)
 		}
+		// The transaction's page says how it was ordered.
+		if body := browsertest.Eval[string](t, ctx, `document.querySelector('main').textContent`); !strings.Contains(body, "Mail or telephone (virtual terminal)") {
+			t.Fatalf("the transaction's page does not say it was a mail or telephone order: %s", body)
+		}
 		// Sales staff do not open the owner's session's result.
 		sales := s.browser(t)
 		sales.signIn("sales@maple.example")
