@@ -96,15 +96,7 @@ const dayMillis = int64(24 * time.Hour / time.Millisecond)
 // merchant's: the statement turns an instant into a local date with the zone's offsets, which Go
 // works out for the days (daylight-saving changes included) and hands to it.
 func Load(ctx context.Context, db *store.DB, q Query) (Overview, error) {
-	loc := q.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	y, m, d := q.Now.In(loc).Date()
-	first := time.Date(y, m, d-(Days-1), 0, 0, 0, 0, time.UTC) // a date
-	start, end := dayStart(first, loc), dayStart(time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), loc)
-	offset, args := localDay(start, end, loc, []any{q.MerchantID, start.UnixMilli(), end.UnixMilli(), q.TestMode})
-
+	query, args, first := statement(q)
 	o := Overview{Daily: map[string][]Totals{}}
 	for i := range Days {
 		o.Dates = append(o.Dates, first.AddDate(0, 0, i))
@@ -112,7 +104,7 @@ func Load(ctx context.Context, db *store.DB, q Query) (Overview, error) {
 	firstDay := first.Unix() / 86400
 	reasons := map[string]*Reason{}
 	err := db.Read(ctx, func(rq store.Querier) error {
-		rows, err := rq.QueryContext(ctx, fmt.Sprintf(overviewSQL, offset), args...)
+		rows, err := rq.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -174,6 +166,19 @@ func Load(ctx context.Context, db *store.DB, q Query) (Overview, error) {
 		return cmp.Or(cmp.Compare(b.Counts[last], a.Counts[last]), cmp.Compare(a.Code, b.Code))
 	})
 	return o, nil
+}
+
+// statement is the overview's statement for q and its arguments, and the first day (a date) it covers.
+func statement(q Query) (string, []any, time.Time) {
+	loc := q.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	y, m, d := q.Now.In(loc).Date()
+	first := time.Date(y, m, d-(Days-1), 0, 0, 0, 0, time.UTC)
+	start, end := dayStart(first, loc), EndOfDay(q.Now, loc)
+	offset, args := localDay(start, end, loc, []any{q.MerchantID, start.UnixMilli(), end.UnixMilli(), q.TestMode})
+	return fmt.Sprintf(overviewSQL, offset), args, first
 }
 
 // overviewSQL sums a merchant's transactions of one mode by local day ((at + offset) / a day's
@@ -254,19 +259,20 @@ func LoadBilling(ctx context.Context, db *store.DB, merchantID string, endOfDay 
 	var b Billing
 	var oldest *int64
 	err := db.Read(ctx, func(q store.Querier) error {
-		return q.QueryRowContext(ctx, `SELECT
-			(SELECT COUNT(*) FROM subscriptions WHERE merchant_id = $1 AND status IN ('ACTIVE', 'RETRY') AND next_run < $2),
-			(SELECT COUNT(*) FROM subscriptions WHERE merchant_id = $1 AND status = 'RETRY'),
-			(SELECT COUNT(*) FROM subscriptions WHERE merchant_id = $1 AND status = 'SUSPENDED'),
-			(SELECT COUNT(*) FROM outbox WHERE merchant_id = $1 AND sent_at IS NULL),
-			(SELECT MIN(created_at) FROM outbox WHERE merchant_id = $1 AND sent_at IS NULL)`, merchantID, endOfDay.UnixMilli()).
-			Scan(&b.DueToday, &b.Retrying, &b.Suspended, &b.Unsent, &oldest)
+		return q.QueryRowContext(ctx, billingSQL, merchantID, endOfDay.UnixMilli()).Scan(&b.DueToday, &b.Retrying, &b.Suspended, &b.Unsent, &oldest)
 	})
 	if oldest != nil {
 		b.OldestUnsent = time.UnixMilli(*oldest)
 	}
 	return b, err
 }
+
+const billingSQL = `SELECT
+	(SELECT COUNT(*) FROM subscriptions WHERE merchant_id = $1 AND status IN ('ACTIVE', 'RETRY') AND next_run < $2),
+	(SELECT COUNT(*) FROM subscriptions WHERE merchant_id = $1 AND status = 'RETRY'),
+	(SELECT COUNT(*) FROM subscriptions WHERE merchant_id = $1 AND status = 'SUSPENDED'),
+	(SELECT COUNT(*) FROM outbox WHERE merchant_id = $1 AND sent_at IS NULL),
+	(SELECT MIN(created_at) FROM outbox WHERE merchant_id = $1 AND sent_at IS NULL)`
 
 // EndOfDay is the start of the day after now's in loc.
 func EndOfDay(now time.Time, loc *time.Location) time.Time {
