@@ -177,26 +177,32 @@ func statement(q Query) (string, []any, time.Time) {
 	y, m, d := q.Now.In(loc).Date()
 	first := time.Date(y, m, d-(Days-1), 0, 0, 0, 0, time.UTC)
 	start, end := dayStart(first, loc), EndOfDay(q.Now, loc)
-	offset, args := localDay(start, end, loc, []any{q.MerchantID, start.UnixMilli(), end.UnixMilli(), q.TestMode})
-	return fmt.Sprintf(overviewSQL, offset), args, first
+	day := first.Unix() / 86400
+	offset, args := localDay(start, end, loc, []any{q.MerchantID, start.UnixMilli(), end.UnixMilli(), q.TestMode, loc.String(), day, day + Days - 1})
+	return strings.NewReplacer("{bucket}", offset("bucket"), "{created}", offset("created_at"), "{t.created}", offset("t.created_at")).
+		Replace(overviewSQL), args, first
 }
 
-// overviewSQL sums a merchant's transactions of one mode by local day ((at + offset) / a day's
-// milliseconds; %s is the offset's expression), currency, kind, outcome and decline code, between
-// $2 and $3: the rollup's intervals, the final transactions above the roller's watermark, and those it
-// holds whose outcome is now in. One statement, so one snapshot: a roll that commits meanwhile is seen
-// whole or not at all.
-const overviewSQL = `SELECT (f.at + %s) / 86400000, f.currency, f.kind, f.status, f.decline_code,
-		CAST(SUM(f.n) AS BIGINT), CAST(SUM(f.amount) AS BIGINT)
+// overviewSQL sums a merchant's transactions of one mode by local day, currency, kind, outcome and
+// decline code, over the days $6 to $7 (from $2 to $3 in epoch milliseconds), from: the rollup's days
+// in the merchant's zone ($5); its quarter hours, only while the days are not in that zone (the roller
+// rebuilds them after a change of zone), turned into local days with the zone's offsets ({bucket});
+// the final transactions above the roller's watermark; and those it holds whose outcome is now in.
+// One statement, so one snapshot: a roll that commits meanwhile is seen whole or not at all.
+const overviewSQL = `SELECT f.day, f.currency, f.kind, f.status, f.decline_code, CAST(SUM(f.n) AS BIGINT), CAST(SUM(f.amount) AS BIGINT)
 	FROM (
-		SELECT bucket AS at, currency, kind, status, decline_code, n, amount FROM overview_buckets
-			WHERE merchant_id = $1 AND bucket >= $2 AND bucket < $3 AND test_mode = $4
+		SELECT day, currency, kind, status, decline_code, n, amount FROM overview_days
+			WHERE merchant_id = $1 AND zone = $5 AND day >= $6 AND day <= $7 AND test_mode = $4
 		UNION ALL
-		SELECT created_at, currency, kind, status, COALESCE(decline_code, ''), 1, amount FROM transactions
+		SELECT {bucket} AS day, currency, kind, status, decline_code, n, amount FROM overview_buckets
+			WHERE merchant_id = $1 AND bucket >= $2 AND bucket < $3 AND test_mode = $4
+			AND NOT EXISTS (SELECT 1 FROM overview_zones WHERE merchant_id = $1 AND zone = $5)
+		UNION ALL
+		SELECT {created}, currency, kind, status, COALESCE(decline_code, ''), 1, amount FROM transactions
 			WHERE merchant_id = $1 AND id > (SELECT rolled_to FROM overview_rollup WHERE id = 1) AND status <> 'PENDING'
 			AND created_at >= $2 AND created_at < $3 AND test_mode = $4
 		UNION ALL
-		SELECT t.created_at, t.currency, t.kind, t.status, COALESCE(t.decline_code, ''), 1, t.amount
+		SELECT {t.created}, t.currency, t.kind, t.status, COALESCE(t.decline_code, ''), 1, t.amount
 			FROM overview_held h JOIN transactions t ON t.id = h.id
 			WHERE h.merchant_id = $1 AND t.status <> 'PENDING' AND t.created_at >= $2 AND t.created_at < $3 AND t.test_mode = $4
 	) f GROUP BY 1, 2, 3, 4, 5`
@@ -212,10 +218,11 @@ func dayStart(date time.Time, loc *time.Location) time.Time {
 	return t
 }
 
-// localDay is the SQL expression of the offset of loc at f.at, an instant between start and end in
-// epoch milliseconds, with its arguments appended to args: a constant, or a CASE over the zone's
-// changes between start and end.
-func localDay(start, end time.Time, loc *time.Location, args []any) (string, []any) {
+// localDay returns the SQL expression of the local day (days since 1970-01-01) in loc of a column
+// of epoch milliseconds between start and end, with its arguments appended to args: the column plus
+// the zone's offset — a constant, or a CASE over the zone's changes between start and end — divided
+// by a day.
+func localDay(start, end time.Time, loc *time.Location, args []any) (func(column string) string, []any) {
 	param := func(v int64) string {
 		args = append(args, v)
 		return fmt.Sprintf("CAST($%d AS BIGINT)", len(args))
@@ -224,24 +231,30 @@ func localDay(start, end time.Time, loc *time.Location, args []any) (string, []a
 		_, off := t.In(loc).Zone()
 		return int64(off) * 1000
 	}
-	var b strings.Builder
+	type change struct{ at, offset string }
+	var changes []change
 	at := start
 	for {
 		_, next := at.In(loc).ZoneBounds()
 		if next.IsZero() || !next.Before(end) {
 			break
 		}
-		if b.Len() == 0 {
-			b.WriteString("CASE")
-		}
-		fmt.Fprintf(&b, " WHEN f.at < %s THEN %s", param(next.UnixMilli()), param(offset(at)))
+		changes = append(changes, change{param(next.UnixMilli()), param(offset(at))})
 		at = next
 	}
-	if b.Len() == 0 {
-		return param(offset(at)), args
-	}
-	fmt.Fprintf(&b, " ELSE %s END", param(offset(at)))
-	return b.String(), args
+	last := param(offset(at))
+	return func(column string) string {
+		if len(changes) == 0 {
+			return "(" + column + " + " + last + ") / 86400000"
+		}
+		var b strings.Builder
+		b.WriteString("(" + column + " + CASE")
+		for _, c := range changes {
+			fmt.Fprintf(&b, " WHEN %s < %s THEN %s", column, c.at, c.offset)
+		}
+		fmt.Fprintf(&b, " ELSE %s END) / 86400000", last)
+		return b.String()
+	}, args
 }
 
 // Billing is billing at a glance: a merchant's subscriptions due by the end of its day, in RETRY and

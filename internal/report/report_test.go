@@ -2,8 +2,9 @@ package report_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"os"
 	"reflect"
 	"sync"
@@ -34,17 +35,27 @@ type entry struct {
 	at                                       time.Time
 }
 
-func newMerchant(t testing.TB, db *store.DB, name string) string {
+// newMerchant makes a merchant in zone.
+func newMerchant(t testing.TB, db *store.DB, zone string) string {
 	t.Helper()
 	var m merchant.Merchant
 	if err := db.Write(context.Background(), func(tx *store.Tx) error {
 		var err error
-		m, err = merchant.Create(context.Background(), tx, merchant.New{Name: name, Email: name + "@shop.example"}, time.Now())
+		m, err = merchant.Create(context.Background(), tx, merchant.New{Name: zone, Email: rand.Text()[:12] + "@shop.example"}, time.Now())
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
+	setZone(t, db, m.ID, zone)
 	return m.ID
+}
+
+// setZone changes the merchant's time zone, as its settings do.
+func setZone(t testing.TB, db *store.DB, merchantID, zone string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), `UPDATE merchants SET timezone = $2 WHERE id = $1`, merchantID, zone); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // add writes e and returns its id.
@@ -86,7 +97,7 @@ var (
 // varied writes n rows of the merchant at random times of the 32 days before now, and rows a
 // millisecond either side of each local midnight of the period: every kind, three currencies, live and
 // test, approvals, declines with several codes, and some left pending. It returns the pending ids.
-func (l *ledger) varied(rng *rand.Rand, merchantID string, loc *time.Location, now time.Time, n int) []int64 {
+func (l *ledger) varied(rng *mrand.Rand, merchantID string, loc *time.Location, now time.Time, n int) []int64 {
 	var pending []int64
 	one := func(at time.Time) {
 		e := entry{merchantID: merchantID, kind: kinds[rng.IntN(len(kinds))], status: "APPROVED", currency: currencies[rng.IntN(len(currencies))],
@@ -231,7 +242,7 @@ func TestOverviewEqualsTheLedger(t *testing.T) {
 	}
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		l := &ledger{t: t, db: db}
-		rng := rand.New(rand.NewPCG(17, 1))
+		rng := mrand.New(mrand.NewPCG(17, 1))
 		roller := report.NewRoller(report.RollerConfig{DB: db, Settle: time.Millisecond, Chunk: 97})
 		ctx := context.Background()
 		var qs []report.Query
@@ -280,6 +291,23 @@ func TestOverviewEqualsTheLedger(t *testing.T) {
 		if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM overview_held`).Scan(&held); err != nil || held != 0 {
 			t.Fatalf("%d transactions still held (%v)", held, err)
 		}
+
+		// The merchants move: each takes the next one's zone. Until the roller has rebuilt their days,
+		// the overview sums the quarter hours; then the days again.
+		for i := range qs {
+			qs[i].Location = mustZone(t, zones[(i+1)%len(zones)].zone)
+			setZone(t, db, qs[i].MerchantID, qs[i].Location.String())
+		}
+		checkAll("after a change of zone")
+		if err := roller.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var days int
+		if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM overview_days d JOIN merchants m ON m.id = d.merchant_id
+			WHERE d.zone <> m.timezone`).Scan(&days); err != nil || days != 0 {
+			t.Fatalf("%d days in a zone the merchant left (%v)", days, err)
+		}
+		checkAll("with the days rebuilt in the new zone")
 	})
 }
 
@@ -306,10 +334,10 @@ func TestRollerCountsEachTransactionOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		l := &ledger{t: t, db: db}
-		rng := rand.New(rand.NewPCG(17, 2))
+		rng := mrand.New(mrand.NewPCG(17, 2))
 		loc := mustZone(t, "Europe/Berlin")
 		now := time.Now()
-		m := newMerchant(t, db, "once")
+		m := newMerchant(t, db, "Europe/Berlin")
 		pending := l.varied(rng, m, loc, now, 200)
 		newRoller := func() *report.Roller {
 			return report.NewRoller(report.RollerConfig{DB: db, Settle: time.Millisecond, Chunk: 13})

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -187,6 +188,10 @@ func (r *Roller) step(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	zones, rebuilds, err := r.zones(ctx)
+	if err != nil {
+		return false, err
+	}
 	// Once the roll reaches what was seen, look again: the next roll goes up to what is seen now.
 	obs := observation{to: st.seenTo, at: st.seenAt, xmax: st.seenXmax}
 	if upper == st.seenTo {
@@ -194,7 +199,7 @@ func (r *Roller) step(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	if upper == st.rolledTo && len(resolved) == 0 && obs.to == st.seenTo {
+	if upper == st.rolledTo && len(resolved) == 0 && len(rebuilds) == 0 && obs.to == st.seenTo {
 		return false, nil // nothing new
 	}
 	err = r.db.Write(ctx, func(tx *store.Tx) error {
@@ -208,6 +213,11 @@ func (r *Roller) step(ctx context.Context) (bool, error) {
 		} else if n != 1 {
 			return errRaced
 		}
+		for _, b := range rebuilds {
+			if err := b.write(ctx, tx); err != nil {
+				return err
+			}
+		}
 		for _, f := range facts {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO overview_buckets (merchant_id, bucket, currency, test_mode, kind, status, decline_code, n, amount)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -215,6 +225,9 @@ func (r *Roller) step(ctx context.Context) (bool, error) {
 				DO UPDATE SET n = overview_buckets.n + excluded.n, amount = overview_buckets.amount + excluded.amount`,
 				f.merchantID, f.bucket, f.currency, f.testMode, f.kind, f.status, f.code, f.n, f.amount); err != nil {
 				return fmt.Errorf("report: roll into the buckets: %w", err)
+			}
+			if err := addDay(ctx, tx, zones[f.merchantID], f); err != nil {
+				return err
 			}
 		}
 		for _, p := range pending {
@@ -327,4 +340,114 @@ func (r *Roller) read(ctx context.Context, from, to int64) ([]fact, []held, []in
 		facts[i] = *sums[k]
 	}
 	return facts, pending, resolved, err
+}
+
+// addDay adds f to the merchant's day in loc.
+func addDay(ctx context.Context, tx *store.Tx, loc *time.Location, f fact) error {
+	return upsertDay(ctx, tx, loc.String(), epochDay(f.bucket, loc), f)
+}
+
+// upsertDay adds f's count and sum to the merchant's day in zone.
+func upsertDay(ctx context.Context, tx *store.Tx, zone string, day int64, f fact) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO overview_days (merchant_id, zone, day, currency, test_mode, kind, status, decline_code, n, amount)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (merchant_id, zone, day, currency, test_mode, kind, status, decline_code)
+		DO UPDATE SET n = overview_days.n + excluded.n, amount = overview_days.amount + excluded.amount`,
+		f.merchantID, zone, day, f.currency, f.testMode, f.kind, f.status, f.code, f.n, f.amount); err != nil {
+		return fmt.Errorf("report: roll into the days: %w", err)
+	}
+	return nil
+}
+
+// epochDay is the local date in loc of the instant at (epoch milliseconds), as days since
+// 1970-01-01.
+func epochDay(at int64, loc *time.Location) int64 {
+	y, m, d := time.UnixMilli(at).In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+}
+
+// rebuild is a merchant's days made anew in its zone, from its buckets.
+type rebuild struct {
+	merchantID string
+	loc        *time.Location
+	days       []fact // each fact's bucket is its local day (epochDay)
+}
+
+// write replaces the merchant's days with b's, and records their zone.
+func (b rebuild) write(ctx context.Context, tx *store.Tx) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM overview_days WHERE merchant_id = $1`, b.merchantID); err != nil {
+		return err
+	}
+	for _, f := range b.days {
+		if err := upsertDay(ctx, tx, b.loc.String(), f.bucket, f); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO overview_zones (merchant_id, zone) VALUES ($1, $2)
+		ON CONFLICT (merchant_id) DO UPDATE SET zone = excluded.zone`, b.merchantID, b.loc.String())
+	return err
+}
+
+// zones reads each merchant's zone and, for those whose days are in another zone or none yet, reads
+// their buckets to rebuild the days in the new zone (in the snapshot of the roll's version: the roll
+// commits only if no other roll came between).
+func (r *Roller) zones(ctx context.Context) (map[string]*time.Location, []rebuild, error) {
+	zones := map[string]*time.Location{}
+	var stale []string
+	err := r.db.Read(ctx, func(q store.Querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT m.id, m.timezone, COALESCE(z.zone, '') FROM merchants m LEFT JOIN overview_zones z ON z.merchant_id = m.id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, tz, zone string
+			if err := rows.Scan(&id, &tz, &zone); err != nil {
+				return err
+			}
+			zones[id] = merchant.Settings{Timezone: tz}.Location()
+			if zones[id].String() != zone {
+				stale = append(stale, id)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var rebuilds []rebuild
+	for _, id := range stale {
+		b := rebuild{merchantID: id, loc: zones[id]}
+		sums := map[factKey]*fact{}
+		err := r.db.Read(ctx, func(q store.Querier) error {
+			rows, err := q.QueryContext(ctx, `SELECT bucket, currency, test_mode, kind, status, decline_code, n, amount
+				FROM overview_buckets WHERE merchant_id = $1`, id)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				f := fact{merchantID: id}
+				if err := rows.Scan(&f.bucket, &f.currency, &f.testMode, &f.kind, &f.status, &f.code, &f.n, &f.amount); err != nil {
+					return err
+				}
+				f.bucket = epochDay(f.bucket, b.loc)
+				k := factKey{id, f.currency, f.kind, f.status, f.code, f.bucket, f.testMode}
+				if s, ok := sums[k]; ok {
+					s.n, s.amount = s.n+f.n, s.amount+f.amount
+				} else {
+					sums[k] = &f
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range sums {
+			b.days = append(b.days, *f)
+		}
+		rebuilds = append(rebuilds, b)
+	}
+	return zones, rebuilds, nil
 }

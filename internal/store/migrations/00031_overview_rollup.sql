@@ -20,6 +20,29 @@ CREATE TABLE overview_buckets (
     PRIMARY KEY (merchant_id, bucket, currency, test_mode, kind, status, decline_code)
 );
 
+-- The same by the merchant's local day (days since 1970-01-01 in zone), so that a month is 30 rows
+-- per key rather than 2,880: kept for the zone the merchant has (overview_zones), and rebuilt from
+-- overview_buckets when it changes zone.
+CREATE TABLE overview_days (
+    merchant_id  TEXT NOT NULL,
+    zone         TEXT NOT NULL,
+    day          BIGINT NOT NULL,
+    currency     TEXT NOT NULL,
+    test_mode    BOOLEAN NOT NULL,
+    kind         TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    decline_code TEXT NOT NULL,
+    n            BIGINT NOT NULL,
+    amount       BIGINT NOT NULL,
+    PRIMARY KEY (merchant_id, zone, day, currency, test_mode, kind, status, decline_code)
+);
+
+-- The zone a merchant's overview_days are in: they hold every rolled transaction of the merchant.
+CREATE TABLE overview_zones (
+    merchant_id TEXT PRIMARY KEY,
+    zone        TEXT NOT NULL
+);
+
 -- How far the roller got, in one row: every transaction with id <= rolled_to is in overview_buckets,
 -- or in overview_held while it is pending. version changes with every roll, so that of two rollers
 -- that read the same state only one commits. seen_to is the highest id seen at seen_at (and, on
@@ -52,4 +75,6 @@ DROP INDEX outbox_unsent_merchant;
 DROP INDEX subscriptions_merchant_status;
 DROP TABLE overview_held;
 DROP TABLE overview_rollup;
+DROP TABLE overview_zones;
+DROP TABLE overview_days;
 DROP TABLE overview_buckets;
