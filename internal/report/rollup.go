@@ -7,9 +7,11 @@
 // currency, live or test, kind, outcome and decline code, a count and a sum. An interval of 15
 // minutes fits every time zone: all offsets in use, :30 and :45 ones included, and all their
 // daylight-saving changes, fall on quarter hours, so a merchant's day is a whole number of intervals
-// whatever its zone, and a change of zone needs no re-rolling. The overview (Overview) sums the
-// intervals of the last 30 days and adds, in the same statement, the ledger rows the roller has not
-// reached yet, found through the ledger's (merchant_id, id) index.
+// whatever its zone. It keeps the same by the merchant's local day (overview_days), in the zone the
+// merchant has, rebuilt from the intervals when the merchant changes zone. The overview (Load) sums
+// the days of the last 30 (the intervals, while the days are being rebuilt) and adds, in the same
+// statement, the ledger rows the roller has not reached yet, found through the ledger's
+// (merchant_id, id) index.
 //
 // The roller adds nothing to the payment path: it reads the ledger in ranges of id behind the
 // payments and writes only its own tables, a few rows per roll.
