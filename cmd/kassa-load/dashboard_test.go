@@ -19,9 +19,9 @@ import (
 
 // The dashboard benchmark end to end, small, on both backends: it loads the history, stores cards
 // through the vault's API, signs in, and reports every page of issue 17, point 8 — measured, with
-// server times, or failed, naming the URL that did not answer 200 — and the two exports; it says the
-// run failed exactly when a page or an export did. While the pages are being built elsewhere, only
-// the overview (GET /dashboard) exists on this branch: it must be measured.
+// server times — and the two exports; it says the run failed exactly when a page or an export did
+// (a page that does not answer 200 is a failure naming its URL: TestExportsAreJudged and the
+// harness's own lines).
 func TestDashboardBenchmarkReportsEveryPage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads two databases and starts a PostgreSQL cluster")
@@ -55,9 +55,7 @@ func TestDashboardBenchmarkReportsEveryPage(t *testing.T) {
 		case r["page"] != nil:
 			name, example := r["page"].(string), r["example"].(string)
 			if failure, failed := r["failure"].(string); failed {
-				if !strings.HasPrefix(failure, "GET "+example) || !strings.Contains(failure, "404") || r["ok"].(bool) {
-					t.Errorf("%s %s: a failure that does not name the URL and its status: %v", backend, name, r)
-				}
+				t.Errorf("%s %s: %s", backend, name, failure)
 				allOK = false
 			} else if r["requests"].(float64) != 8 || r["p50_ms"].(float64) <= 0 || r["p99_ms"].(float64) < r["p50_ms"].(float64) {
 				t.Errorf("%s %s: %v", backend, name, r)
@@ -72,7 +70,7 @@ func TestDashboardBenchmarkReportsEveryPage(t *testing.T) {
 			allOK = allOK && r["export_ok"].(bool)
 			seen["export "+backend] = true
 		case r["export_from"] != nil:
-			if f, failed := r["failure"].(string); failed && !strings.HasPrefix(f, "GET /dashboard/transactions/export.csv?from=") {
+			if f, failed := r["failure"].(string); failed {
 				t.Errorf("export failure %q", f)
 			}
 		default:

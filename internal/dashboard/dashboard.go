@@ -354,7 +354,13 @@ func (h *Handler) clearSession(w http.ResponseWriter) {
 	h.setCookie(w, sessionCookie, "", "/dashboard", time.Time{}, http.SameSiteLaxMode)
 }
 
+// home is the overview for those who see the merchant's business (readers), and for sales staff a
+// short page of links to what they may use.
 func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
+	if slices.Contains(readers, signedIn(r).Role) {
+		h.overview(w, r)
+		return
+	}
 	h.render(w, r, http.StatusOK, "home", view{Title: "Home"})
 }
 

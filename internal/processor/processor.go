@@ -226,3 +226,18 @@ const (
 	// CodeAuthenticationFailed: the cardholder failed the 3-D Secure challenge.
 	CodeAuthenticationFailed = "authentication_failed"
 )
+
+// Messages are the human texts of the decline codes, as the simulator says them: what a processor
+// that answers with a code alone says, and what the dashboard shows beside a code.
+var Messages = map[string]string{
+	CodeDeclined:               "Declined",
+	CodeInsufficientFunds:      "Insufficient funds",
+	CodeLostCard:               "Lost card",
+	CodeStolenCard:             "Stolen card",
+	CodeExpiredCard:            "Expired card",
+	CodeIncorrectCVC:           "Incorrect CVC",
+	CodeProcessingError:        "Processing error",
+	CodeAuthorizationExpired:   "Authorization expired",
+	CodeAuthenticationRequired: "Authentication required",
+	CodeAuthenticationFailed:   "Authentication failed",
+}

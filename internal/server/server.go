@@ -30,6 +30,7 @@ import (
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/processor/simulator"
+	"github.com/kassapay/kassa/internal/report"
 	"github.com/kassapay/kassa/internal/signin"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -94,6 +95,7 @@ type Server struct {
 	cfg        Config
 	billing    *billing.Engine
 	billingCfg billing.Config
+	roller     *report.Roller
 	auth       *auth.Service
 	cardenc    *cardenc.Service
 	ledger     *payment.Ledger
@@ -205,6 +207,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, Ledger: s.ledger, Vault: v, Checkout: s.checkout,
 		HostedPages: pages, Plans: plans, Billing: s.billing, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
 		Now: cfg.Now}).Routes(r)
+	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }
@@ -317,6 +320,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	wg.Go(func() { s.sessions.Run(bg) })
 	wg.Go(func() { s.ledger.Run(bg) })
 	wg.Go(func() { s.accounts.Run(bg) })
+	wg.Go(func() { s.roller.Run(bg) })
 	if !s.cfg.NoBillingEngine {
 		wg.Go(func() { s.billing.Run(bg) })
 	}

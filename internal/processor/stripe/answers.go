@@ -48,25 +48,12 @@ var codes = map[string]string{
 	"capture_charge_authorization_expired": processor.CodeAuthorizationExpired,
 }
 
-// messages are the human texts of Kassa's decline codes, as the simulator says them.
-var messages = map[string]string{
-	processor.CodeDeclined:               "Declined",
-	processor.CodeInsufficientFunds:      "Insufficient funds",
-	processor.CodeLostCard:               "Lost card",
-	processor.CodeStolenCard:             "Stolen card",
-	processor.CodeExpiredCard:            "Expired card",
-	processor.CodeIncorrectCVC:           "Incorrect CVC",
-	processor.CodeProcessingError:        "Processing error",
-	processor.CodeAuthorizationExpired:   "Authorization expired",
-	processor.CodeAuthenticationRequired: "Authentication required",
-}
-
 func approved(ref string) processor.Result {
 	return processor.Result{Approved: true, Message: "Approved", Reference: ref}
 }
 
 func declined(ref, code string) processor.Result {
-	return processor.Result{Code: code, Message: messages[code], Reference: ref}
+	return processor.Result{Code: code, Message: processor.Messages[code], Reference: ref}
 }
 
 // declineCode is Kassa's code for a Stripe error that is a decline: the issuer's decline_code when
