@@ -419,6 +419,23 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 			t.Fatalf("the session's page: %s", body)
 		}
 
+		// A card form the dashboard opened to store a card has no intent: its page says so.
+		owner := s.browser(t)
+		owner.signIn("owner@maple.example")
+		cust, _ := a.customer(map[string]any{"email": "ada@example.com"})
+		resp, body = owner.get("/dashboard/customers/" + cust + "/cards/new")
+		wantStatus(t, "the card form", resp, body, http.StatusOK)
+		_, body = b.get("/dashboard/payments/sessions")
+		ids := regexp.MustCompile(`href="/dashboard/payments/sessions/([^"?]+)"`).FindAllStringSubmatch(body, -1)
+		if len(ids) != 2 || ids[1][1] != session.Str("id") {
+			t.Fatalf("the sessions with the card form's, newest first: %v", ids)
+		}
+		resp, body = b.get("/dashboard/payments/sessions/" + ids[0][1])
+		wantStatus(t, "the card form's session", resp, body, http.StatusOK)
+		if !strings.Contains(body, `id="session-purpose"`) {
+			t.Fatalf("the card form's session page: %s", body)
+		}
+
 		// Another merchant's intent and session are not found.
 		other := s.srv.NewMerchant(t)
 		okey := s.srv.NewAPIKey(t, "acct_"+other.ID, checkout.AllPermissions)

@@ -183,11 +183,12 @@ func (h *Handler) checkoutSession(w http.ResponseWriter, r *http.Request) {
 	for _, a := range ss.Attempts {
 		pg.Tries = append(pg.Tries, pageTry{Attempt: a, At: time.Unix(a.CreatedAt, 0)})
 	}
-	if err == nil {
+	// A dashboard's card form that only stores a card (hostedpage.PurposeSaveCard) has no intent.
+	if err == nil && ss.IntentID != "" {
 		pg.Intent, err = h.cfg.Checkout.Get(r.Context(), checkout.Who{Merchant: m}, ss.IntentID)
-	}
-	if err == nil {
-		pg.Attempts, err = h.attempts(r.Context(), pg.Intent)
+		if err == nil {
+			pg.Attempts, err = h.attempts(r.Context(), pg.Intent)
+		}
 	}
 	if h.answerRefusal(w, r, err, func(status int, msg string) {
 		h.render(w, r, status, "message", view{Title: "No such session", Error: "This merchant has no such hosted-page session."})

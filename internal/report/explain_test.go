@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,48 +62,6 @@ var fullScan = map[store.Dialect]*regexp.Regexp{
 	store.Postgres: regexp.MustCompile(`Seq Scan on (transactions|overview_buckets|overview_days|subscriptions|outbox)\b`),
 }
 
-// explain returns the plan of query with args, a line per step. With noSeqScan, PostgreSQL plans it
-// as if its tables were large.
-func explain(t *testing.T, db *store.DB, noSeqScan bool, query string, args ...any) string {
-	t.Helper()
-	prefix := "EXPLAIN "
-	if db.Dialect() == store.SQLite {
-		prefix = "EXPLAIN QUERY PLAN "
-	}
-	tx, err := db.Raw().BeginTx(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if noSeqScan && db.Dialect() == store.Postgres {
-		if _, err := tx.Exec(`SET LOCAL enable_seqscan = off`); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := tx.Query(prefix+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var plan strings.Builder
-	for rows.Next() {
-		cells := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range cells {
-			ptrs[i] = &cells[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintln(&plan, cells[len(cells)-1])
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return plan.String()
-}
-
 // The overview's statements read through indexes (issue 17, point 8: "show with EXPLAIN in a test"),
 // on a ledger of ten merchants of 5,000 rows each over 120 days: the rollup's days by their key from
 // the merchant, its zone and the first day (and its quarter hours from the first day, when the
@@ -122,7 +79,7 @@ func TestOverviewUsesIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 			query, args, _ := statement(Query{MerchantID: ids[3], Location: loc, Now: now})
-			plan := explain(t, db, false, query, args...)
+			plan := storetest.Plan(t, db, query, args...)
 			if m := fullScan[db.Dialect()].FindString(plan); m != "" {
 				t.Errorf("the overview in %s reads a whole table (%s):\n%s", zone, m, plan)
 			}
@@ -140,7 +97,7 @@ func TestOverviewUsesIndexes(t *testing.T) {
 		}
 		// The test's subscriptions and outbox are empty, which PostgreSQL rightly reads whole; planned
 		// as if they were large, they are read through their merchant indexes.
-		plan := explain(t, db, true, billingSQL, ids[3], now.UnixMilli())
+		plan := storetest.PlanAsIfLarge(t, db, billingSQL, ids[3], now.UnixMilli())
 		if m := fullScan[db.Dialect()].FindString(plan); m != "" {
 			t.Errorf("billing at a glance reads a whole table (%s):\n%s", m, plan)
 		}

@@ -12,38 +12,6 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// queryPlan is the query plan of q on db: EXPLAIN QUERY PLAN's details on SQLite, EXPLAIN's lines on
-// PostgreSQL, one a line.
-func queryPlan(t *testing.T, db *store.DB, q string, args ...any) string {
-	t.Helper()
-	explain := "EXPLAIN "
-	if db.Dialect() == store.SQLite {
-		explain = "EXPLAIN QUERY PLAN "
-	}
-	rows, err := db.Raw().QueryContext(context.Background(), explain+q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var lines []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		for i := range vals {
-			vals[i] = new(any)
-		}
-		if err := rows.Scan(vals...); err != nil {
-			t.Fatal(err)
-		}
-		line := *(vals[len(vals)-1].(*any)) // SQLite: id, parent, notused, detail; PostgreSQL: QUERY PLAN
-		if b, ok := line.([]byte); ok {
-			line = string(b)
-		}
-		lines = append(lines, line.(string))
-	}
-	return strings.Join(lines, "\n")
-}
-
 // merchantRange is a plan's read of the merchant's every customer (customers_merchant on merchant_id
 // alone), which a search must not make.
 var merchantRange = regexp.MustCompile(`customers_merchant \(merchant_id=\?\)|Index Cond: \(merchant_id = '[^']*'::text\)`)
@@ -101,7 +69,7 @@ func TestCustomerSearchUsesIndexes(t *testing.T) {
 		} {
 			tc.f.Limit = 51
 			q, args, _ := customerQuery(m.ID, tc.f)
-			p := queryPlan(t, db, q, args...)
+			p := storetest.Plan(t, db, q, args...)
 			if !strings.Contains(p, tc.index) || strings.Contains(p, "SCAN customers") || strings.Contains(p, "SCAN stored_cards") ||
 				strings.Contains(p, "Seq Scan") || merchantRange.MatchString(p) {
 				t.Errorf("the search by %s does not find its customers by %s:\n%s", tc.name, tc.index, p)
@@ -112,7 +80,7 @@ func TestCustomerSearchUsesIndexes(t *testing.T) {
 			}
 		}
 		// The customer page's payments: the ledger's list filtered by customer (payment.Filter.CustomerLookupID).
-		p := queryPlan(t, db, `SELECT t.id FROM transactions t WHERE t.merchant_id = $1 AND t.status <> 'PENDING' AND t.customer_lookup_id = $2
+		p := storetest.Plan(t, db, `SELECT t.id FROM transactions t WHERE t.merchant_id = $1 AND t.status <> 'PENDING' AND t.customer_lookup_id = $2
 			ORDER BY t.id DESC LIMIT 21`, m.ID, "C77")
 		if !strings.Contains(p, "transactions_customer") || strings.Contains(p, "Seq Scan") || strings.Contains(p, "SCAN t") {
 			t.Errorf("a customer's payments are not read by transactions_customer:\n%s", p)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -13,11 +14,35 @@ import (
 // Scan on …"), for tests that show a query uses its index.
 func Plan(t testing.TB, db *store.DB, stmt string, args ...any) string {
 	t.Helper()
+	return plan(t, db.Reader(), db.Dialect(), stmt, args...)
+}
+
+// PlanAsIfLarge is Plan with PostgreSQL told to avoid reading tables whole (enable_seqscan off), as
+// it would for large tables: for a test whose tables are small, which PostgreSQL rightly reads whole.
+func PlanAsIfLarge(t testing.TB, db *store.DB, stmt string, args ...any) string {
+	t.Helper()
+	tx, err := db.Raw().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if db.Dialect() == store.Postgres {
+		if _, err := tx.Exec(`SET LOCAL enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return plan(t, tx, db.Dialect(), stmt, args...)
+}
+
+func plan(t testing.TB, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, dialect store.Dialect, stmt string, args ...any) string {
+	t.Helper()
 	explain := "EXPLAIN "
-	if db.Dialect() == store.SQLite {
+	if dialect == store.SQLite {
 		explain = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := db.Reader().QueryContext(context.Background(), explain+stmt, args...)
+	rows, err := q.QueryContext(context.Background(), explain+stmt, args...)
 	if err != nil {
 		t.Fatalf("%s%s: %v", explain, stmt, err)
 	}
