@@ -78,7 +78,7 @@ func TestOverviewUsesIndexes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			query, args, _ := statement(Query{MerchantID: ids[3], Location: loc, Now: now})
+			query, args, _ := statement(Query{MerchantID: ids[3], Location: loc, Now: now}, 0)
 			plan := storetest.Plan(t, db, query, args...)
 			if m := fullScan[db.Dialect()].FindString(plan); m != "" {
 				t.Errorf("the overview in %s reads a whole table (%s):\n%s", zone, m, plan)

@@ -98,7 +98,13 @@ const dayMillis = int64(24 * time.Hour / time.Millisecond)
 // merchant's: the statement turns an instant into a local date with the zone's offsets, which Go
 // works out for the days (daylight-saving changes included) and hands to it.
 func Load(ctx context.Context, db *store.DB, q Query) (Overview, error) {
-	query, args, first := statement(q)
+	var rolledTo int64
+	if err := db.Read(ctx, func(rq store.Querier) error {
+		return rq.QueryRowContext(ctx, `SELECT rolled_to FROM overview_rollup WHERE id = 1`).Scan(&rolledTo)
+	}); err != nil {
+		return Overview{}, err
+	}
+	query, args, first := statement(q, rolledTo)
 	if db.Dialect() == store.Postgres {
 		// Planned for its arguments each time: PostgreSQL's generic plan of a prepared statement, which
 		// it switches to after five runs, cannot know which of the statement's parts are empty (the
@@ -176,8 +182,10 @@ func Load(ctx context.Context, db *store.DB, q Query) (Overview, error) {
 	return o, nil
 }
 
-// statement is the overview's statement for q and its arguments, and the first day (a date) it covers.
-func statement(q Query) (string, []any, time.Time) {
+// statement is the overview's statement for q and its arguments, and the first day (a date) it covers;
+// rolledTo is the roller's watermark as last read, which only tells the planner how few rows of the
+// ledger lie above it (the statement reads the watermark again, in its own snapshot).
+func statement(q Query, rolledTo int64) (string, []any, time.Time) {
 	loc := q.Location
 	if loc == nil {
 		loc = time.UTC
@@ -186,7 +194,8 @@ func statement(q Query) (string, []any, time.Time) {
 	first := time.Date(y, m, d-(Days-1), 0, 0, 0, 0, time.UTC)
 	start, end := dayStart(first, loc), EndOfDay(q.Now, loc)
 	day := first.Unix() / 86400
-	offset, args := localDay(start, end, loc, []any{q.MerchantID, start.UnixMilli(), end.UnixMilli(), q.TestMode, loc.String(), day, day + Days - 1})
+	offset, args := localDay(start, end, loc, []any{q.MerchantID, start.UnixMilli(), end.UnixMilli(), q.TestMode, loc.String(), day, day + Days - 1,
+		rolledTo})
 	return strings.NewReplacer("{bucket}", offset("bucket"), "{created}", offset("created_at"), "{t.created}", offset("t.created_at")).
 		Replace(overviewSQL), args, first
 }
@@ -209,8 +218,8 @@ const overviewSQL = `SELECT f.day, f.currency, f.kind, f.status, f.decline_code,
 			AND NOT EXISTS (SELECT 1 FROM overview_zones WHERE merchant_id = $1 AND zone = $5)
 		UNION ALL
 		SELECT {created}, currency, kind, status, COALESCE(decline_code, ''), 1, amount FROM transactions
-			WHERE merchant_id = $1 AND id > (SELECT rolled_to FROM overview_rollup WHERE id = 1) AND status <> 'PENDING'
-			AND +created_at >= $2 AND +created_at < $3 AND test_mode = $4
+			WHERE merchant_id = $1 AND id > $8 AND id > (SELECT rolled_to FROM overview_rollup WHERE id = 1)
+			AND status <> 'PENDING' AND +created_at >= $2 AND +created_at < $3 AND test_mode = $4
 		UNION ALL
 		SELECT {t.created}, t.currency, t.kind, t.status, COALESCE(t.decline_code, ''), 1, t.amount
 			FROM overview_held h JOIN transactions t ON t.id = h.id
