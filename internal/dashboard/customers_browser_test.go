@@ -17,17 +17,22 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-// In Chromium, issue 17's "save a card … and charge it from the customer page" (the card stored through
-// the vault's API; saving it from the terminal is the terminal's test): an owner finds the customer by
-// e-mail from the navigation, opens the customer, charges the stored card with a double click on the
-// button, and lands on the sale, which the ledger holds once, as the owner's.
+// In Chromium, issue 17's "save a card from the terminal and charge it from the customer page": an
+// owner takes a mail order at the terminal, the card typed into the hosted form and saved to a new
+// customer; then finds the customer by e-mail from the navigation, opens the customer, charges the
+// stored card with a double click on the button, and lands on the sale, which the ledger holds once,
+// as the owner's.
 func TestChargeStoredCardInBrowser(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
-		c, _ := s.api(t, s.merchantID).customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe"}, cardtest.Visa)
 		ctx := browsertest.New(t)
 		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+		terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "9.00", "email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe"}, "save-new")
+		typeCard(t, ctx, cardtest.Visa)
+		waitPath(t, ctx, `^/dashboard/terminal/sessions/cs_`)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#saved a")))
+		c := strings.TrimPrefix(browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`), "/dashboard/customers/")
 		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.EmulateViewport(375, 740),
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/customers"]`)),

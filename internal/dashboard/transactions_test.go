@@ -16,6 +16,7 @@ import (
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/signin/signintest"
@@ -411,5 +412,56 @@ func TestExportEqualsAPIList(t *testing.T) {
 		}
 		resp, body := b.get("/dashboard/transactions/export.csv?last4=12")
 		wantStatus(t, "an export with a bad filter", resp, body, http.StatusBadRequest)
+	})
+}
+
+// A transaction's page (issue 17, point 2: "the chain (authorization → captures → refunds or void),
+// the processor and its reference, the audit trail, and the 3-D Secure outcome where there was one"):
+// from the capture in the middle of a chain, the page lists the authorization, the capture and the
+// refund; the authorization's page says its cardholder passed a 3-D Secure challenge and names the
+// processor's reference; the capture's says there was no challenge; each has its audit trail.
+func TestTransactionDetail(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		ctx := context.Background()
+		l := s.srv.Ledger()
+		n, _ := card.ParseNumber(cardtest.Visa)
+		exp, _ := card.ParseExpiry("12", "40")
+		cad, _ := money.Lookup("CAD")
+		who := payment.Actor{MerchantID: s.merchantID, ClientID: "dashboard/" + s.users[user.Owner].ID}
+		auth, err := l.Charge(ctx, payment.Charge{Actor: who, Kind: payment.KindAuthorization, Amount: 4000, Currency: cad, Card: n, Expiry: exp,
+			CVV: "123", Authentication: processor.AuthenticationSucceeded, Source: payment.SourceEcommerce})
+		if err != nil || auth.Status != payment.StatusApproved || auth.ProcessorRef == "" {
+			t.Fatalf("the authorization: %+v, %v", auth, err)
+		}
+		capture, err := l.Capture(ctx, payment.FollowUp{Actor: who, ParentID: auth.ID, Amount: 2500})
+		if err != nil || capture.Status != payment.StatusApproved {
+			t.Fatalf("the capture: %+v, %v", capture, err)
+		}
+		refund, err := l.Refund(ctx, payment.FollowUp{Actor: who, ParentID: capture.ID, Amount: 1000})
+		if err != nil || refund.Status != payment.StatusApproved {
+			t.Fatalf("the refund: %+v, %v", refund, err)
+		}
+
+		b := s.browser(t)
+		b.signIn("reporting@maple.example")
+		resp, page := b.get("/dashboard/transactions/" + capture.TransactionID)
+		wantStatus(t, "the capture's page", resp, page, http.StatusOK)
+		chain := page[strings.Index(page, `id="chain"`):]
+		chain = chain[:strings.Index(chain, "</table>")]
+		for _, tx := range []payment.Transaction{auth, capture, refund} {
+			if !strings.Contains(chain, tx.TransactionID) {
+				t.Errorf("the chain lacks the %s %s:\n%s", tx.Kind, tx.TransactionID, chain)
+			}
+		}
+		if !strings.Contains(page, `id="three-d-secure">No challenge<`) || !strings.Contains(page, `id="trail"`) {
+			t.Errorf("the capture's page: %s", page)
+		}
+		_, page = b.get("/dashboard/transactions/" + auth.TransactionID)
+		if !strings.Contains(page, `id="three-d-secure">Challenged; the cardholder passed<`) || !strings.Contains(page, auth.ProcessorRef) ||
+			!strings.Contains(page, `id="processor"`) || !strings.Contains(page, `id="trail"`) {
+			t.Errorf("the authorization's page: %s", page)
+		}
 	})
 }
