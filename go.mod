@@ -11,6 +11,7 @@ require (
 	github.com/moov-io/iso8583 v0.26.1
 	github.com/moov-io/iso8583-connection v0.9.0
 	github.com/pressly/goose/v3 v3.29.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v86 v86.1.1
 	golang.org/x/crypto v0.58.0
 	golang.org/x/oauth2 v0.37.0

@@ -94,9 +94,9 @@ func checkIntent(t *testing.T, input string, in Intent) {
 func FuzzAPIKeyRequest(f *testing.F) {
 	for _, s := range []string{`{"permissions":["payment_intents:read"]}`, `{"permissions":["api_keys:write","refunds:write"]}`,
 		`{"permissions":"api_keys:read"}`, `{}`, `{"permissions":[]}`, `{"name":"x"}`} {
-		f.Add([]byte(s), uint8(AllPermissions))
+		f.Add([]byte(s), uint16(AllPermissions))
 	}
-	f.Fuzz(func(t *testing.T, body []byte, holder uint8) {
+	f.Fuzz(func(t *testing.T, body []byte, holder uint16) {
 		p, err := parseKeyBody(body, Permissions(holder)&AllPermissions)
 		if err != nil {
 			checkFault(t, string(body), err)

@@ -6,9 +6,10 @@ import (
 )
 
 // Permissions is a set of API-key permissions.
-type Permissions uint8
+type Permissions uint16
 
-// The permissions of the v1 API: hosted-payment-page-api.md, "Endpoints" rule 2, names all six.
+// The permissions of the v1 API: hosted-payment-page-api.md, "Endpoints" rule 2, names the first six;
+// events and webhook endpoints have their own (issue 18).
 const (
 	APIKeysRead Permissions = 1 << iota
 	APIKeysWrite
@@ -16,10 +17,17 @@ const (
 	PaymentIntentsWrite
 	PaymentMethodsRead
 	PaymentMethodsWrite
+	EventsRead
+	WebhooksRead
+	WebhooksWrite
 )
 
+// HostedPagePermissions are the six that hosted-payment-page-api.md requires of the key that creates a
+// session ("Endpoints", rule 2).
+const HostedPagePermissions = APIKeysRead | APIKeysWrite | PaymentIntentsRead | PaymentIntentsWrite | PaymentMethodsRead | PaymentMethodsWrite
+
 // AllPermissions is every permission.
-const AllPermissions = APIKeysRead | APIKeysWrite | PaymentIntentsRead | PaymentIntentsWrite | PaymentMethodsRead | PaymentMethodsWrite
+const AllPermissions = HostedPagePermissions | EventsRead | WebhooksRead | WebhooksWrite
 
 var permissionNames = []struct {
 	p    Permissions
@@ -28,6 +36,7 @@ var permissionNames = []struct {
 	{APIKeysRead, "api_keys:read"}, {APIKeysWrite, "api_keys:write"},
 	{PaymentIntentsRead, "payment_intents:read"}, {PaymentIntentsWrite, "payment_intents:write"},
 	{PaymentMethodsRead, "payment_methods:read"}, {PaymentMethodsWrite, "payment_methods:write"},
+	{EventsRead, "events:read"}, {WebhooksRead, "webhooks:read"}, {WebhooksWrite, "webhooks:write"},
 }
 
 // ParsePermissions reads permission names. An unknown name is an error that names it; an empty list is

@@ -82,7 +82,7 @@ func New(cfg Config) *Service {
 // Routes registers the session endpoint (behind the v1 API's key check: rule 2 asks for all six
 // permissions), the page and the page's own endpoints.
 func (s *Service) Routes(r *httpapi.Router) {
-	r.Handle("POST", "/v1/checkout/hosted-payment-page/sessions", s.checkout.Protect(checkout.AllPermissions, http.HandlerFunc(s.handleCreate)))
+	r.Handle("POST", "/v1/checkout/hosted-payment-page/sessions", s.checkout.Protect(checkout.HostedPagePermissions, http.HandlerFunc(s.handleCreate)))
 	r.HandleFunc("GET", "/hpp/{token}", s.handlePage)
 	r.Handle("POST", "/hpp/{token}/pay", s.csrf.Handler(http.HandlerFunc(s.handlePay)))
 	r.Handle("POST", "/hpp/{token}/challenge", s.csrf.Handler(http.HandlerFunc(s.handleChallenge)))

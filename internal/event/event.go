@@ -1,0 +1,151 @@
+// Package event records events: facts about a merchant's records (a transaction approved, a customer
+// deleted, a subscription suspended), each written in the database transaction of the change it
+// reports, so that there is no event without its change and no change without its event (issue 18,
+// point 1). Recording an event also queues its webhook deliveries, in the same transaction, to every
+// enabled endpoint of the merchant subscribed to its type; package webhook sends them.
+package event
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// The event types. Each names the object (its data) and what happened to it.
+const (
+	TransactionApproved = "transaction.approved"
+	TransactionDeclined = "transaction.declined"
+	TransactionCaptured = "transaction.captured"
+	TransactionRefunded = "transaction.refunded"
+	TransactionVoided   = "transaction.voided"
+
+	PaymentIntentCreated                 = "payment_intent.created"
+	PaymentIntentSucceeded               = "payment_intent.succeeded"
+	PaymentIntentPaymentFailed           = "payment_intent.payment_failed"
+	PaymentIntentRequiresAction          = "payment_intent.requires_action"
+	PaymentIntentAmountCapturableUpdated = "payment_intent.amount_capturable_updated"
+	PaymentIntentCanceled                = "payment_intent.canceled"
+
+	HostedPageSessionCompleted = "hosted_page.session.completed"
+	HostedPageSessionExpired   = "hosted_page.session.expired"
+
+	CustomerCreated = "customer.created"
+	CustomerUpdated = "customer.updated"
+	CustomerDeleted = "customer.deleted"
+
+	CardAdded   = "card.added"
+	CardUpdated = "card.updated"
+	CardDeleted = "card.deleted"
+
+	SubscriptionCreated       = "subscription.created"
+	SubscriptionUpdated       = "subscription.updated"
+	SubscriptionCharged       = "subscription.charged"
+	SubscriptionPaymentFailed = "subscription.payment_failed"
+	SubscriptionSuspended     = "subscription.suspended"
+	SubscriptionCanceled      = "subscription.canceled"
+	SubscriptionExpired       = "subscription.expired"
+
+	PlanCreated = "plan.created"
+	PlanUpdated = "plan.updated"
+	PlanDeleted = "plan.deleted"
+)
+
+// Types lists every event type, in the order the documentation lists them.
+var Types = []string{
+	TransactionApproved, TransactionDeclined, TransactionCaptured, TransactionRefunded, TransactionVoided,
+	PaymentIntentCreated, PaymentIntentSucceeded, PaymentIntentPaymentFailed, PaymentIntentRequiresAction,
+	PaymentIntentAmountCapturableUpdated, PaymentIntentCanceled,
+	HostedPageSessionCompleted, HostedPageSessionExpired,
+	CustomerCreated, CustomerUpdated, CustomerDeleted,
+	CardAdded, CardUpdated, CardDeleted,
+	SubscriptionCreated, SubscriptionUpdated, SubscriptionCharged, SubscriptionPaymentFailed,
+	SubscriptionSuspended, SubscriptionCanceled, SubscriptionExpired,
+	PlanCreated, PlanUpdated, PlanDeleted,
+}
+
+// Known reports whether t is an event type.
+func Known(t string) bool {
+	for _, k := range Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Retention is how long events are kept.
+const Retention = 30 * 24 * time.Hour
+
+// Event is one recorded event.
+type Event struct {
+	ID         string // evt_…
+	MerchantID string
+	Type       string
+	Data       json.RawMessage // the object as the API showed it
+	CreatedAt  time.Time
+}
+
+// New returns an event of type typ about object (marshalled as JSON: pass the API's own wire form of
+// the object), for the merchant, at the time at, with a fresh id.
+func New(merchantID, typ string, object any, at time.Time) (Event, error) {
+	data, err := json.Marshal(object)
+	if err != nil {
+		return Event{}, fmt.Errorf("event: marshal %s: %w", typ, err)
+	}
+	return Event{ID: "evt_" + rand.Text()[:24], MerchantID: merchantID, Type: typ, Data: data, CreatedAt: at}, nil
+}
+
+// Record writes the event of type typ about object in tx, the transaction of the change it reports,
+// with its webhook deliveries.
+func Record(ctx context.Context, tx *store.Tx, merchantID, typ string, object any, at time.Time) error {
+	e, err := New(merchantID, typ, object, at)
+	if err != nil {
+		return err
+	}
+	return e.Write(ctx, tx)
+}
+
+// Write inserts e and its deliveries in tx.
+func (e Event) Write(ctx context.Context, tx *store.Tx) error {
+	var id int64
+	if err := tx.QueryRowContext(ctx, insertSQL+` RETURNING id`, e.Args()...).Scan(&id); err != nil {
+		return fmt.Errorf("event: record %s: %w", e.Type, err)
+	}
+	if _, err := tx.ExecContext(ctx, FanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT) AS merchant_id, CAST($3 AS TEXT) AS type,
+		CAST($4 AS BIGINT) AS created_at)`),
+		id, e.MerchantID, e.Type, e.CreatedAt.UnixMilli()); err != nil {
+		return fmt.Errorf("event: queue deliveries of %s: %w", e.Type, err)
+	}
+	return nil
+}
+
+// insertSQL inserts an event whose values are Args, as $1 to $5.
+const insertSQL = `INSERT INTO events (event_id, merchant_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5)`
+
+// Args are the values of the event's row, in the order of insertSQL's columns.
+func (e Event) Args() []any {
+	return []any{e.ID, e.MerchantID, e.Type, string(e.Data), e.CreatedAt.UnixMilli()}
+}
+
+// InsertSQL inserts an event whose Args are the statement's parameters $n to $n+4, RETURNING the
+// columns FanOutSQL needs: for a PostgreSQL statement that writes the change, the event and its
+// deliveries in one round trip — `WITH done AS (…), ev AS (` + InsertSQL(7, "done") + `) ` +
+// FanOutSQL("ev") — where a row of done exists only when the change was made.
+func InsertSQL(n int, from string) string {
+	return fmt.Sprintf(`INSERT INTO events (event_id, merchant_id, type, data, created_at) SELECT $%d, $%d, $%d, $%d, $%d FROM %s
+		RETURNING id, merchant_id, type, created_at`, n, n+1, n+2, n+3, n+4, from)
+}
+
+// FanOutSQL queues the deliveries of the events that from returns (a table name or a parenthesized
+// query, with columns id, merchant_id, type, created_at): one for each enabled endpoint of the event's merchant subscribed to
+// its type ("*" or the type among the space-separated enabled_events), due at once.
+func FanOutSQL(from string) string {
+	return `INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, next_attempt, created_at, updated_at)
+		SELECT w.id, ev.id, ev.merchant_id, ev.created_at, ev.created_at, ev.created_at
+		FROM ` + from + ` ev JOIN webhook_endpoints w ON w.merchant_id = ev.merchant_id AND w.disabled = FALSE
+		AND (w.enabled_events = '*' OR ' ' || w.enabled_events || ' ' LIKE '% ' || ev.type || ' %')`
+}
