@@ -29,21 +29,32 @@
   }
 
   var lastHeight = 0;
+  var heldResult = null; // a result waiting for the first resize
   function reportHeight() {
     var h = Math.ceil(document.documentElement.getBoundingClientRect().height);
     if (h > 0 && h !== lastHeight) {
       lastHeight = h;
       post({ type: 'resize', height: h });
     }
+    if (lastHeight > 0) releaseResult();
   }
 
-  // finish posts the one result message of this page and closes the form.
+  function releaseResult() {
+    if (heldResult) post(heldResult);
+    heldResult = null;
+  }
+
+  // finish posts the one result message of this page and closes the form. The parent hears a height
+  // before the result: a frame not laid out yet when the page loaded (a busy browser) measures 0, so a
+  // result due at load waits for the first resize, or a second at most.
   function finish(outcome, body) {
     if (finished) return;
     finished = true;
     var msg = { type: 'result', outcome: outcome, attempts: (body && body.attempts) || [], last_error: (body && body.last_error) || null };
     if (body && body.payment_intent) msg.payment_intent = body.payment_intent;
-    post(msg);
+    heldResult = msg;
+    reportHeight();
+    if (heldResult) setTimeout(releaseResult, 1000);
   }
 
   // ---- Card rules ---------------------------------------------------------------------------------

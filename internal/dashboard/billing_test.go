@@ -504,6 +504,9 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#filter-status")),
 			chromedp.SetValue(chromedp.CSS("#filter-status"), "ACTIVE"),
 			chromedp.Click(chromedp.CSS(`form.filters button`)),
+			// The filtered page, not the list it replaces, which showed the subscription too: only the
+			// server marks the chosen status selected.
+			chromedp.WaitReady(chromedp.CSS(`#filter-status option[selected]`)),
 			chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/subscriptions/`+s.good+`/`+s.goodSub+`"]`)),
 		)
 		if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('#subscriptions tbody tr').length`); n != 1 {
