@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/envelope"
@@ -331,12 +332,26 @@ func (d *Deliverer) send(ctx context.Context, target, id string, at time.Time, s
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so that the connection can be used again
 	resp.Body.Close()
 	o.latency, o.status = time.Since(start), resp.StatusCode
-	o.response = strings.ReplaceAll(strings.ToValidUTF8(string(head), "\uFFFD"), "\x00", "\uFFFD")
+	o.response = text(head)
 	if err != nil && !o.succeeded() {
 		o.err = describe(err)
 	}
 	o.retryAfter = retryAfter(resp, at)
 	return o
+}
+
+// text is the start of an answer as the delivery log keeps it, in UTF-8 and without NUL (which
+// PostgreSQL's text refuses): a character cut by ResponseLimit is left out, other bytes that are not
+// UTF-8 are each shown as U+FFFD.
+func text(head []byte) string {
+	i := len(head) - 1
+	for i > 0 && len(head)-i < utf8.UTFMax && !utf8.RuneStart(head[i]) {
+		i--
+	}
+	if i >= 0 && !utf8.FullRune(head[i:]) {
+		head = head[:i]
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(string(head), "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // describe is the delivery log's words for a failed request: the cause without the request's URL
