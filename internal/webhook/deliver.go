@@ -39,6 +39,8 @@ const (
 	DisableAfter = 5 * 24 * time.Hour
 	// ResponseLimit is how much of an answer the delivery log keeps: "the first 1 KiB of the answer".
 	ResponseLimit = 1024
+	// MinLease is the shortest lease of a delivery: an attempt's Timeout, and 15 s to record it.
+	MinLease = Timeout + 15*time.Second
 	// UserAgent names Kassa to the merchant's server.
 	UserAgent = "Kassa-Webhooks/1.0"
 )
@@ -63,7 +65,7 @@ type Config struct {
 	Poll time.Duration
 	// Workers bounds the deliveries this node sends at once, over every endpoint (default 128).
 	Workers int
-	// Lease is how long a node holds a delivery it sends (default 1 min, and at least Timeout plus 15 s).
+	// Lease is how long a node holds a delivery it sends (default and at least MinLease).
 	// The deliveries of a node that died are sent again once their lease is over.
 	Lease time.Duration
 }
@@ -96,8 +98,8 @@ func New(cfg Config) *Deliverer {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 128
 	}
-	if cfg.Lease < Timeout+15*time.Second {
-		cfg.Lease = time.Minute
+	if cfg.Lease < MinLease {
+		cfg.Lease = MinLease
 	}
 	dialer := &net.Dialer{Timeout: Timeout, KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivate {
