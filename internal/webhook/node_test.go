@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/readmetest"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
@@ -78,5 +79,39 @@ func TestDeliveriesVerifyWithTheNodeLibrary(t *testing.T) {
 		if l != "ok refused refused" {
 			t.Errorf("delivery %d: %s, want it verified under its secret only, and not with its body changed", i, l)
 		}
+	}
+}
+
+// The README's Node example verifies real deliveries, and refuses one whose body was changed.
+func TestReadmeNodeExample(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		storetest.Unavailable(t, "Node.js is not installed")
+	}
+	lib := standardWebhooksPath()
+	if _, err := os.Stat(filepath.Join(lib, "package.json")); err != nil {
+		storetest.Unavailable(t, "standardwebhooks %s is not installed: run scripts/test-deps.sh", StandardWebhooksVersion)
+	}
+	rc := newReceiver(t, nil)
+	f := newFixture(t, storetest.SQLite(t), Config{AllowPrivate: true, RootCAs: roots(rc)})
+	m := f.merchant(t, "readme@example.com")
+	_, secret := f.endpoint(t, m, rc.srv.URL)
+	f.record(t, m, 1)
+	f.drive(t)
+	r := rc.requests()[0]
+	in, _ := json.Marshal(map[string]any{"secret": secret, "body": r.Body, "headers": map[string]string{
+		"webhook-id": r.Header.Get("webhook-id"), "webhook-timestamp": r.Header.Get("webhook-timestamp"),
+		"webhook-signature": r.Header.Get("webhook-signature")}})
+	script := readmetest.Block(t, "Verifying a delivery in Node", "js") + `
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+console.log(verifyKassa(input.secret, input.body, input.headers).type);
+try { verifyKassa(input.secret, input.body.replace('Zo', 'Zp'), input.headers); console.log('changed body verified'); } catch (e) { console.log('refused'); }
+`
+	cmd := exec.Command(node, "-e", script)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Dir(lib))
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "customer.created\nrefused\n" {
+		t.Fatalf("the README's example printed %q (%v), want the event's type, then refused", out, err)
 	}
 }
