@@ -259,6 +259,7 @@ type outcome struct {
 	response   string        // the first ResponseLimit bytes of the answer
 	err        string        // why there was no answer
 	retryAfter time.Duration // how long the answer asked to be left alone
+	failing    bool          // the endpoint was failing when the attempt was made
 }
 
 func (o outcome) succeeded() bool { return o.status >= 200 && o.status < 300 }
@@ -270,15 +271,15 @@ func (d *Deliverer) attempt(ctx context.Context, c claimed) (outcome, bool, erro
 		eventID, typ, data, endpointID, target string
 		createdAt                              int64
 		secret, previous                       []byte
-		previousUntil                          sql.NullInt64
+		previousUntil, failingSince            sql.NullInt64
 		disabled                               bool
 	)
 	rctx := context.WithoutCancel(ctx)
 	err := d.cfg.DB.Read(rctx, func(q store.Querier) error {
 		return q.QueryRowContext(rctx, `SELECT e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret,
-			w.previous_secret, w.previous_until, w.disabled FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+			w.previous_secret, w.previous_until, w.disabled, w.failing_since FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
 			JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, c.id).
-			Scan(&eventID, &typ, &data, &createdAt, &endpointID, &target, &secret, &previous, &previousUntil, &disabled)
+			Scan(&eventID, &typ, &data, &createdAt, &endpointID, &target, &secret, &previous, &previousUntil, &disabled, &failingSince)
 	})
 	if errors.Is(err, sql.ErrNoRows) || err == nil && disabled {
 		return outcome{}, false, nil
@@ -297,7 +298,9 @@ func (d *Deliverer) attempt(ctx context.Context, c claimed) (outcome, bool, erro
 		return outcome{}, false, err
 	}
 	// An attempt under way when the node shuts down is finished (within Timeout) and recorded.
-	return d.send(rctx, target, eventID, at, sig, body), true, nil
+	o := d.send(rctx, target, eventID, at, sig, body)
+	o.failing = failingSince.Valid
+	return o, true, nil
 }
 
 // Body is what a delivery of an event sends: {"type", "timestamp", "data"}, with the event's time in
@@ -440,6 +443,9 @@ func (d *Deliverer) record(ctx context.Context, c claimed, o outcome, next bool)
 // merchant through the outbox, once.
 func (d *Deliverer) health(ctx context.Context, tx *store.Tx, endpoint int64, o outcome) error {
 	at := o.at.UnixMilli()
+	if o.succeeded() && !o.failing {
+		return nil
+	}
 	if o.succeeded() {
 		_, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, endpoint)
 		return err
