@@ -19,7 +19,7 @@ check:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, stripe-mock
+## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock
 deps:
 	@scripts/test-deps.sh
 
@@ -28,14 +28,16 @@ build:
 	$(GO) build -o bin/kassa ./cmd/kassa
 	$(GO) build -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
-## bench: the hot path's Go benchmarks, the load benchmark, then the dashboard benchmark (1,000,000 transactions), on SQLite and PostgreSQL (see README, Performance)
+## bench: the hot path's Go benchmarks, the load benchmark, the dashboard benchmark (1,000,000 transactions), then the webhooks benchmark, on SQLite and PostgreSQL (see README, Performance)
 BENCH_FLAGS ?=
 DASHBOARD_BENCH_FLAGS ?=
+WEBHOOKS_BENCH_FLAGS ?=
 bench: build microbench
 	$(GO) build -o bin/kassa-load ./cmd/kassa-load
 	@scripts/test-deps.sh
 	bin/kassa-load $(BENCH_FLAGS)
 	bin/kassa-load dashboard $(DASHBOARD_BENCH_FLAGS)
+	bin/kassa-load webhooks $(WEBHOOKS_BENCH_FLAGS)
 
 ## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and dashboard page views
 microbench:

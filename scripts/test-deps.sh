@@ -6,6 +6,8 @@
 #   - axe-core (npm, pinned): the browser tests' accessibility checks, which put it into each page
 #     they check; installed with npm into the user's cache directory, where the tests find it
 #     (internal/browsertest.AxePath), so that no test fetches it;
+#   - standardwebhooks (npm, pinned): the webhook tests verify deliveries with it under Node, from the
+#     user's cache directory like axe-core (internal/webhook, KASSA_STANDARDWEBHOOKS);
 #   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
@@ -64,6 +66,21 @@ test-deps: axe-core $axe_core_version could not be installed here (npm needs Nod
   Install it with:  npm install --prefix "$axe_core_dir" axe-core@$axe_core_version
   Or put it anywhere and point the tests at it:  export KASSA_AXE_CORE=/path/to/node_modules/axe-core/axe.min.js
   Without it the accessibility checks are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+standardwebhooks_version=1.1.1
+standardwebhooks_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kassa/standardwebhooks-$standardwebhooks_version"
+if [ -z "${KASSA_STANDARDWEBHOOKS:-}" ] && [ ! -f "$standardwebhooks_dir/node_modules/standardwebhooks/package.json" ]; then
+  echo "test-deps: installing standardwebhooks $standardwebhooks_version with npm into $standardwebhooks_dir" >&2
+  if ! command -v npm >/dev/null 2>&1 ||
+    ! npm install --prefix "$standardwebhooks_dir" --no-save --no-audit --no-fund --loglevel=error "standardwebhooks@$standardwebhooks_version" >/dev/null 2>&1; then
+    rm -rf "$standardwebhooks_dir"
+    cat >&2 <<MSG
+test-deps: standardwebhooks $standardwebhooks_version could not be installed here (npm needs Node.js and the npm registry).
+  Install it with:  npm install --prefix "$standardwebhooks_dir" standardwebhooks@$standardwebhooks_version
+  Or put it anywhere and point the tests at it:  export KASSA_STANDARDWEBHOOKS=/path/to/node_modules/standardwebhooks
+  Without it the Node verification of webhook deliveries is skipped (and fails under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

@@ -14,6 +14,9 @@
 // inserted by a plain program through the same driver, with the same durability and concurrency and
 // no HTTP — and the ratio of API sales to that ceiling.
 //
+// "kassa-load webhooks" is the webhooks' benchmark instead (webhooks.go): sales with and without an
+// endpoint subscribed to every event, and deliveries per second to a local receiver.
+//
 // "kassa-load dashboard" is the dashboard's benchmark instead (dashboard.go): it loads 1,000,000
 // transactions of one merchant, runs the server in this process, and reports the server time of the
 // dashboard's pages and the time and memory of a CSV export, failing when a target is missed.
@@ -24,6 +27,7 @@
 //	           [--scenarios sale,token,mixed] [--clients 64] [--duration 10s]
 //	kassa-load dashboard [--backends sqlite,postgres] [--transactions 1000000] [--requests 200]
 //	           [--export-rows 100000] [--json]
+//	kassa-load webhooks [--backends sqlite,postgres] [--clients 64] [--duration 10s] [--events 20000]
 package main
 
 import (
@@ -58,6 +62,9 @@ type config struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "dashboard" {
 		os.Exit(dashboardMain(os.Args[2:], os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
+		os.Exit(webhooksMain(os.Args[2:], os.Stdout))
 	}
 	var c config
 	var backends, scenarios, serveArgs string

@@ -45,6 +45,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	runBilling := fs.Bool("billing-engine", true, "run the billing engine on this node (false: an API-only node)")
 	codeTTL := fs.Duration("auth-code-ttl", auth.DefaultCodeTTL, "lifetime of an authorization code of the partner flow (at most 10m)")
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
+	webhooksPrivate := fs.Bool("webhooks-allow-private", os.Getenv("KASSA_WEBHOOKS_ALLOW_PRIVATE") == "1", "let webhook deliveries reach loopback and private addresses, for development and tests (env KASSA_WEBHOOKS_ALLOW_PRIVATE=1); by default they are refused")
 	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
@@ -131,7 +132,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
 				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base,
-			TrustedProxies: proxies, Connectors: e.connectors(db, log)})
+			TrustedProxies: proxies, Connectors: e.connectors(db, log), WebhooksAllowPrivate: *webhooksPrivate})
 		if err != nil {
 			ln.Close()
 			return err

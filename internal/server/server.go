@@ -36,6 +36,7 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/velocity"
+	"github.com/kassapay/kassa/internal/webhook"
 	"github.com/kassapay/kassa/web"
 )
 
@@ -88,6 +89,9 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.Proxies);
 	// default none.
 	TrustedProxies httpapi.Proxies
+	// WebhooksAllowPrivate lets webhook deliveries reach loopback and private addresses (kassa serve
+	// --webhooks-allow-private: development and tests); by default they are refused.
+	WebhooksAllowPrivate bool
 }
 
 // Server is a configured Kassa server.
@@ -108,6 +112,7 @@ type Server struct {
 	sessions   *user.Sessions
 	router     *httpapi.Router
 	handler    http.Handler
+	webhooks   *webhook.Deliverer
 }
 
 // New builds the server: it loads what the services keep in memory and registers every route.
@@ -208,6 +213,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		HostedPages: pages, Plans: plans, Billing: s.billing, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
 		Now: cfg.Now}).Routes(r)
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
+	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate})
 	s.handler = httpapi.Middleware(cfg.Logger, r)
 	return s, nil
 }
@@ -295,6 +301,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	if err == nil && single {
 		err = s.idem.ReleaseAll(ctx) // no request of a previous process is running any more
 	}
+	if err == nil && single {
+		err = s.webhooks.ReleaseAll(ctx) // nor any webhook delivery: send them now, not after their lease
+	}
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("recover pending attempts: %w", err)
@@ -321,6 +330,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	wg.Go(func() { s.ledger.Run(bg) })
 	wg.Go(func() { s.accounts.Run(bg) })
 	wg.Go(func() { s.roller.Run(bg) })
+	wg.Go(func() { s.webhooks.Run(bg) })
 	if !s.cfg.NoBillingEngine {
 		wg.Go(func() { s.billing.Run(bg) })
 	}

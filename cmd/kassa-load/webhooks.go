@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/webhook"
+)
+
+// "kassa-load webhooks" is the webhooks' benchmark (issue 18, point 7). For each backend it starts
+// "kassa serve --webhooks-allow-private" with a local HTTPS receiver inside this process, which
+// answers 200 and verifies nothing, and reports:
+//
+//   - the sale scenario's throughput without an endpoint, then with one subscribed to every event ("*"),
+//     and the ratio (the target: at least 90 %). A sale records the events of its transaction once the
+//     payment paths record them; the endpoint is there for them either way.
+//   - delivery throughput: --events events recorded with event.Record straight into the database, in
+//     transactions of 500, to that endpoint, and the time from the first commit until the last of them
+//     is delivered (the target: at least 1,000 deliveries/s).
+//
+// Usage:
+//
+//	kassa-load webhooks [--kassa bin/kassa] [--backends sqlite,postgres] [--clients 64] [--duration 10s] [--events 20000]
+func webhooksMain(args []string, out io.Writer) int {
+	fs := flag.NewFlagSet("kassa-load webhooks", flag.ExitOnError)
+	var c config
+	var backends string
+	events := fs.Int("events", 20000, "events whose delivery is timed")
+	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
+	fs.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
+	fs.IntVar(&c.clients, "clients", 64, "concurrent clients of the sale scenario")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long each sale run is measured")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each sale run goes before it is measured")
+	fs.Parse(args)
+	c.backends = split(backends)
+	ctx := context.Background()
+	ok := true
+	for _, backend := range c.backends {
+		r, err := benchWebhooks(ctx, c, backend, *events)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kassa-load webhooks: %s: %v\n", backend, err)
+			return 1
+		}
+		ratio := r.salesWith / r.salesWithout
+		fmt.Fprintf(out, "%s webhooks: sales %.0f/s without an endpoint, %.0f/s with one subscribed to * (%.1f %%, target ≥ 90 %%); "+
+			"%d deliveries in %.2f s: %.0f deliveries/s (target ≥ 1,000)\n",
+			backend, r.salesWithout, r.salesWith, 100*ratio, *events, r.deliveryTime.Seconds(), float64(*events)/r.deliveryTime.Seconds())
+		ok = ok && ratio >= 0.9 && float64(*events)/r.deliveryTime.Seconds() >= 1000
+	}
+	if !ok {
+		fmt.Fprintln(out, "kassa-load webhooks: a target was missed")
+		return 1
+	}
+	return 0
+}
+
+type webhooksResult struct {
+	salesWithout, salesWith float64
+	deliveryTime            time.Duration
+}
+
+func benchWebhooks(ctx context.Context, c config, backend string, events int) (webhooksResult, error) {
+	var r webhooksResult
+	env, err := newEnvironment(backend)
+	if err != nil {
+		return r, err
+	}
+	defer env.close()
+	var received atomic.Int64
+	rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { received.Add(1) }))
+	defer rc.Close()
+	roots := filepath.Join(env.dir, "receiver.pem")
+	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.Certificate().Raw}), 0o600); err != nil {
+		return r, err
+	}
+	// kassa serve inherits both: the key-encryption key this process seals the endpoint's secret under,
+	// and the receiver's certificate as the only one it trusts.
+	kekText := envelope.NewKEKText()
+	os.Setenv("KASSA_VAULT_KEY", kekText)
+	os.Setenv("SSL_CERT_FILE", roots)
+	srv, err := startKassa(ctx, c.kassa, env.dbArgs("api"), []string{"--webhooks-allow-private"})
+	if err != nil {
+		return r, err
+	}
+	defer srv.stop()
+	m, err := srv.newMerchant(ctx, "hooks")
+	if err != nil {
+		return r, err
+	}
+	sale := func() (float64, error) {
+		res, err := drive(ctx, srv, m, scenarios["sale"], c, nil)
+		if err != nil {
+			return 0, err
+		}
+		return res.rate("sale"), env.analyze(ctx, "api")
+	}
+	if r.salesWithout, err = sale(); err != nil {
+		return r, err
+	}
+	db, err := store.Open(ctx, store.Config{DataDir: flagAfter(env.dbArgs("api"), "--data-dir"), DatabaseURL: flagAfter(env.dbArgs("api"), "--database-url")})
+	if err != nil {
+		return r, err
+	}
+	defer db.Close()
+	kek, err := envelope.ParseKEK(kekText)
+	if err != nil {
+		return r, err
+	}
+	ring, err := envelope.NewKeyring(ctx, db, kek, time.Now)
+	if err != nil {
+		return r, err
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO webhook_endpoints (endpoint_id, merchant_id, url, enabled_events, secret, created_at, updated_at)
+		VALUES ('we_bench', $1, $2, '*', $3, 0, 0)`, m.ID, rc.URL, webhook.SealSecret(ring, "we_bench", webhook.NewSecret())); err != nil {
+		return r, err
+	}
+	if r.salesWith, err = sale(); err != nil {
+		return r, err
+	}
+	// Whatever the sales queued is delivered first, so that the timed deliveries start from none.
+	if err := waitDelivered(ctx, db, 10*time.Minute); err != nil {
+		return r, err
+	}
+	start := time.Now()
+	for done := 0; done < events; {
+		n := min(500, events-done)
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			for range n {
+				if err := event.Record(ctx, tx, m.ID, event.CustomerCreated, map[string]string{"id": "cus_bench", "email": "bench@example.com"}, time.Now()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return r, err
+		}
+		done += n
+	}
+	if err := waitDelivered(ctx, db, 10*time.Minute); err != nil {
+		return r, err
+	}
+	r.deliveryTime = time.Since(start)
+	return r, nil
+}
+
+// waitDelivered waits until no delivery is pending.
+func waitDelivered(ctx context.Context, db *store.DB, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var n int
+		if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING'`).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d deliveries still pending after %v", n, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// flagAfter is the value given to flag name in args, or "".
+func flagAfter(args []string, name string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			return args[i+1]
+		}
+	}
+	return ""
+}

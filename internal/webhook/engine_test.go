@@ -1,0 +1,163 @@
+package webhook
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+func TestPublic(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"93.184.215.14": true, "2606:4700::6810:85e5": true, "::ffff:93.184.215.14": true,
+		"127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false, "100.64.0.1": false,
+		"169.254.169.254": false, "0.0.0.0": false, "0.1.2.3": false, "224.0.0.1": false, "255.255.255.255": false,
+		"::1": false, "::": false, "fe80::1": false, "fd00::1": false, "ff02::1": false, "::ffff:127.0.0.1": false,
+		"::ffff:10.0.0.1": false, "64:ff9b::a00:1": false, "2002:a00:1::": false, "198.18.0.1": false,
+	} {
+		if got := Public(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Public(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// Without AllowPrivate, a delivery to loopback, to 10.0.0.0/8, to ::1 or to a name resolving to
+// loopback is refused at the connection, with a clear error in the delivery log, and nothing reaches
+// the server listening there.
+func TestPrivateAddressesRefused(t *testing.T) {
+	rc := newReceiver(t, nil)
+	db := storetest.SQLite(t)
+	f := newFixture(t, db, Config{RootCAs: roots(rc)})
+	m := f.merchant(t, "ssrf@example.com")
+	port := rc.srv.URL[strings.LastIndex(rc.srv.URL, ":")+1:]
+	for _, c := range []struct{ url, err string }{
+		{"https://127.0.0.1:" + port + "/", "address 127.0.0.1 is not public"},
+		{"https://10.0.0.1/", "address 10.0.0.1 is not public"},
+		{"https://[::1]:" + port + "/", "address ::1 is not public"},
+		{"https://localhost:" + port + "/", "is not public"},
+	} {
+		db.Exec(context.Background(), `UPDATE webhook_endpoints SET disabled = TRUE`)
+		f.endpoint(t, m, c.url)
+		id := f.record(t, m, 1)[0]
+		f.drive(t)
+		a := f.attempts(t, id)
+		if len(a) != 1 || a[0].status != 0 || !strings.Contains(a[0].err, c.err) {
+			t.Errorf("%s: attempts %+v, want the error %q", c.url, a, c.err)
+		}
+	}
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("%d requests reached the loopback server", n)
+	}
+}
+
+// At most 4 deliveries to one endpoint are in flight at once, and an endpoint that does not answer
+// does not keep another merchant's endpoint from getting its deliveries meanwhile.
+func TestSlowEndpointLimitedAndNotDelaying(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var inFlight, most atomic.Int64
+		release := make(chan struct{})
+		slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		})
+		fast := newReceiver(t, nil)
+		f := newFixture(t, db, Config{AllowPrivate: true, RootCAs: roots(slow, fast), Poll: 20 * time.Millisecond})
+		slowMerchant, fastMerchant := f.merchant(t, "slow@example.com"), f.merchant(t, "fast@example.com")
+		f.endpoint(t, slowMerchant, slow.srv.URL)
+		f.endpoint(t, fastMerchant, fast.srv.URL)
+		f.record(t, slowMerchant, 20)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { f.d.Run(ctx) })
+		defer func() { cancel(); close(release); wg.Wait() }()
+		waitFor(t, "4 deliveries in flight to the slow endpoint", func() bool { return inFlight.Load() == MaxInFlight })
+		f.record(t, fastMerchant, 10)
+		waitFor(t, "the fast endpoint's 10 deliveries", func() bool { return len(fast.requests()) == 10 })
+		time.Sleep(100 * time.Millisecond) // several polls: none of them sends a fifth
+		if n := most.Load(); n != MaxInFlight {
+			t.Fatalf("%d deliveries in flight to one endpoint at most, want %d", n, MaxInFlight)
+		}
+		if n := f.count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE lease_until IS NOT NULL`); n != MaxInFlight {
+			t.Fatalf("%d deliveries leased, want the %d being sent", n, MaxInFlight)
+		}
+	})
+}
+
+// Two nodes on one PostgreSQL database deliver 1,000 events to one receiver: every event arrives, and
+// the duplicates (at-least-once allows them; leases make them rare) are counted.
+func TestTwoNodesDeliverEveryEvent(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	open := func() *store.DB {
+		db, err := store.Open(context.Background(), store.Config{DatabaseURL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	db1, db2 := open(), open()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("webhook-id")]++
+		mu.Unlock()
+	})
+	f1 := newFixture(t, db1, Config{AllowPrivate: true, RootCAs: roots(rc), Poll: 10 * time.Millisecond, Node: "one"})
+	f2 := newFixture(t, db2, Config{AllowPrivate: true, RootCAs: roots(rc), Poll: 10 * time.Millisecond, Node: "two"})
+	m := f1.merchant(t, "cluster@example.com")
+	f1.endpoint(t, m, rc.srv.URL)
+	m2 := f1.merchant(t, "cluster2@example.com")
+	f1.endpoint(t, m2, rc.srv.URL+"/second")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { f1.d.Run(ctx) })
+	wg.Go(func() { f2.d.Run(ctx) })
+	var ids []string
+	for range 10 {
+		ids = append(ids, f1.record(t, m, 50)...)
+		ids = append(ids, f1.record(t, m2, 50)...)
+	}
+	waitFor(t, "1,000 deliveries", func() bool {
+		return f1.count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'SUCCEEDED'`) == 1000
+	})
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	dups := 0
+	for _, id := range ids {
+		if seen[id] == 0 {
+			t.Errorf("event %s never arrived", id)
+		}
+		dups += max(seen[id]-1, 0)
+	}
+	t.Logf("1,000 events, %d requests, %d duplicates", len(rc.requests()), dups)
+	if n := f1.count(t, `SELECT COUNT(*) FROM webhook_attempts`); n != len(rc.requests()) {
+		t.Errorf("%d attempts recorded for %d requests", n, len(rc.requests()))
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
