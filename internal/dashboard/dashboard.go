@@ -37,6 +37,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/webhook"
 )
 
 //go:embed *.html
@@ -135,6 +136,8 @@ type Config struct {
 	HostedPages *hostedpage.Service
 	Plans       *plan.Service
 	Billing     *billing.Engine
+	// Webhooks are the merchants' webhook endpoints and their delivery logs (issue 18).
+	Webhooks *webhook.Endpoints
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
 	PublicURL string
 	// Proxies name the client behind a reverse proxy, for sign-in throttling and the sessions' record.

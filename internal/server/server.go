@@ -36,6 +36,7 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/velocity"
+	"github.com/kassapay/kassa/internal/webhook"
 	"github.com/kassapay/kassa/web"
 )
 
@@ -88,6 +89,9 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.Proxies);
 	// default none.
 	TrustedProxies httpapi.Proxies
+	// WebhooksAllowPrivate lets webhooks go to addresses that are not public, and to http:// URLs
+	// (`kassa serve --webhooks-allow-private`: development and tests).
+	WebhooksAllowPrivate bool
 }
 
 // Server is a configured Kassa server.
@@ -194,6 +198,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.checkout = checkout.New(checkout.Config{DB: cfg.DB, Ledger: s.ledger, Vault: v, Merchants: merchants, Idempotency: s.idem,
 		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout, Velocity: s.velocity})
 	s.checkout.Routes(r)
+	endpoints := webhook.NewEndpoints(webhook.EndpointsConfig{DB: cfg.DB, Keyring: ring, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate})
+	endpoints.Routes(r, s.checkout)
 	pages := hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
 		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity, Ledger: s.ledger})
 	pages.Routes(r)
@@ -205,7 +211,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	v.OnDue(s.billing.Kick)
 	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
 		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, Ledger: s.ledger, Vault: v, Checkout: s.checkout,
-		HostedPages: pages, Plans: plans, Billing: s.billing, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
+		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
 		Now: cfg.Now}).Routes(r)
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	s.handler = httpapi.Middleware(cfg.Logger, r)
