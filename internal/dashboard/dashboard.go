@@ -72,7 +72,7 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true}
+var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true, "webhook": true}
 
 // framed are the pages that frame Kassa's own hosted card form (hosted-page sessions the dashboard
 // creates), which their CSP allows by frame-src 'self'; the others may frame nothing.
@@ -207,6 +207,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.billingRoutes(r)
 	h.paymentsRoutes(r)
 	h.terminalRoutes(r)
+	h.webhookRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404

@@ -257,6 +257,9 @@ type Summary struct {
 	Last                       *Attempt // the last attempt of the newest delivery attempted; nil before any
 }
 
+// Total is how many deliveries s counts.
+func (s Summary) Total() int { return s.Succeeded + s.Failed + s.Pending }
+
 // Summarize returns the summary of the deliveries to the endpoint whose row id is endpointRowID.
 func (s *Endpoints) Summarize(ctx context.Context, endpointRowID int64) (Summary, error) {
 	var sum Summary
