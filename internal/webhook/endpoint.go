@@ -417,13 +417,7 @@ func (s *Endpoints) Delete(ctx context.Context, merchantID, id string, by Actor)
 		if e, err = lockEndpoint(ctx, tx, merchantID, id, now); err != nil {
 			return err
 		}
-		// The deliveries go first, explicitly: SQLite enforces no foreign key here.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = $1)`, e.ID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = $1`, e.ID); err != nil {
-			return err
-		}
+		// Its deliveries and their attempts go with it (ON DELETE CASCADE, enforced on both backends).
 		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, e.ID); err != nil {
 			return err
 		}

@@ -165,15 +165,7 @@ func (s *Endpoints) Deliveries(ctx context.Context, merchantID, endpointID strin
 	if err != nil {
 		return nil, false, err
 	}
-	more := len(out) > p.Limit
-	if more {
-		out = out[:p.Limit]
-	}
-	if p.EndingBefore != "" {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
-	}
+	out, more := checkout.TrimPage(out, p)
 	return out, more, nil
 }
 
