@@ -122,8 +122,8 @@ func benchWebhooks(ctx context.Context, c config, backend string, events int) (w
 	if err != nil {
 		return r, err
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO webhook_endpoints (endpoint_id, merchant_id, url, enabled_events, secret, created_at, updated_at)
-		VALUES ('we_bench', $1, $2, '*', $3, 0, 0)`, m.ID, rc.URL, webhook.SealSecret(ring, "we_bench", webhook.NewSecret())); err != nil {
+	if _, _, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Keyring: ring, AllowPrivate: true}).Create(ctx, m.ID,
+		webhook.EndpointBody{URL: &rc.URL, EnabledEvents: &[]string{"*"}}, webhook.Actor{}); err != nil {
 		return r, err
 	}
 	if r.salesWith, err = sale(); err != nil {

@@ -69,6 +69,9 @@ Usage:
   kassa apikey create --account-id acct_... --permissions payment_intents:read,payment_intents:write,...
   kassa apikey list --account-id acct_...
   kassa apikey revoke --id key_...
+  kassa webhook create --merchant-id M --url URL [--events type,type|*] [--description D]
+  kassa webhook list --merchant-id M
+  kassa webhook delete --merchant-id M --id we_...
   kassa reconcile --merchant-id M --date YYYY-MM-DD --report FILE
 
 Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
@@ -121,6 +124,9 @@ func commands() []command {
 		{"apikey create", apikeyCreateCommand},
 		{"apikey list", apikeyListCommand},
 		{"apikey revoke", apikeyRevokeCommand},
+		{"webhook create", webhookCreateCommand},
+		{"webhook list", webhookListCommand},
+		{"webhook delete", webhookDeleteCommand},
 		{"reconcile", reconcileCommand},
 	}
 }

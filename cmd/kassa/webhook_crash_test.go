@@ -69,8 +69,8 @@ func TestCrashWithWebhookDeliveriesPending(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.Exec(ctx, `INSERT INTO webhook_endpoints (endpoint_id, merchant_id, url, enabled_events, secret, created_at, updated_at)
-				VALUES ('we_crash', $1, $2, '*', $3, 0, 0)`, merchantID, rc.URL, webhook.SealSecret(ring, "we_crash", webhook.NewSecret())); err != nil {
+			if _, _, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Keyring: ring, AllowPrivate: true}).Create(ctx, merchantID,
+				webhook.EndpointBody{URL: &rc.URL, EnabledEvents: &[]string{"*"}}, webhook.Actor{}); err != nil {
 				t.Fatal(err)
 			}
 			q := func(query string) int {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -146,16 +147,22 @@ func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bo
 	if err != nil {
 		return nil, false, err
 	}
-	more := len(out) > p.Limit
+	out, more := TrimPage(out, p)
+	return out, more, nil
+}
+
+// TrimPage makes a page of p from rows read one beyond p.Limit, in id order from where p starts
+// (newest first, or oldest first when p.EndingBefore): at most Limit, newest first, and whether there
+// were more beyond it.
+func TrimPage[T any](rows []T, p ListParams) ([]T, bool) {
+	more := len(rows) > p.Limit
 	if more {
-		out = out[:p.Limit]
+		rows = rows[:p.Limit]
 	}
 	if p.EndingBefore != "" {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
+		slices.Reverse(rows)
 	}
-	return out, more, nil
+	return rows, more
 }
 
 // Update changes the fields b sets on one of who's intents. Only an intent not yet confirmed changes

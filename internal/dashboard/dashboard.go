@@ -37,6 +37,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/webhook"
 )
 
 //go:embed *.html
@@ -71,7 +72,7 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true}
+var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true, "webhook": true}
 
 // framed are the pages that frame Kassa's own hosted card form (hosted-page sessions the dashboard
 // creates), which their CSP allows by frame-src 'self'; the others may frame nothing.
@@ -135,6 +136,8 @@ type Config struct {
 	HostedPages *hostedpage.Service
 	Plans       *plan.Service
 	Billing     *billing.Engine
+	// Webhooks are the merchants' webhook endpoints and their delivery logs (issue 18).
+	Webhooks *webhook.Endpoints
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
 	PublicURL string
 	// Proxies name the client behind a reverse proxy, for sign-in throttling and the sessions' record.
@@ -204,6 +207,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.billingRoutes(r)
 	h.paymentsRoutes(r)
 	h.terminalRoutes(r)
+	h.webhookRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/webhook"
 )
 
 // funcs are the functions every page template may call.
@@ -23,6 +24,8 @@ var funcs = template.FuncMap{
 	},
 	// millis is a time the store keeps as epoch milliseconds, for when.
 	"millis": fromMillis,
+	// deliveryID is the id of a webhook delivery, as the API names it, from its row id.
+	"deliveryID": webhook.DeliveryID,
 }
 
 // fromMillis is a time stored as epoch milliseconds; 0, for not set, is the zero time.

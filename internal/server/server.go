@@ -89,8 +89,8 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.Proxies);
 	// default none.
 	TrustedProxies httpapi.Proxies
-	// WebhooksAllowPrivate lets webhook deliveries reach loopback and private addresses (kassa serve
-	// --webhooks-allow-private: development and tests); by default they are refused.
+	// WebhooksAllowPrivate lets webhooks go to loopback and private addresses, and to http:// URLs
+	// (`kassa serve --webhooks-allow-private`: development and tests).
 	WebhooksAllowPrivate bool
 }
 
@@ -199,6 +199,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.checkout = checkout.New(checkout.Config{DB: cfg.DB, Ledger: s.ledger, Vault: v, Merchants: merchants, Idempotency: s.idem,
 		Logger: cfg.Logger, Now: cfg.Now, KeyCacheTTL: cfg.APIKeyCacheTTL, ProcessorTimeout: cfg.ProcessorTimeout, Velocity: s.velocity})
 	s.checkout.Routes(r)
+	endpoints := webhook.NewEndpoints(webhook.EndpointsConfig{DB: cfg.DB, Keyring: ring, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate})
+	endpoints.Routes(r, s.checkout)
 	pages := hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
 		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity, Ledger: s.ledger})
 	pages.Routes(r)
@@ -210,7 +212,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	v.OnDue(s.billing.Kick)
 	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
 		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, Ledger: s.ledger, Vault: v, Checkout: s.checkout,
-		HostedPages: pages, Plans: plans, Billing: s.billing, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
+		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
 		Now: cfg.Now}).Routes(r)
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate})

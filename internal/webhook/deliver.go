@@ -268,18 +268,19 @@ func (o outcome) succeeded() bool { return o.status >= 200 && o.status < 300 }
 // is gone or disabled meanwhile.
 func (d *Deliverer) attempt(ctx context.Context, c claimed) (outcome, bool, error) {
 	var (
-		eventID, typ, data, endpointID, target string
-		createdAt                              int64
-		secret, previous                       []byte
-		previousUntil, failingSince            sql.NullInt64
-		disabled                               bool
+		eventID, typ, data, target string
+		createdAt                  int64
+		secrets                    SealedSecrets
+		failingSince               sql.NullInt64
+		disabled                   bool
 	)
 	rctx := context.WithoutCancel(ctx)
 	err := d.cfg.DB.Read(rctx, func(q store.Querier) error {
 		return q.QueryRowContext(rctx, `SELECT e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret,
 			w.previous_secret, w.previous_until, w.disabled, w.failing_since FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
 			JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, c.id).
-			Scan(&eventID, &typ, &data, &createdAt, &endpointID, &target, &secret, &previous, &previousUntil, &disabled, &failingSince)
+			Scan(&eventID, &typ, &data, &createdAt, &secrets.EndpointID, &target, &secrets.Secret, &secrets.Previous, &secrets.PreviousUntil,
+				&disabled, &failingSince)
 	})
 	if errors.Is(err, sql.ErrNoRows) || err == nil && disabled {
 		return outcome{}, false, nil
@@ -288,12 +289,12 @@ func (d *Deliverer) attempt(ctx context.Context, c claimed) (outcome, bool, erro
 		return outcome{}, false, err
 	}
 	at := d.cfg.Now()
-	secrets, err := signingSecrets(d.cfg.Keyring, endpointID, secret, previous, previousUntil, at)
+	signing, err := secrets.SigningSecrets(d.cfg.Keyring, at)
 	if err != nil {
-		return outcome{}, false, fmt.Errorf("open the signing secret of %s: %w", endpointID, err)
+		return outcome{}, false, err
 	}
 	body := Body(typ, time.UnixMilli(createdAt), data)
-	sig, err := Sign(secrets, eventID, at, body)
+	sig, err := Sign(signing, eventID, at, body)
 	if err != nil {
 		return outcome{}, false, err
 	}

@@ -1,0 +1,300 @@
+package dashboard_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kassapay/kassa/internal/browsertest"
+	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/server"
+	"github.com/kassapay/kassa/internal/server/servertest"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// webhooksPath is Settings → Webhooks.
+const webhooksPath = "/dashboard/settings/webhooks"
+
+// v1 sends a request of the v1 API with a key of the shop's own account holding every permission.
+func (s *shop) v1(t *testing.T, method, path string, body any) servertest.Response {
+	t.Helper()
+	key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
+	return s.srv.Do(t, method, path, body, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+s.merchantID)
+}
+
+// recordEvent records a customer.created event of the merchant, which queues its delivery to each of
+// the merchant's endpoints; the delivery engine's work is not these tests'.
+func recordEvent(t *testing.T, db *store.DB, merchantID string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx *store.Tx) error {
+		return event.Record(ctx, tx, merchantID, event.CustomerCreated, map[string]string{"id": "c1"}, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secretOn is the signing secret a page shows.
+func secretOn(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`id="endpoint-secret">(whsec_[^<]+)<`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no secret on the page: %s", body)
+	}
+	return html.UnescapeString(m[1])
+}
+
+// Settings → Webhooks without script: an owner makes an endpoint (a refused URL shown beside its
+// field), reads its secret once (the API's /secret is the same), edits it, disables and enables it,
+// rotates the secret, resends a delivery and deletes the endpoint. Reporting reads the list and the log
+// and is refused every change; sales staff may not even read; another merchant's endpoint is not found.
+func TestWebhooksPages(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		form := func(kv ...string) url.Values {
+			v := url.Values{"csrf_token": {csrf}}
+			for i := 0; i+1 < len(kv); i += 2 {
+				v.Add(kv[i], kv[i+1])
+			}
+			return v
+		}
+
+		resp, body := b.post(webhooksPath+"/new", form("url", "http://shop.example/hooks", "events", "all"))
+		wantStatus(t, "a refused URL", resp, body, http.StatusBadRequest)
+		if !strings.Contains(body, `id="error-url"`) || !strings.Contains(body, `value="http://shop.example/hooks"`) {
+			t.Fatalf("the refused URL is not shown beside its field: %s", body)
+		}
+		resp, body = b.post(webhooksPath+"/new", form("url", "https://shop.example/hooks", "events", "chosen"))
+		wantStatus(t, "no event ticked", resp, body, http.StatusBadRequest)
+		if !strings.Contains(body, `id="error-enabled_events"`) {
+			t.Fatalf("no event ticked is not shown beside the events: %s", body)
+		}
+		resp, body = b.post(webhooksPath+"/new", form("url", "https://shop.example/hooks", "description", "Orders", "events", "chosen",
+			"event", "customer.created", "event", "transaction.refunded"))
+		wantStatus(t, "create", resp, body, http.StatusOK)
+		secret := secretOn(t, body)
+		id := regexp.MustCompile(`<code>(we_[A-Z2-7]{24})</code>`).FindStringSubmatch(body)[1]
+		if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/secret", nil); r.Str("secret") != secret {
+			t.Fatal("the page's secret is not the endpoint's")
+		}
+		if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil); r.Str("description") != "Orders" ||
+			!strings.Contains(string(r.Raw), `"enabled_events":["transaction.refunded","customer.created"]`) {
+			t.Fatalf("the endpoint made on the page: %s", r.Raw)
+		}
+		// The secret is shown only when asked for.
+		resp, body = b.get(webhooksPath + "/" + id)
+		wantStatus(t, "the endpoint's page", resp, body, http.StatusOK)
+		if strings.Contains(body, secret) || strings.Contains(body, "whsec_") {
+			t.Fatal("the endpoint's page shows the secret unasked")
+		}
+		resp, body = b.post(webhooksPath+"/"+id+"/secret", form())
+		wantStatus(t, "show the secret", resp, body, http.StatusOK)
+		if secretOn(t, body) != secret {
+			t.Fatal("Show the secret shows another one")
+		}
+
+		resp, body = b.post(webhooksPath+"/"+id, form("url", "https://shop.example/v2", "description", "", "events", "all"))
+		wantStatus(t, "edit", resp, body, http.StatusSeeOther)
+		if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil); r.Str("url") != "https://shop.example/v2" || !strings.Contains(string(r.Raw), `"enabled_events":["*"]`) {
+			t.Fatalf("edited: %s", r.Raw)
+		}
+		resp, body = b.post(webhooksPath+"/"+id, form("url", "https://shop.example/v3", "events", "chosen", "event", "order.paid"))
+		wantStatus(t, "an unknown event", resp, body, http.StatusBadRequest)
+		resp, body = b.post(webhooksPath+"/"+id+"/disable", form())
+		wantStatus(t, "disable", resp, body, http.StatusSeeOther)
+		_, body = b.get(webhooksPath + "/" + id)
+		if !strings.Contains(body, `id="endpoint-status">disabled<`) || !strings.Contains(body, "Enable the endpoint") {
+			t.Fatalf("after disable: %s", body)
+		}
+		resp, body = b.post(webhooksPath+"/"+id+"/enable", form())
+		wantStatus(t, "enable", resp, body, http.StatusSeeOther)
+		if s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil).Bool("disabled") {
+			t.Fatal("still disabled")
+		}
+
+		resp, body = b.post(webhooksPath+"/"+id+"/rotate", form())
+		wantStatus(t, "rotate", resp, body, http.StatusOK)
+		if rotated := secretOn(t, body); rotated == secret || s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/secret", nil).Str("secret") != rotated {
+			t.Fatal("the rotated secret shown is not the endpoint's new one")
+		}
+
+		// The log: a delivery with its attempts, resent once.
+		recordEvent(t, db, s.merchantID)
+		deliveries := s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)
+		d := deliveries[0].(map[string]any)["id"].(string)
+		if _, err := db.Exec(context.Background(), `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
+			VALUES ($1, 503, 42, 'try later', '', $2)`, strings.TrimPrefix(d, "whd_"), time.Now().UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(context.Background(), `UPDATE webhook_deliveries SET attempts = 1 WHERE id = $1`, strings.TrimPrefix(d, "whd_")); err != nil {
+			t.Fatal(err)
+		}
+		_, body = b.get(webhooksPath + "/" + id)
+		if !strings.Contains(body, "HTTP 503") || !strings.Contains(body, "try later") || !strings.Contains(body, "customer.created") {
+			t.Fatalf("the log does not show the attempt: %s", body)
+		}
+		resp, body = b.post(webhooksPath+"/"+id+"/deliveries/"+d+"/resend", form())
+		wantStatus(t, "resend", resp, body, http.StatusSeeOther)
+		if n := len(s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)); n != 2 {
+			t.Fatalf("%d deliveries after a resend, want 2", n)
+		}
+		resp, body = b.get(resp.Header.Get("Location"))
+		if !strings.Contains(body, "queued for delivery again") {
+			t.Fatalf("after the resend: %s", body)
+		}
+		_, body = b.get(webhooksPath)
+		if !strings.Contains(body, "https://shop.example/v2") || !strings.Contains(body, "HTTP 503") {
+			t.Fatalf("the list does not show the endpoint and its last delivery: %s", body)
+		}
+
+		// Reporting reads, and is refused every change; sales may not read; nothing changed.
+		rb := s.browser(t)
+		rcsrf := rb.signIn("reporting@maple.example")
+		for _, p := range []string{webhooksPath, webhooksPath + "/" + id} {
+			resp, body := rb.get(p)
+			wantStatus(t, "reporting GET "+p, resp, body, http.StatusOK)
+			if strings.Contains(body, "Resend") || strings.Contains(body, "Replace the secret") || strings.Contains(body, "New endpoint") {
+				t.Fatalf("reporting is offered changes on %s", p)
+			}
+		}
+		forms := []string{webhooksPath + "/new", webhooksPath + "/" + id, webhooksPath + "/" + id + "/enable", webhooksPath + "/" + id + "/disable",
+			webhooksPath + "/" + id + "/secret", webhooksPath + "/" + id + "/rotate", webhooksPath + "/" + id + "/delete",
+			webhooksPath + "/" + id + "/deliveries/" + d + "/resend"}
+		for _, p := range forms {
+			resp, body := rb.post(p, url.Values{"csrf_token": {rcsrf}, "url": {"https://evil.example/"}, "events": {"all"}})
+			wantStatus(t, "reporting POST "+p, resp, body, http.StatusForbidden)
+			if strings.Contains(body, "whsec_") {
+				t.Fatalf("reporting's refused POST %s shows a secret", p)
+			}
+		}
+		sb := s.browser(t)
+		sb.signIn("sales@maple.example")
+		resp, body = sb.get(webhooksPath)
+		wantStatus(t, "sales GET", resp, body, http.StatusForbidden)
+		if r := s.v1(t, "GET", "/v1/webhook-endpoints", nil); len(r.Body["data"].([]any)) != 1 ||
+			len(s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)) != 2 ||
+			r.Body["data"].([]any)[0].(map[string]any)["url"] != "https://shop.example/v2" {
+			t.Fatalf("refused POSTs changed the endpoints: %s", r.Raw)
+		}
+
+		// Another merchant's endpoint is not found, to every action.
+		other := s.srv.NewMerchant(t)
+		key := s.srv.NewAPIKey(t, "acct_"+other.ID, checkout.AllPermissions)
+		oid := s.srv.Do(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": "https://other.example/", "enabled_events": []string{"*"}},
+			checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+other.ID).Str("id")
+		resp, body = b.get(webhooksPath + "/" + oid)
+		wantStatus(t, "another merchant's endpoint", resp, body, http.StatusNotFound)
+		for _, p := range []string{"/secret", "/rotate", "/delete", "/disable", ""} {
+			resp, body = b.post(webhooksPath+"/"+oid+p, form("url", "https://evil.example/", "events", "all"))
+			wantStatus(t, "POST another merchant's "+p, resp, body, http.StatusNotFound)
+			if strings.Contains(body, "whsec_") || strings.Contains(body, "other.example") {
+				t.Fatalf("POST %s tells of the other merchant's endpoint", p)
+			}
+		}
+
+		resp, body = b.post(webhooksPath+"/"+id+"/delete", form())
+		wantStatus(t, "delete", resp, body, http.StatusSeeOther)
+		if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil); r.Status != http.StatusNotFound {
+			t.Fatalf("deleted endpoint: %d", r.Status)
+		}
+		_, body = b.get(resp.Header.Get("Location"))
+		if !strings.Contains(body, "is deleted") || !strings.Contains(body, `id="webhooks-empty"`) {
+			t.Fatalf("after the delete: %s", body)
+		}
+	})
+}
+
+// In Chromium: an owner makes an endpoint through the form (its secret copied with the page's
+// button), edits it, resends a delivery with the attempts opened, and deletes it behind its
+// confirmation; each page, and the form with a refused URL, passes axe-core in light and dark.
+func TestWebhooksInBrowser(t *testing.T) {
+	t.Parallel()
+	s := newShop(t, storetest.SQLite(t), server.Config{})
+	ctx := browsertest.New(t)
+	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+webhooksPath), chromedp.WaitVisible(chromedp.CSS("#webhooks-empty")))
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "webhooks, none yet")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS(`a[href="`+webhooksPath+`/new"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#endpoint-url")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "new webhook endpoint")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#endpoint-url"), "https://user:pw@shop.example/hooks"),
+		chromedp.Click(chromedp.CSS(`form[action="`+webhooksPath+`/new"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS("#error-url")),
+	)
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "new webhook endpoint, a refused URL")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.SetValue(chromedp.CSS("#endpoint-url"), "https://shop.example/hooks"),
+		chromedp.SendKeys(chromedp.CSS("#endpoint-description"), "Orders"),
+		chromedp.Click(chromedp.CSS("#events-chosen")),
+		chromedp.Click(chromedp.CSS(`[id="event-transaction.approved"]`)),
+		chromedp.Click(chromedp.CSS(`form[action="`+webhooksPath+`/new"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS("#endpoint-secret")),
+	)
+	secret := browsertest.Eval[string](t, ctx, `document.getElementById('endpoint-secret').textContent`)
+	id := browsertest.Eval[string](t, ctx, `document.querySelector('#endpoint code').textContent`)
+	if !strings.HasPrefix(secret, "whsec_") || s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/secret", nil).Str("secret") != secret {
+		t.Fatalf("the secret on the page %q is not the endpoint's", secret)
+	}
+	if !browsertest.Eval[bool](t, ctx, `!document.querySelector('button[data-copy="endpoint-secret"]').hidden`) {
+		t.Error("the copy button is hidden")
+	}
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "a webhook endpoint with its secret")
+
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(s.srv.URL+webhooksPath+"/"+id), chromedp.WaitVisible(chromedp.CSS("#endpoint-url")),
+		chromedp.SetValue(chromedp.CSS("#endpoint-url"), "https://shop.example/v2"),
+		chromedp.Click(chromedp.CSS("#events-all")),
+		chromedp.Click(chromedp.CSS(`form[action="`+webhooksPath+`/`+id+`"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS("[role=status]")),
+	)
+	if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil); r.Str("url") != "https://shop.example/v2" || r.Str("description") != "Orders" ||
+		!strings.Contains(string(r.Raw), `"enabled_events":["*"]`) {
+		t.Fatalf("edited in the browser: %s", r.Raw)
+	}
+
+	recordEvent(t, s.srv.DB, s.merchantID)
+	d := s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)[0].(map[string]any)["id"].(string)
+	if _, err := s.srv.DB.Exec(context.Background(), `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
+		VALUES ($1, 0, 15000, '', 'dial tcp 203.0.113.9:443: i/o timeout', $2)`, strings.TrimPrefix(d, "whd_"), time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+webhooksPath+"/"+id), chromedp.WaitVisible(chromedp.CSS("#deliveries")),
+		chromedp.Click(chromedp.CSS("#deliveries details summary")))
+	if !strings.Contains(browsertest.Eval[string](t, ctx, `document.querySelector('#deliveries details').textContent`), "i/o timeout") {
+		t.Error("the opened attempts do not show the error")
+	}
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "a webhook endpoint's delivery log, an attempt opened")
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS(`#deliveries button[aria-label^="Resend"]`)),
+		chromedp.WaitVisible(chromedp.CSS("[role=status]")),
+	)
+	if n := len(s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)); n != 2 {
+		t.Fatalf("%d deliveries after Resend, want 2", n)
+	}
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+webhooksPath), chromedp.WaitVisible(chromedp.CSS("#webhooks")))
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "webhooks")
+
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Navigate(s.srv.URL+webhooksPath+"/"+id), chromedp.WaitVisible(chromedp.CSS("details.confirm")),
+		chromedp.Click(chromedp.CSS("details.confirm summary")),
+		chromedp.Click(chromedp.CSS("#delete")),
+		chromedp.WaitVisible(chromedp.CSS("#webhooks-empty")),
+	)
+	if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil); r.Status != http.StatusNotFound {
+		t.Fatalf("deleted in the browser: %d", r.Status)
+	}
+}
