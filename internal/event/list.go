@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,53 @@ func Get(ctx context.Context, q store.Querier, merchantID, id string) (Event, er
 // search follows the index events_merchant, or events_merchant_type for a type filter (see
 // TestListUsesIndexes).
 func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Event, bool, error) {
+	var after, before int64
+	for _, c := range []struct {
+		id  string
+		pos *int64
+	}{{f.StartingAfter, &after}, {f.EndingBefore, &before}} {
+		if c.id == "" {
+			continue
+		}
+		err := q.QueryRowContext(ctx, `SELECT id FROM events WHERE merchant_id = $1 AND event_id = $2`, merchantID, c.id).Scan(c.pos)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, ErrNotFound
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	query, args := listQuery(merchantID, f, after, before)
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		_, e, err := scan(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	more := len(out) > f.Limit
+	if more {
+		out = out[:f.Limit]
+	}
+	if before != 0 {
+		slices.Reverse(out)
+	}
+	return out, more, nil
+}
+
+// listQuery is List's query of f's page, with its arguments: the events older than the row id after,
+// or newer than the row id before (0 for no bound), one more than f.Limit to tell whether there are
+// more. Newer ones are read oldest first, from the cursor on.
+func listQuery(merchantID string, f Filter, after, before int64) (string, []any) {
 	args := []any{merchantID}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -74,52 +122,15 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 		where += ` AND created_at < ` + arg(f.Until.UnixMilli())
 	}
 	order := "DESC"
-	for _, c := range []struct {
-		id, cond string
-		asc      bool
-	}{{f.StartingAfter, " AND id < ", false}, {f.EndingBefore, " AND id > ", true}} {
-		if c.id == "" {
-			continue
-		}
-		var pos int64
-		err := q.QueryRowContext(ctx, `SELECT id FROM events WHERE merchant_id = $1 AND event_id = $2`, merchantID, c.id).Scan(&pos)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, ErrNotFound
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		where += c.cond + arg(pos)
-		if c.asc {
-			order = "ASC"
-		}
+	if after != 0 {
+		where += ` AND id < ` + arg(after)
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+columns+` FROM events `+where+` ORDER BY id `+order+` LIMIT `+arg(f.Limit+1), args...)
-	if err != nil {
-		return nil, false, err
+	if before != 0 {
+		where += ` AND id > ` + arg(before)
+		order = "ASC"
 	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		_, e, err := scan(rows)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	more := len(out) > f.Limit
-	if more {
-		out = out[:f.Limit]
-	}
-	if order == "ASC" {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
-	}
-	return out, more, nil
+	query := `SELECT ` + columns + ` FROM events ` + where + ` ORDER BY id ` + order + ` LIMIT ` + arg(f.Limit+1)
+	return query, args
 }
 
 // purgeBatch is how many events one statement of Purge deletes: a short transaction each, so that
