@@ -70,15 +70,15 @@ const Done = "DONE"
 const insertSQL = `INSERT INTO audit_log (merchant_id, client_id, operation, transaction_id, resource, amount, currency, outcome,
 	detail, request_id, user_id, address, created_at) `
 
-// columns is the number of insertSQL's columns.
-const columns = 13
+// Columns is the number of values a record has (Args), the parameters SelectSQL takes.
+const Columns = 13
 
 // SelectSQL inserts the record whose Args are the statement's parameters $n to $n+12, from a SELECT,
 // so that it can follow another statement in one round trip: `WITH done AS (… RETURNING id) ` +
 // SelectSQL(7) + ` FROM done`.
 func SelectSQL(n int) string {
 	s := insertSQL + `SELECT `
-	for i := range columns {
+	for i := range Columns {
 		if i > 0 {
 			s += ", "
 		}

@@ -28,8 +28,8 @@ func (k APIKey) Wire() WireKey {
 		Permissions: k.Permissions.Names(), Created: k.CreatedAt.Unix()}
 }
 
-// list is the v1 list envelope.
-type list[T any] struct {
+// List is the v1 list envelope: {"object": "list", "data": […], "has_more": …}.
+type List[T any] struct {
 	Object  string `json:"object"`
 	Data    []T    `json:"data"`
 	HasMore bool   `json:"has_more"`
@@ -115,7 +115,7 @@ func (s *Service) handleListKeys(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	out := list[WireKey]{Object: "list", Data: []WireKey{}}
+	out := List[WireKey]{Object: "list", Data: []WireKey{}}
 	for _, k := range keys {
 		out.Data = append(out.Data, k.Wire())
 	}

@@ -113,10 +113,11 @@ func (s *Service) expireChallenges(ctx context.Context) error {
 			if err := vault.ConsumeMethod(ctx, tx, in.MerchantID, in.PaymentMethod, in.IntentID); err != nil {
 				return err
 			}
+			before := in
 			in.Status, in.PaymentMethod, in.UpdatedAt = StatusRequiresPaymentMethod, "", now
 			in.LastError = &PaymentError{Code: "authentication_required", DeclineCode: "authentication_required",
 				Message: "The 3-D Secure challenge was not completed in time."}
-			if err := saveIntent(ctx, tx, in); err != nil {
+			if err := saveIntent(ctx, tx, before, in); err != nil {
 				return err
 			}
 			return s.audit(ctx, tx, Who{}, "payment_intent.challenge_expired", in, now)

@@ -94,7 +94,7 @@ func (s *Service) handleListIntents(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		items, more, err := s.List(r.Context(), who, p)
-		out := list[WireIntent]{Object: "list", Data: make([]WireIntent, len(items)), HasMore: more}
+		out := List[WireIntent]{Object: "list", Data: make([]WireIntent, len(items)), HasMore: more}
 		for i, in := range items {
 			out.Data[i] = in.Wire()
 		}

@@ -239,6 +239,7 @@ func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(
 			if in.PendingOp != "" {
 				return unexpected(in, op)
 			}
+			before := in
 			ledger, err := check(tx, &in)
 			if err != nil {
 				return err
@@ -248,7 +249,7 @@ func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(
 				in.Attempts++
 				in.PendingOp, in.LeaseUntil = op, time.UnixMilli(now.Add(s.lease).UnixMilli())
 			}
-			if err := saveIntent(ctx, tx, in); err != nil {
+			if err := saveIntent(ctx, tx, before, in); err != nil {
 				return err
 			}
 			if !ledger {
@@ -372,7 +373,7 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next
 		}
 		out = next(cur, now)
 		out.UpdatedAt = now
-		if err := saveIntent(ctx, tx, out); err != nil {
+		if err := saveIntent(ctx, tx, cur, out); err != nil {
 			return err
 		}
 		if (cur.PendingOp == opConfirm || cur.PendingOp == opChallenge) && out.LatestCharge != cur.LatestCharge {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 )
@@ -45,6 +46,9 @@ func (s *Service) Create(ctx context.Context, who Who, p IntentParams) (Intent, 
 			nullable(in.ReceiptEmail), nullable(in.StatementDescriptorSuffix), string(md), nullable(in.PaymentMethod),
 			nullable(in.ClientID), now.UnixMilli(), in.Livemode).Scan(&in.ID)
 		if err != nil {
+			return err
+		}
+		if err := event.Record(ctx, tx, in.MerchantID, event.PaymentIntentCreated, in.Wire(), now); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, who, "payment_intent.create", in, now)
@@ -175,6 +179,7 @@ func (s *Service) Update(ctx context.Context, who Who, id string, b IntentBody) 
 		if in, err = lockIntent(ctx, tx, who.Merchant.ID, id, s.now()); err != nil {
 			return err
 		}
+		before := in
 		if in.PendingOp != "" || in.Status != StatusRequiresPaymentMethod && in.Status != StatusRequiresConfirmation {
 			return unexpected(in, "update")
 		}
@@ -188,7 +193,7 @@ func (s *Service) Update(ctx context.Context, who Who, id string, b IntentBody) 
 			in.Status = StatusRequiresConfirmation
 		}
 		in.UpdatedAt = time.UnixMilli(s.now().UnixMilli())
-		if err := saveIntent(ctx, tx, in); err != nil {
+		if err := saveIntent(ctx, tx, before, in); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, who, "payment_intent.update", in, in.UpdatedAt)
@@ -211,8 +216,9 @@ func lockIntent(ctx context.Context, tx *store.Tx, merchantID, id string, now ti
 	return getIntent(ctx, tx, merchantID, id)
 }
 
-// saveIntent writes every changeable column of in.
-func saveIntent(ctx context.Context, tx *store.Tx, in Intent) error {
+// saveIntent writes every changeable column of in, which was before as read in tx, and records the
+// events of the change (intentEvents) in tx.
+func saveIntent(ctx context.Context, tx *store.Tx, before, in Intent) error {
 	md, err := json.Marshal(in.Metadata)
 	if err != nil {
 		return err
@@ -240,7 +246,51 @@ func saveIntent(ctx context.Context, tx *store.Tx, in Intent) error {
 		nullable(in.Description), nullable(in.ReceiptEmail), nullable(in.StatementDescriptorSuffix), string(md),
 		nullable(in.PaymentMethod), nullable(code), nullable(decline), nullable(msg), charge, nullable(in.LatestCharge),
 		canceled, nullable(in.CancellationReason), in.Attempts, nullable(in.PendingOp), lease, in.UpdatedAt.UnixMilli())
-	return err
+	if err != nil {
+		return err
+	}
+	for _, typ := range intentEvents(before, in) {
+		if err := event.Record(ctx, tx, in.MerchantID, typ, in.Wire(), in.UpdatedAt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intentEvents are the events of an intent's change from before to after (issue 18, point 1: "the
+// object as the API would show it at that moment", at every transition, whoever makes it — the v1
+// API, the hosted page, the sweep):
+//
+//   - payment_intent.succeeded, .requires_action, .canceled: the intent entered that status;
+//   - payment_intent.amount_capturable_updated: it entered requires_capture, or amount_capturable
+//     changed while it stayed there;
+//   - payment_intent.payment_failed: the change set a new last_payment_error — a confirmation or a
+//     challenge declined, a challenge that expired, and a capture or void the processor declined (the
+//     intent stays in requires_capture then). An error carried over unchanged is the same value (the
+//     pointer read with the intent), so a change that keeps it reports nothing.
+//
+// processing, requires_confirmation and a return to requires_payment_method without an error are
+// steps the merchant has no use for, and have no event.
+func intentEvents(before, after Intent) []string {
+	var out []string
+	if after.LastError != nil && after.LastError != before.LastError {
+		out = append(out, event.PaymentIntentPaymentFailed)
+	}
+	switch {
+	case after.Status == before.Status:
+		if after.Status == StatusRequiresCapture && after.AmountCapturable != before.AmountCapturable {
+			out = append(out, event.PaymentIntentAmountCapturableUpdated)
+		}
+	case after.Status == StatusSucceeded:
+		out = append(out, event.PaymentIntentSucceeded)
+	case after.Status == StatusRequiresCapture:
+		out = append(out, event.PaymentIntentAmountCapturableUpdated)
+	case after.Status == StatusRequiresAction:
+		out = append(out, event.PaymentIntentRequiresAction)
+	case after.Status == StatusCanceled:
+		out = append(out, event.PaymentIntentCanceled)
+	}
+	return out
 }
 
 // audit records a change to an intent in tx (the ledger records the money operations themselves).

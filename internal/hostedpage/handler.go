@@ -12,13 +12,20 @@ import (
 )
 
 // wireSession is the session response: "id", "payment_intent" (its id, or the whole object when the
-// request asks expand=payment_intent) and "url"; and when the URL stops working.
+// request asks expand=payment_intent) and "url"; and when the URL stops working. The session's events
+// carry it with the intent expanded and without the URL, which is the page's credential and is not
+// stored (only its hash is).
 type wireSession struct {
 	ID            string `json:"id"`
 	Object        string `json:"object"`
 	PaymentIntent any    `json:"payment_intent"`
-	URL           string `json:"url"`
+	URL           string `json:"url,omitempty"`
 	ExpiresAt     int64  `json:"expires_at"`
+}
+
+// wire renders ss with its payment intent (its id or its WireIntent) and its page URL ("" in events).
+func (ss Session) wire(intent any, url string) wireSession {
+	return wireSession{ID: ss.SessionID, Object: "hosted_payment_page.session", PaymentIntent: intent, URL: url, ExpiresAt: ss.ExpiresAt.Unix()}
 }
 
 // handleCreate serves POST /v1/checkout/hosted-payment-page/sessions. The body is a payment-intent
@@ -62,8 +69,7 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	out := wireSession{ID: ss.SessionID, Object: "hosted_payment_page.session", PaymentIntent: in.IntentID, URL: url,
-		ExpiresAt: ss.ExpiresAt.Unix()}
+	out := ss.wire(in.IntentID, url)
 	if req.expandIntent {
 		out.PaymentIntent = in.Wire()
 	}

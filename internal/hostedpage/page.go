@@ -103,10 +103,10 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		case checkout.StatusSucceeded, checkout.StatusRequiresCapture:
 			var then func(context.Context, *store.Tx) error
 			if then, err = s.completion(ctx, ss, m, in); err == nil {
-				ss, err = s.record(ctx, ss, nil, "completed", then)
+				ss, err = s.record(ctx, ss, in, nil, "completed", then)
 			}
 		case checkout.StatusCanceled:
-			ss, err = s.record(ctx, ss, nil, "canceled", nil)
+			ss, err = s.record(ctx, ss, in, nil, "canceled", nil)
 		}
 		if err != nil {
 			httpapi.WriteError(w, r, err)
@@ -262,7 +262,7 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 		httpapi.WriteError(w, r, fault.Busy("operation_in_progress", "The payment is still being processed; try again shortly."))
 		return
 	}
-	if ss, err = s.record(ctx, ss, attempt, outcome, then); err != nil {
+	if ss, err = s.record(ctx, ss, in, attempt, outcome, then); err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}

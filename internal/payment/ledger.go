@@ -12,6 +12,7 @@ import (
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/cardenc"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/money"
@@ -496,12 +497,20 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 	a := audit.Record{MerchantID: t.MerchantID, ClientID: t.ClientID, Operation: op, TransactionID: t.TransactionID,
 		Amount: t.Amount, Currency: t.Currency.Code, Outcome: outcome, Detail: t.Message, RequestID: t.RequestID, At: now}.From(ctx)
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
+	ev, err := event.New(t.MerchantID, eventType(t), t.Wire(), now)
+	if err != nil {
+		return Transaction{}, err
+	}
 	won := false
-	var err error
 	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
-		// The outcome and its audit record in one statement, a transaction of its own: one round trip.
+		// The outcome, its event with the event's webhook deliveries, and its audit record in one
+		// statement, a transaction of its own: one round trip. The audit record is the statement's own
+		// row, so that RowsAffected says whether this finish won; the event's rows come from the same
+		// done, and exist only when it did.
 		var r sql.Result
-		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL+` RETURNING id) `+auditSelectSQL+` FROM done`, append(outcomeArgs, a.Args()...)...)
+		args := append(append(outcomeArgs, a.Args()...), ev.Args()...)
+		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL+` RETURNING id), ev AS (`+eventInsertSQL+`), fan AS (`+
+			event.FanOutSQL("ev")+`) `+auditSelectSQL+` FROM done`, args...)
 		if err == nil {
 			n, _ := r.RowsAffected()
 			won = n == 1
@@ -522,6 +531,9 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 					return err
 				}
 			}
+			if err := ev.Write(ctx, tx); err != nil {
+				return err
+			}
 			return audit.Write(ctx, tx, a)
 		})
 	}
@@ -538,6 +550,28 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 		return got, err
 	}
 	return t, nil
+}
+
+// eventInsertSQL inserts the outcome's event, whose values are the parameters after the audit
+// record's (see finishAs), from done.
+var eventInsertSQL = event.InsertSQL(7+audit.Columns, "done")
+
+// eventType is the event of a transaction's outcome (issue 18, point 1): a sale or an authorization
+// approved is transaction.approved; a capture, refund or void approved is transaction.captured,
+// .refunded or .voided; any attempt declined, a follow-up's included, is transaction.declined.
+func eventType(t Transaction) string {
+	if t.Status != StatusApproved {
+		return event.TransactionDeclined
+	}
+	switch t.Kind {
+	case KindCapture:
+		return event.TransactionCaptured
+	case KindRefund:
+		return event.TransactionRefunded
+	case KindVoid:
+		return event.TransactionVoided
+	}
+	return event.TransactionApproved
 }
 
 // outcomeSQL records the processor's answer on a pending attempt; only the first answer counts.

@@ -20,6 +20,7 @@ import (
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/dashboard"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -83,8 +84,8 @@ type Config struct {
 	// the poll, as it stops its tokens.
 	APIKeyCacheTTL time.Duration
 	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
-	// operations on payment intents are settled, and velocity counts of ended windows dropped
-	// (default 1 minute).
+	// operations on payment intents are settled, velocity counts of ended windows dropped, and the
+	// expiry of hosted-page sessions recorded (default 1 minute).
 	SweepInterval time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.Proxies);
 	// default none.
@@ -106,6 +107,7 @@ type Server struct {
 	accounts   *accounts.Service
 	vault      *vault.Service
 	checkout   *checkout.Service
+	pages      *hostedpage.Service
 	idem       *idempotency.Store
 	velocity   *velocity.Limiter
 	merchants  *merchant.Cache
@@ -204,6 +206,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	pages := hostedpage.New(hostedpage.Config{DB: cfg.DB, Checkout: s.checkout, Vault: v, Merchants: merchants, PublicURL: cfg.PublicURL,
 		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity, Ledger: s.ledger})
 	pages.Routes(r)
+	s.pages = pages
+	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
@@ -275,6 +279,9 @@ func (s *Server) BillingWorker(node string) *billing.Engine {
 // Vault is the customer vault, which also keeps payment methods.
 func (s *Server) Vault() *vault.Service { return s.vault }
 
+// HostedPages is the hosted payment page.
+func (s *Server) HostedPages() *hostedpage.Service { return s.pages }
+
 // Checkout is the v1 payments API.
 func (s *Server) Checkout() *checkout.Service { return s.checkout }
 
@@ -344,6 +351,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	})
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "velocity sweep", s.velocity.Sweep) })
+	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "hosted page sweep", s.pages.Sweep) })
+	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge events", s.purgeEvents) })
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -371,5 +380,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
+	return err
+}
+
+// purgeEvents deletes the events past their retention: "Events are kept 30 days" (issue 18, point 1).
+func (s *Server) purgeEvents(ctx context.Context) error {
+	_, err := event.Purge(ctx, s.cfg.DB, s.cfg.Now())
 	return err
 }

@@ -49,13 +49,6 @@ func serve(w http.ResponseWriter, r *http.Request, f func(*http.Request, checkou
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
-// wireList is the v1 list envelope.
-type wireList[T any] struct {
-	Object  string `json:"object"`
-	Data    []T    `json:"data"`
-	HasMore bool   `json:"has_more"`
-}
-
 // actorOf is who a v1 request acts as, for the audit log.
 func actorOf(who checkout.Who) Actor { return Actor{ClientID: who.ClientID, RequestID: who.RequestID} }
 
@@ -72,7 +65,7 @@ func (s *Endpoints) handleCreate(r *http.Request, who checkout.Who, body []byte)
 
 func (s *Endpoints) handleList(r *http.Request, who checkout.Who, _ []byte) (any, error) {
 	es, err := s.List(r.Context(), who.Merchant.ID)
-	out := wireList[WireEndpoint]{Object: "list", Data: make([]WireEndpoint, len(es))}
+	out := checkout.List[WireEndpoint]{Object: "list", Data: make([]WireEndpoint, len(es))}
 	for i, e := range es {
 		out.Data[i] = e.Wire()
 	}
@@ -119,7 +112,7 @@ func (s *Endpoints) handleDeliveries(r *http.Request, who checkout.Who, _ []byte
 	}
 	id := r.PathValue("id")
 	ds, more, err := s.Deliveries(r.Context(), who.Merchant.ID, id, p)
-	out := wireList[WireDelivery]{Object: "list", Data: make([]WireDelivery, len(ds)), HasMore: more}
+	out := checkout.List[WireDelivery]{Object: "list", Data: make([]WireDelivery, len(ds)), HasMore: more}
 	for i, d := range ds {
 		out.Data[i] = d.Wire(id)
 	}
