@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/payment"
@@ -351,8 +352,32 @@ func (e *Engine) record(ctx context.Context, sub vault.Subscription, t payment.T
 			lease_owner = NULL, updated_at = $11 WHERE id = $1`,
 			cur.ID, cur.Status, cur.Cycle, cur.NextRun, cur.LastRun, cur.LastSuccess, cur.CompletedCycles, cur.FailedAttempts,
 			cur.DelinquentCycles, cur.DelinquentSince, now.UnixMilli())
-		return err
+		if err != nil {
+			return err
+		}
+		for _, typ := range outcomeEvents(t, cur) {
+			if err := vault.RecordSubscription(ctx, tx, typ, cur, now); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// outcomeEvents are the events of a charge's outcome t, sub being the subscription after it: an
+// approved charge is subscription.charged, followed by subscription.expired when it was the last of
+// the plan's payments; a declined one is subscription.payment_failed, or subscription.suspended when
+// it exhausted the retries.
+func outcomeEvents(t payment.Transaction, sub vault.Subscription) []string {
+	switch {
+	case t.Status == payment.StatusApproved && sub.Status == plan.StatusExpired:
+		return []string{event.SubscriptionCharged, event.SubscriptionExpired}
+	case t.Status == payment.StatusApproved:
+		return []string{event.SubscriptionCharged}
+	case sub.Status == plan.StatusSuspended:
+		return []string{event.SubscriptionSuspended}
+	}
+	return []string{event.SubscriptionPaymentFailed}
 }
 
 func nullMS(t time.Time) sql.NullInt64 { return sql.NullInt64{Int64: t.UnixMilli(), Valid: true} }

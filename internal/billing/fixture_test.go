@@ -25,7 +25,7 @@ type fixture struct {
 	eng   *billing.Engine
 }
 
-func newFixture(t *testing.T, db *store.DB, start time.Time, cfg billing.Config) *fixture {
+func newFixture(t testing.TB, db *store.DB, start time.Time, cfg billing.Config) *fixture {
 	t.Helper()
 	f := &fixture{clock: clock.NewManual(start)}
 	f.srv = servertest.Start(t, db, server.Config{Now: f.clock.Now, NoBillingEngine: true, Billing: cfg})
@@ -35,13 +35,13 @@ func newFixture(t *testing.T, db *store.DB, start time.Time, cfg billing.Config)
 }
 
 // do calls the API with a fresh token (the manual clock may have outrun the last one).
-func (f *fixture) do(t *testing.T, method, path string, body any) servertest.Response {
+func (f *fixture) do(t testing.TB, method, path string, body any) servertest.Response {
 	t.Helper()
 	f.m.NewToken(t)
 	return f.m.Do(t, method, path, body)
 }
 
-func (f *fixture) must(t *testing.T, method, path string, body any) servertest.Response {
+func (f *fixture) must(t testing.TB, method, path string, body any) servertest.Response {
 	t.Helper()
 	r := f.do(t, method, path, body)
 	if r.Status != 200 {
@@ -51,13 +51,13 @@ func (f *fixture) must(t *testing.T, method, path string, body any) servertest.R
 }
 
 // plan creates a plan.
-func (f *fixture) plan(t *testing.T, body map[string]any) string {
+func (f *fixture) plan(t testing.TB, body map[string]any) string {
 	t.Helper()
 	return f.must(t, "POST", "/plan-service/plan", body).Str("lookup_id")
 }
 
 // customer creates a customer with a card.
-func (f *fixture) customer(t *testing.T, pan string) (customer, card string) {
+func (f *fixture) customer(t testing.TB, pan string) (customer, card string) {
 	t.Helper()
 	c := f.must(t, "POST", "/customer-service/customer", map[string]any{"email": "ada@example.com", "bcc_emails": "books@example.com"})
 	r := f.must(t, "POST", "/customer-service/customer/"+c.Str("lookup_id")+"/card", map[string]any{"card_number": pan,
@@ -67,20 +67,20 @@ func (f *fixture) customer(t *testing.T, pan string) (customer, card string) {
 }
 
 // subscribe subscribes the customer and returns the subscription's lookup id.
-func (f *fixture) subscribe(t *testing.T, customer string, body map[string]any) string {
+func (f *fixture) subscribe(t testing.TB, customer string, body map[string]any) string {
 	t.Helper()
 	r := f.must(t, "POST", "/customer-service/customer/"+customer+"/subscription", body)
 	subs := r.Body["subscriptions"].([]any)
 	return subs[len(subs)-1].(map[string]any)["lookup_id"].(string)
 }
 
-func (f *fixture) sub(t *testing.T, customer, sub string) servertest.Response {
+func (f *fixture) sub(t testing.TB, customer, sub string) servertest.Response {
 	t.Helper()
 	return f.must(t, "GET", "/customer-service/customer/"+customer+"/subscription/"+sub, nil)
 }
 
 // run runs the engine once, failing t on an error.
-func (f *fixture) run(t *testing.T) int {
+func (f *fixture) run(t testing.TB) int {
 	t.Helper()
 	n, err := f.eng.RunOnce(context.Background())
 	if err != nil {
@@ -90,7 +90,7 @@ func (f *fixture) run(t *testing.T) int {
 }
 
 // charges lists the merchant's RECURRING transactions, oldest first, as "date result amount".
-func (f *fixture) charges(t *testing.T, loc *time.Location) []string {
+func (f *fixture) charges(t testing.TB, loc *time.Location) []string {
 	t.Helper()
 	r := f.must(t, "GET", "/transaction-service/transaction?limit=10000", nil)
 	var out []string
@@ -116,7 +116,7 @@ func num(r servertest.Response, k string) int64 {
 }
 
 // status checks what "kassa billing status" reports now.
-func (f *fixture) status(t *testing.T, db *store.DB, want billing.StatusReport) {
+func (f *fixture) status(t testing.TB, db *store.DB, want billing.StatusReport) {
 	t.Helper()
 	got, err := billing.Status(context.Background(), db, f.clock.Now())
 	if err != nil || got != want {

@@ -15,6 +15,8 @@ import (
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/event/eventtest"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
@@ -224,6 +226,9 @@ func TestSubscriptionsListDetailAndActions(t *testing.T) {
 			t.Fatalf("the linked transaction: %s", r.Raw)
 		}
 
+		// The dashboard's changes record the API's events (issue 18), with the subscription as the API shows it.
+		events := &eventtest.Log{DB: db, MerchantID: s.merchantID}
+		events.Skip(t) // the shop's setup
 		resp, body = b.post(page+"/amount", url.Values{"csrf_token": {csrf}, "amount": {"twenty"}})
 		wantStatus(t, "a bad amount", resp, body, http.StatusBadRequest)
 		if !strings.Contains(body, `id="error-amount"`) || !strings.Contains(body, `value="twenty"`) {
@@ -232,20 +237,26 @@ func TestSubscriptionsListDetailAndActions(t *testing.T) {
 		resp, body = b.post(page+"/amount", url.Values{"csrf_token": {csrf}, "amount": {"20.00"}})
 		wantStatus(t, "change the amount", resp, body, http.StatusOK)
 		sub := "/customer-service/customer/" + s.good + "/subscription/" + s.goodSub
-		if r := s.a.must(t, "GET", sub, nil); r.Num("amount") != "20.00" {
+		r := s.a.must(t, "GET", sub, nil)
+		if r.Num("amount") != "20.00" {
 			t.Fatalf("the amount through the API: %s", r.Raw)
 		}
-		for _, step := range []struct{ action, status string }{{"pause", "PAUSED"}, {"resume", "ACTIVE"}, {"cancel", "CANCELED"}} {
+		eventtest.Shows(t, events.Next(t, event.SubscriptionUpdated)[0], r.Body, "customer_lookup_id", s.good)
+		for _, step := range []struct{ action, status, event string }{{"pause", "PAUSED", event.SubscriptionUpdated},
+			{"resume", "ACTIVE", event.SubscriptionUpdated}, {"cancel", "CANCELED", event.SubscriptionCanceled}} {
 			resp, body = b.post(page+"/"+step.action, url.Values{"csrf_token": {csrf}})
 			wantStatus(t, step.action, resp, body, http.StatusOK)
-			if r := s.a.must(t, "GET", sub, nil); r.Str("status") != step.status || !strings.Contains(body, `id="subscription-status">`+step.status+`<`) {
+			r := s.a.must(t, "GET", sub, nil)
+			if r.Str("status") != step.status || !strings.Contains(body, `id="subscription-status">`+step.status+`<`) {
 				t.Fatalf("after %s: %s", step.action, r.Raw)
 			}
+			eventtest.Shows(t, events.Next(t, step.event)[0], r.Body, "customer_lookup_id", s.good)
 		}
 		resp, body = b.post(page+"/pause", url.Values{"csrf_token": {csrf}})
 		wantStatus(t, "pause a canceled subscription", resp, body, http.StatusConflict)
 		resp, body = b.post("/dashboard/subscriptions/"+s.bad+"/"+s.badSub+"/resume", url.Values{"csrf_token": {csrf}})
 		wantStatus(t, "resume a subscription in RETRY", resp, body, http.StatusConflict)
+		events.Next(t) // refused: nothing recorded
 
 		forbidden(t, s.shop, []string{page + "/pause", page + "/resume", page + "/cancel", page + "/amount",
 			"/dashboard/subscriptions/" + s.bad + "/" + s.badSub + "/retry"})

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -171,6 +172,9 @@ func (s *Service) Create(ctx context.Context, m merchant.Merchant, b Body) (Plan
 			p.NumberOfPayments, p.SendReceipt, now).Scan(&p.ID); err != nil {
 			return err
 		}
+		if err := event.Record(ctx, tx, m.ID, event.PlanCreated, p.Wire(), s.now()); err != nil {
+			return err
+		}
 		return audit.Change(ctx, tx, m.ID, "plan.create", "plan/"+p.LookupID, s.now())
 	})
 	if store.IsUniqueViolation(err) {
@@ -188,6 +192,7 @@ func (s *Service) Update(ctx context.Context, m merchant.Merchant, lookupID stri
 		if p, err = Get(ctx, tx, m.ID, lookupID); err != nil {
 			return err
 		}
+		before := p.Wire()
 		if err := b.apply(&p, m, false); err != nil {
 			return err
 		}
@@ -197,6 +202,12 @@ func (s *Service) Update(ctx context.Context, m merchant.Merchant, lookupID stri
 			p.NumberOfPayments, p.SendReceipt, s.now().UnixMilli())
 		if err != nil {
 			return err
+		}
+		// An update that leaves the plan as the API shows it reports nothing.
+		if p.Wire() != before {
+			if err := event.Record(ctx, tx, m.ID, event.PlanUpdated, p.Wire(), s.now()); err != nil {
+				return err
+			}
 		}
 		return audit.Change(ctx, tx, m.ID, "plan.update", "plan/"+lookupID, s.now())
 	})
@@ -221,6 +232,10 @@ func (s *Service) Remove(ctx context.Context, merchantID, lookupID string) error
 		}
 		if n, _ := r.RowsAffected(); n == 0 {
 			return fault.Conflict("plan_in_use", "Plan %s has current subscriptions; cancel them before deleting it.", lookupID)
+		}
+		// The plan as the API showed it last.
+		if err := event.Record(ctx, tx, merchantID, event.PlanDeleted, p.Wire(), s.now()); err != nil {
+			return err
 		}
 		return audit.Change(ctx, tx, merchantID, "plan.delete", "plan/"+lookupID, s.now())
 	})

@@ -16,6 +16,9 @@ type Tx struct {
 	db *DB
 }
 
+// Dialect is the dialect of the transaction's database.
+func (t *Tx) Dialect() Dialect { return t.db.dialect }
+
 // ExecContext executes a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := t.db.stmts.prepared(t.db.writer, query); st != nil {

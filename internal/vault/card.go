@@ -184,8 +184,7 @@ func (s *Service) addCard(ctx context.Context, merchantID, customerLookup string
 		if err := audit.Change(ctx, tx, merchantID, "card.add", cardResource(customerLookup, lookup), s.now()); err != nil {
 			return err
 		}
-		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
-		return err
+		return s.reloadCards(ctx, tx, merchantID, &c)
 	})
 	return c, cardenc.AsFault(err)
 }
@@ -267,8 +266,7 @@ func (s *Service) updateCard(ctx context.Context, merchantID, customerLookup, ca
 		if err := audit.Change(ctx, tx, merchantID, "card.update", cardResource(customerLookup, cardLookup), s.now()); err != nil {
 			return err
 		}
-		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
-		return err
+		return s.reloadCards(ctx, tx, merchantID, &c)
 	})
 	return c, err
 }
@@ -304,10 +302,20 @@ func (s *Service) deleteCard(ctx context.Context, merchantID, customerLookup, ca
 		if err := audit.Change(ctx, tx, merchantID, "card.delete", cardResource(customerLookup, cardLookup), s.now()); err != nil {
 			return err
 		}
-		c.Cards, err = cardsOf(ctx, tx, []int64{c.ID})
-		return err
+		return s.reloadCards(ctx, tx, merchantID, &c)
 	})
 	return c, err
+}
+
+// reloadCards reads the customer's cards again after a change to them in tx, and records the change's
+// events there.
+func (s *Service) reloadCards(ctx context.Context, tx *store.Tx, merchantID string, c *Customer) error {
+	before := c.Cards
+	var err error
+	if c.Cards, err = cardsOf(ctx, tx, []int64{c.ID}); err != nil {
+		return err
+	}
+	return recordCardChanges(ctx, tx, merchantID, c.LookupID, before, c.Cards, s.now())
 }
 
 // lockCustomer takes the customer's row lock for the rest of tx and then reads the customer with its

@@ -3,11 +3,13 @@ package vault
 import (
 	"context"
 	"crypto/rand"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -137,6 +139,9 @@ func (s *Service) createCustomer(ctx context.Context, merchantID string, d Detai
 			d.Address2, d.City, d.Province, d.Country, d.PostalCode, d.CustomID, now.UnixMilli()).Scan(&c.ID); err != nil {
 			return err
 		}
+		if err := event.Record(ctx, tx, merchantID, event.CustomerCreated, c.wire(), now); err != nil {
+			return err
+		}
 		return audit.Change(ctx, tx, merchantID, "customer.create", "customer/"+c.LookupID, now)
 	})
 	return c, err
@@ -178,6 +183,7 @@ func (s *Service) updateCustomer(ctx context.Context, merchantID, lookupID strin
 		if c, err = s.customer(ctx, tx, merchantID, lookupID); err != nil {
 			return err
 		}
+		before := c.wire()
 		if err := b.apply(&c.Details); err != nil {
 			return err
 		}
@@ -190,6 +196,12 @@ func (s *Service) updateCustomer(ctx context.Context, merchantID, lookupID strin
 			d.Province, d.Country, d.PostalCode, d.CustomID, c.UpdatedAt.UnixMilli())
 		if err != nil {
 			return err
+		}
+		// An update that leaves the customer as the API shows it reports nothing.
+		if after := c.wire(); !reflect.DeepEqual(after, before) {
+			if err := event.Record(ctx, tx, merchantID, event.CustomerUpdated, after, c.UpdatedAt); err != nil {
+				return err
+			}
 		}
 		return audit.Change(ctx, tx, merchantID, "customer.update", "customer/"+lookupID, c.UpdatedAt)
 	})
@@ -217,6 +229,11 @@ func (s *Service) deleteCustomer(ctx context.Context, merchantID, lookupID strin
 			return err
 		}
 		if _, err = tx.ExecContext(ctx, `DELETE FROM customers WHERE id = $1`, c.ID); err != nil {
+			return err
+		}
+		// The customer as it was, cards and ended subscriptions included: they go with it, without
+		// events of their own.
+		if err := event.Record(ctx, tx, merchantID, event.CustomerDeleted, c.wire(), s.now()); err != nil {
 			return err
 		}
 		return audit.Change(ctx, tx, merchantID, "customer.delete", "customer/"+lookupID, s.now())

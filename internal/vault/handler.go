@@ -51,6 +51,11 @@ type wireCard struct {
 	CardDescription string `json:"card_description"`
 }
 
+func (cd Card) wire() wireCard {
+	return wireCard{ID: cd.ID, LookupID: cd.LookupID, CardExpiry: cd.Expiry.String(), CardPrefix: cd.Prefix[:4], CardSuffix: cd.Suffix,
+		CardType: cd.Type, IsDefault: cd.IsDefault, CardDescription: cd.Description}
+}
+
 // wireCustomer is a customer as the API shows it.
 type wireCustomer struct {
 	ID            int64              `json:"id"`
@@ -79,8 +84,7 @@ func (c Customer) wire() wireCustomer {
 		City: d.City, Province: d.Province, Country: d.Country, PostalCode: d.PostalCode, CustomID: d.CustomID,
 		Cards: []wireCard{}, Subscriptions: []WireSubscription{}}
 	for _, cd := range c.Cards {
-		w.Cards = append(w.Cards, wireCard{ID: cd.ID, LookupID: cd.LookupID, CardExpiry: cd.Expiry.String(),
-			CardPrefix: cd.Prefix[:4], CardSuffix: cd.Suffix, CardType: cd.Type, IsDefault: cd.IsDefault, CardDescription: cd.Description})
+		w.Cards = append(w.Cards, cd.wire())
 	}
 	for _, sub := range c.Subscriptions {
 		w.Subscriptions = append(w.Subscriptions, sub.Wire())

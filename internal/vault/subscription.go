@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -23,6 +25,7 @@ type Subscription struct {
 	LookupID         string
 	MerchantID       string
 	CustomerID       int64
+	CustomerLookupID string
 	PlanID           int64
 	PlanLookupID     string
 	Name             string // the plan's name
@@ -74,21 +77,22 @@ func (s Subscription) Final() bool {
 	return s.Status == plan.StatusCanceled || s.Status == plan.StatusExpired
 }
 
-// SubscriptionColumns is what LoadSubscription reads, for the billing engine's queries.
-const SubscriptionColumns = `s.id, s.lookup_id, s.merchant_id, s.customer_id, s.plan_id, p.lookup_id, p.name, COALESCE(s.card_id, 0),
+// SubscriptionColumns is what ScanSubscription reads, for the billing engine's queries.
+const SubscriptionColumns = `s.id, s.lookup_id, s.merchant_id, s.customer_id, cu.lookup_id, s.plan_id, p.lookup_id, p.name, COALESCE(s.card_id, 0),
 	COALESCE(c.lookup_id, ''), s.status, s.amount, s.currency, s.scale, s.frequency, s.number_of_payments, s.email, s.description,
 	s.start_date, s.timezone, s.cycle, s.next_run, s.last_run, s.last_success, s.completed_cycles, s.failed_attempts,
 	s.delinquent_cycles, s.delinquent_since, s.missed_cycles, p.send_receipt`
 
 // SubscriptionFrom is the FROM clause that goes with SubscriptionColumns.
-const SubscriptionFrom = ` FROM subscriptions s JOIN plans p ON p.id = s.plan_id LEFT JOIN stored_cards c ON c.id = s.card_id `
+const SubscriptionFrom = ` FROM subscriptions s JOIN customers cu ON cu.id = s.customer_id JOIN plans p ON p.id = s.plan_id
+	LEFT JOIN stored_cards c ON c.id = s.card_id `
 
 // ScanSubscription reads the SubscriptionColumns of a row.
 func ScanSubscription(r interface{ Scan(...any) error }) (Subscription, error) {
 	var s Subscription
 	var freq string
 	var start int64
-	err := r.Scan(&s.ID, &s.LookupID, &s.MerchantID, &s.CustomerID, &s.PlanID, &s.PlanLookupID, &s.Name, &s.CardID, &s.CardLookupID,
+	err := r.Scan(&s.ID, &s.LookupID, &s.MerchantID, &s.CustomerID, &s.CustomerLookupID, &s.PlanID, &s.PlanLookupID, &s.Name, &s.CardID, &s.CardLookupID,
 		&s.Status, &s.Amount, &s.Currency.Code, &s.Currency.Digits, &freq, &s.NumberOfPayments, &s.Email, &s.Description,
 		&start, &s.Timezone, &s.Cycle, &s.NextRun, &s.LastRun, &s.LastSuccess, &s.CompletedCycles, &s.FailedAttempts,
 		&s.DelinquentCycles, &s.DelinquentSince, &s.MissedCycles, &s.SendReceipt)
@@ -253,8 +257,15 @@ func (s *Service) subscribe(ctx context.Context, m merchant.Merchant, customerLo
 		if err := audit.Change(ctx, tx, m.ID, "subscription.create", SubscriptionResource(customerLookup, subLookup), now); err != nil {
 			return err
 		}
-		c.Subscriptions, err = subscriptionsOf(ctx, tx, []int64{c.ID})
-		return err
+		if c.Subscriptions, err = subscriptionsOf(ctx, tx, []int64{c.ID}); err != nil {
+			return err
+		}
+		for _, sub := range c.Subscriptions {
+			if sub.LookupID == subLookup {
+				return RecordSubscription(ctx, tx, event.SubscriptionCreated, sub, now)
+			}
+		}
+		return nil
 	})
 	if err == nil && s.kick != nil && !start.After(now) {
 		s.kick() // the first cycle is due now: let the billing engine see it at once
@@ -314,7 +325,7 @@ func subscriptionEmail(v field.Value) (string, error) {
 // found.
 func (s *Service) Subscription(ctx context.Context, q store.Querier, merchantID, customerLookup, lookupID string) (Subscription, error) {
 	sub, err := ScanSubscription(q.QueryRowContext(ctx, `SELECT `+SubscriptionColumns+SubscriptionFrom+
-		`JOIN customers cu ON cu.id = s.customer_id WHERE s.merchant_id = $1 AND cu.lookup_id = $2 AND s.lookup_id = $3`,
+		`WHERE s.merchant_id = $1 AND cu.lookup_id = $2 AND s.lookup_id = $3`,
 		merchantID, customerLookup, lookupID))
 	if isNoRows(err) {
 		return Subscription{}, fault.NotFound("No subscription %s for customer %s.", lookupID, customerLookup)
@@ -360,6 +371,7 @@ func (s *Service) ChangeSubscription(ctx context.Context, m merchant.Merchant, c
 		if sub.Final() {
 			return fault.Conflict("subscription_final", "Subscription %s is %s; it cannot change.", lookupID, sub.Status)
 		}
+		before := sub.Wire()
 		now := s.now()
 		if b.Amount.Set() {
 			if sub.Amount, err = subscriptionAmount(b.Amount, sub.Currency, m); err != nil {
@@ -401,6 +413,15 @@ func (s *Service) ChangeSubscription(ctx context.Context, m merchant.Merchant, c
 			cycle = $7, next_run = $8, failed_attempts = $9, missed_cycles = $10, updated_at = $11 WHERE id = $1`,
 			sub.ID, sub.Status, sub.Amount, sub.Email, sub.Description, cardID, sub.Cycle, sub.NextRun, sub.FailedAttempts,
 			sub.MissedCycles, now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		switch {
+		case sub.Status == plan.StatusCanceled:
+			err = RecordSubscription(ctx, tx, event.SubscriptionCanceled, sub, now)
+		case !reflect.DeepEqual(sub.Wire(), before): // a change that leaves it as the API shows it reports nothing
+			err = RecordSubscription(ctx, tx, event.SubscriptionUpdated, sub, now)
+		}
 		if err != nil {
 			return err
 		}

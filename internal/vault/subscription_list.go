@@ -11,7 +11,7 @@ import (
 // SubscriptionRow is a subscription as the merchant's lists show it: with its customer.
 type SubscriptionRow struct {
 	Subscription
-	CustomerLookupID, CustomerName, CustomerEmail string
+	CustomerName, CustomerEmail string
 }
 
 // SubscriptionFilter selects the merchant's subscriptions: in one status, or one subscription of
@@ -49,8 +49,8 @@ func ListSubscriptions(ctx context.Context, q store.Querier, merchantID string, 
 		order = "ASC"
 	}
 	args = append(args, f.Limit)
-	rows, err := q.QueryContext(ctx, `SELECT `+SubscriptionColumns+`, cu.lookup_id, TRIM(cu.first_name || ' ' || cu.last_name), cu.email`+
-		SubscriptionFrom+`JOIN customers cu ON cu.id = s.customer_id`+where+` ORDER BY s.id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+	rows, err := q.QueryContext(ctx, `SELECT `+SubscriptionColumns+`, TRIM(cu.first_name || ' ' || cu.last_name), cu.email`+
+		SubscriptionFrom+where+` ORDER BY s.id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func ListSubscriptions(ctx context.Context, q store.Querier, merchantID string, 
 	var out []SubscriptionRow
 	for rows.Next() {
 		var r SubscriptionRow
-		if r.Subscription, err = ScanSubscription(scanExtra{rows, []any{&r.CustomerLookupID, &r.CustomerName, &r.CustomerEmail}}); err != nil {
+		if r.Subscription, err = ScanSubscription(scanExtra{rows, []any{&r.CustomerName, &r.CustomerEmail}}); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
