@@ -96,8 +96,27 @@ func New(merchantID, typ string, object any, at time.Time) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("event: marshal %s: %w", typ, err)
 	}
-	return Event{ID: "evt_" + rand.Text()[:24], MerchantID: merchantID, Type: typ, Data: data, CreatedAt: at}, nil
+	return Event{ID: newID(at), MerchantID: merchantID, Type: typ, Data: data, CreatedAt: at}, nil
 }
+
+// newID returns an event id for the time at: "evt_", the time in milliseconds as 9 base-32 digits,
+// then 15 random ones (75 bits). Ids in time order append to the events_event_id index instead of
+// landing on a random page of it, as 24 random digits did: on SQLite that was a tenth of a sale's
+// throughput once every sale recorded an event (issue 18, point 7).
+func newID(at time.Time) string {
+	ms := uint64(max(at.UnixMilli(), 0))
+	var b [4 + 9]byte
+	copy(b[:], "evt_")
+	for i := 12; i >= 4; i-- {
+		b[i] = base32Digits[ms&31]
+		ms >>= 5
+	}
+	return string(b[:]) + rand.Text()[:15]
+}
+
+// base32Digits are rand.Text's digits (RFC 4648 base 32), in ascending byte order, so that ids sort
+// as their times do.
+const base32Digits = "234567ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 // Record writes the event of type typ about object in tx, the transaction of the change it reports,
 // with its webhook deliveries.
@@ -118,17 +137,23 @@ func (e Event) Write(ctx context.Context, tx *store.Tx) error {
 		}
 		return nil
 	}
-	var id int64
-	if err := tx.QueryRowContext(ctx, insertSQL+` RETURNING id`, e.Args()...).Scan(&id); err != nil {
+	r, err := tx.ExecContext(ctx, insertSQL, e.Args()...)
+	if err != nil {
 		return fmt.Errorf("event: record %s: %w", e.Type, err)
 	}
-	if _, err := tx.ExecContext(ctx, FanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT) AS merchant_id, CAST($3 AS TEXT) AS type,
-		CAST($4 AS BIGINT) AS created_at)`),
-		id, e.MerchantID, e.Type, e.CreatedAt.UnixMilli()); err != nil {
+	id, err := r.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("event: record %s: %w", e.Type, err)
+	}
+	if _, err := tx.ExecContext(ctx, fanOutSQLite, id, e.MerchantID, e.Type, e.CreatedAt.UnixMilli()); err != nil {
 		return fmt.Errorf("event: queue deliveries of %s: %w", e.Type, err)
 	}
 	return nil
 }
+
+// fanOutSQLite queues the deliveries of the event whose row id, merchant, type and time are $1 to $4.
+var fanOutSQLite = FanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT) AS merchant_id, CAST($3 AS TEXT) AS type,
+	CAST($4 AS BIGINT) AS created_at)`)
 
 // writePostgres inserts an event whose values are Args, as $1 to $5, and its deliveries.
 var writePostgres = `WITH ev AS (` + InsertSQL(1, "(SELECT 1) one") + `) ` + FanOutSQL("ev")

@@ -128,7 +128,7 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	// operator CLI and the server share the file. _txlock=immediate makes every transaction take the
 	// write lock at BEGIN, so two writers never deadlock upgrading a read lock.
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&"+common)
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&_pragma=cache_size(-65536)&_pragma=temp_store(2)&"+common)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

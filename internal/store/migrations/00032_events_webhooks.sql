@@ -3,10 +3,11 @@
 
 -- Events: facts about a merchant's records, each written in the transaction of the change it reports
 -- (issue 18, point 1: "no event without its change, no change without its event"). data is the object
--- as the API showed it at that moment, as JSON. Kept 30 days.
+-- as the API showed it at that moment, as JSON. Kept 30 days, purged oldest id first (ids follow time
+-- closely enough for that: event.Purge).
 CREATE TABLE events (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_id    TEXT NOT NULL UNIQUE,              -- evt_…
+    event_id    TEXT NOT NULL UNIQUE,              -- evt_…, time-ordered (event.New)
     merchant_id TEXT NOT NULL,
     type        TEXT NOT NULL,                     -- transaction.approved, customer.created, …
     data        TEXT NOT NULL,                     -- the object, JSON
@@ -14,7 +15,6 @@ CREATE TABLE events (
 );
 CREATE INDEX events_merchant ON events (merchant_id, id);
 CREATE INDEX events_merchant_type ON events (merchant_id, type, id);
-CREATE INDEX events_created ON events (created_at);
 
 -- A merchant's webhook endpoints. The signing secret is sealed under the keyring (envelope), bound to
 -- the endpoint's id; a rotated-out secret keeps signing beside the new one until previous_until.
