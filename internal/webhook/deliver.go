@@ -174,6 +174,9 @@ const claimSQL = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_d
 		AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < $1)
 	RETURNING id, endpoint_id, attempts`
 
+// claimNext is claimNextSQL without and with the lock, built once.
+var claimNext = map[bool]string{false: fmt.Sprintf(claimNextSQL, ""), true: fmt.Sprintf(claimNextSQL, " FOR UPDATE SKIP LOCKED")}
+
 // dispatch leases as many due deliveries as this node has free workers for, and starts them.
 func (d *Deliverer) dispatch(ctx context.Context) error {
 	free := cap(d.slots) - len(d.slots)
@@ -424,12 +427,8 @@ func (d *Deliverer) record(ctx context.Context, c claimed, o outcome, next bool)
 		if !next {
 			return nil
 		}
-		lock := ""
-		if d.cfg.DB.Dialect() == store.Postgres {
-			lock = " FOR UPDATE SKIP LOCKED"
-		}
 		var t claimed
-		err := tx.QueryRowContext(ctx, fmt.Sprintf(claimNextSQL, lock), at, at+d.cfg.Lease.Milliseconds(), c.endpoint).Scan(&t.id, &t.endpoint, &t.attempts)
+		err := tx.QueryRowContext(ctx, claimNext[tx.Dialect() == store.Postgres], at, at+d.cfg.Lease.Milliseconds(), c.endpoint).Scan(&t.id, &t.endpoint, &t.attempts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
