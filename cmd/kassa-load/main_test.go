@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,36 @@ func TestMedian(t *testing.T) {
 		if got := median(c.rs); got != c.want {
 			t.Errorf("median(%v) = %v, want %v", c.rs, got, c.want)
 		}
+	}
+}
+
+// The webhook benchmark end to end, small, on both backends: it measures sales without and with an
+// endpoint subscribed to every event, and times deliveries to its receiver, which must all arrive (it
+// fails when some are still pending). Whether the targets are met is the benchmark's business.
+func TestWebhooksBenchmarkReportsBothFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers and a PostgreSQL cluster")
+	}
+	if err := pgcluster.Available(); err != nil {
+		storetest.Unavailable(t, "PostgreSQL: %v", err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kassa"), "../kassa").CombinedOutput(); err != nil {
+		t.Fatalf("build kassa: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	webhooksMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--clients", "4", "--duration", "700ms", "--warmup", "200ms",
+		"--events", "200"}, &out)
+	line := regexp.MustCompile(`(?m)^(\w+) webhooks: sales (\d+)/s without an endpoint, (\d+)/s with one subscribed to \* \([0-9.]+ %, target ≥ 90 %\); ` +
+		`200 deliveries in [0-9.]+ s: (\d+) deliveries/s`)
+	seen := map[string]bool{}
+	for _, m := range line.FindAllStringSubmatch(out.String(), -1) {
+		if m[2] == "0" || m[3] == "0" || m[4] == "0" {
+			t.Errorf("a zero figure: %s", m[0])
+		}
+		seen[m[1]] = true
+	}
+	if !seen["sqlite"] || !seen["postgres"] {
+		t.Fatalf("no figures for both backends in:\n%s", out.String())
 	}
 }
