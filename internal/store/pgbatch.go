@@ -154,7 +154,9 @@ func (b *pgBatcher) sendBatch(ctx context.Context, live []*stmtReq) error {
 		}
 		err := br.Close()
 		for _, r := range live {
-			if err == nil {
+			// A query that returns no row has its answer (sql.ErrNoRows), and the batch goes on: only
+			// an error from the server fails it.
+			if err == nil && !errors.Is(r.err, sql.ErrNoRows) {
 				err = r.err
 			}
 		}

@@ -264,3 +264,43 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 }
 
 var errBoom = errors.New("boom")
+
+// On PostgreSQL, a batched query that writes and returns no row (sql.ErrNoRows is its answer) does not
+// fail the batch it shares: every statement of the batch is run once, none again on its own (which
+// wrote twice, or failed a write that had been committed).
+func TestBatchedQueryWithoutRow(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	mustExec(t, db, "CREATE TABLE items (name TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+	var wg sync.WaitGroup
+	errs := make([]error, 80)
+	for i := range 80 {
+		wg.Go(func() {
+			var n int64
+			name := fmt.Sprintf("item-%d", i)
+			if i%2 == 0 {
+				errs[i] = db.QueryRow(ctx, []any{&n}, "WITH ins AS (INSERT INTO items (name, n) VALUES ($1, 1) RETURNING n) SELECT n FROM ins WHERE n < 0", name)
+				if errors.Is(errs[i], sql.ErrNoRows) {
+					errs[i] = nil
+				} else if errs[i] == nil {
+					errs[i] = errors.New("a row where there is none")
+				}
+				return
+			}
+			errs[i] = db.QueryRow(ctx, []any{&n}, "INSERT INTO items (name, n) VALUES ($1, 2) RETURNING n", name)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("statement %d: %v", i, err)
+		}
+	}
+	var n int
+	if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM items").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 80 {
+		t.Fatalf("%d rows, want 80", n)
+	}
+}
