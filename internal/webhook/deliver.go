@@ -147,10 +147,46 @@ func (d *Deliverer) ReleaseAll(ctx context.Context) error {
 	return err
 }
 
-// claimed is a delivery this node holds the lease of.
+// claimed is a delivery this node holds the lease of, with what it sends when that was read in the
+// transaction that took the lease.
 type claimed struct {
 	id, endpoint int64
 	attempts     int
+	msg          *message
+}
+
+// message is what a delivery sends, and to whom: its event, and its endpoint as it stands.
+type message struct {
+	eventID, typ, data, target string
+	createdAt                  int64
+	secrets                    SealedSecrets
+	failingSince               sql.NullInt64
+	disabled                   bool
+}
+
+// messageColumns are a message's columns, from events e and webhook_endpoints w, in dest's order.
+const messageColumns = `e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret, w.previous_secret, w.previous_until,
+	w.disabled, w.failing_since`
+
+func (m *message) dest() []any {
+	return []any{&m.eventID, &m.typ, &m.data, &m.createdAt, &m.secrets.EndpointID, &m.target, &m.secrets.Secret, &m.secrets.Previous,
+		&m.secrets.PreviousUntil, &m.disabled, &m.failingSince}
+}
+
+// rowQuerier is what reads a message: the read pool, or the transaction that took the lease.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// load reads the message of delivery id; nil when the delivery is gone.
+func load(ctx context.Context, q rowQuerier, id int64) (*message, error) {
+	var m message
+	err := q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, id).Scan(m.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return &m, err
 }
 
 // dueSQL finds a delivery due at $1 that no live lease holds.
@@ -270,40 +306,33 @@ func (o outcome) succeeded() bool { return o.status >= 200 && o.status < 300 }
 // attempt sends a delivery once. It reports false, with nothing sent, when the delivery or its endpoint
 // is gone or disabled meanwhile.
 func (d *Deliverer) attempt(ctx context.Context, c claimed) (outcome, bool, error) {
-	var (
-		eventID, typ, data, target string
-		createdAt                  int64
-		secrets                    SealedSecrets
-		failingSince               sql.NullInt64
-		disabled                   bool
-	)
 	rctx := context.WithoutCancel(ctx)
-	err := d.cfg.DB.Read(rctx, func(q store.Querier) error {
-		return q.QueryRowContext(rctx, `SELECT e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret,
-			w.previous_secret, w.previous_until, w.disabled, w.failing_since FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-			JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, c.id).
-			Scan(&eventID, &typ, &data, &createdAt, &secrets.EndpointID, &target, &secrets.Secret, &secrets.Previous, &secrets.PreviousUntil,
-				&disabled, &failingSince)
-	})
-	if errors.Is(err, sql.ErrNoRows) || err == nil && disabled {
+	m := c.msg
+	if m == nil {
+		if err := d.cfg.DB.Read(rctx, func(q store.Querier) error {
+			var err error
+			m, err = load(rctx, q, c.id)
+			return err
+		}); err != nil {
+			return outcome{}, false, err
+		}
+	}
+	if m == nil || m.disabled {
 		return outcome{}, false, nil
 	}
-	if err != nil {
-		return outcome{}, false, err
-	}
 	at := d.cfg.Now()
-	signing, err := secrets.SigningSecrets(d.cfg.Keyring, at)
+	signing, err := m.secrets.SigningSecrets(d.cfg.Keyring, at)
 	if err != nil {
 		return outcome{}, false, err
 	}
-	body := Body(typ, time.UnixMilli(createdAt), data)
-	sig, err := Sign(signing, eventID, at, body)
+	body := Body(m.typ, time.UnixMilli(m.createdAt), m.data)
+	sig, err := Sign(signing, m.eventID, at, body)
 	if err != nil {
 		return outcome{}, false, err
 	}
 	// An attempt under way when the node shuts down is finished (within Timeout) and recorded.
-	o := d.send(rctx, target, eventID, at, sig, body)
-	o.failing = failingSince.Valid
+	o := d.send(rctx, m.target, m.eventID, at, sig, body)
+	o.failing = m.failingSince.Valid
 	return o, true, nil
 }
 
@@ -395,6 +424,9 @@ func (d *Deliverer) record(ctx context.Context, c claimed, o outcome, next bool)
 	ctx = context.WithoutCancel(ctx)
 	at := o.at.UnixMilli()
 	n := c.attempts + 1
+	if next && o.succeeded() && !o.failing && d.cfg.DB.Dialect() == store.Postgres {
+		return d.recordSuccess(ctx, c, o)
+	}
 	var taken *claimed
 	err := d.cfg.DB.Write(ctx, func(tx *store.Tx) error {
 		taken = nil
@@ -432,11 +464,49 @@ func (d *Deliverer) record(ctx context.Context, c claimed, o outcome, next bool)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
+		if err != nil {
+			return err
+		}
+		// Read here, in the transaction that took it, the next delivery's message costs no read of its own.
+		if t.msg, err = load(ctx, tx, t.id); err != nil {
+			return err
+		}
 		taken = &t
-		return err
+		return nil
 	})
 	return taken, err
 }
+
+// recordSuccess is record for the common case on PostgreSQL, a success to an endpoint that was not
+// failing: the attempt, the delivery's end and the lease of the endpoint's next due delivery, with its
+// message, in one statement — one round trip instead of six. All of a statement's parts see one
+// snapshot, in which this delivery is still leased: the next is another.
+func (d *Deliverer) recordSuccess(ctx context.Context, c claimed, o outcome) (*claimed, error) {
+	at := o.at.UnixMilli()
+	t := claimed{msg: &message{}}
+	err := d.cfg.DB.QueryRow(ctx, append([]any{&t.id, &t.endpoint, &t.attempts}, t.msg.dest()...), recordSuccessSQL,
+		c.id, o.status, o.latency.Milliseconds(), o.response, at, c.attempts+1, at+d.cfg.Lease.Milliseconds(), c.endpoint)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// recordSuccessSQL: $1 the delivery, $2 to $4 the answer's status, latency and text, $5 now, $6 the
+// attempts made, $7 the next lease's end, $8 the endpoint.
+const recordSuccessSQL = `WITH attempt AS (INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
+		VALUES ($1, $2, $3, $4, '', $5)),
+	done AS (UPDATE webhook_deliveries SET status = 'SUCCEEDED', attempts = $6, next_attempt = $5, lease_until = NULL, updated_at = $5
+		WHERE id = $1 AND status = 'PENDING'),
+	taken AS (UPDATE webhook_deliveries SET lease_until = $7 WHERE id = (SELECT id FROM webhook_deliveries
+		WHERE endpoint_id = $8 AND status = 'PENDING' AND next_attempt <= $5 AND (lease_until IS NULL OR lease_until < $5) AND id <> $1
+		ORDER BY next_attempt, id LIMIT 1 FOR UPDATE SKIP LOCKED) AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < $5)
+		RETURNING id, endpoint_id, attempts, event_id)
+	SELECT taken.id, taken.endpoint_id, taken.attempts, ` + messageColumns + ` FROM taken JOIN events e ON e.id = taken.event_id
+		JOIN webhook_endpoints w ON w.id = taken.endpoint_id`
 
 // health keeps the endpoint's failing_since — "set at the first failure after a success, cleared on a
 // success" — and disables an endpoint whose deliveries have all failed for DisableAfter, e-mailing its
