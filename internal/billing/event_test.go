@@ -78,7 +78,7 @@ func TestSubscriptionEvents(t *testing.T) {
 		}
 		shows(log.Next(t, event.SubscriptionCreated)[0])
 		f.run(t)
-		shows(log.Next(t, event.SubscriptionCharged)[0])
+		shows(log.Next(t, event.TransactionApproved, event.SubscriptionCharged)[1])
 
 		path := "/customer-service/customer/" + c + "/subscription/" + s
 		_, mc := f.customerCard(t, c, cardtest.Mastercard)
@@ -94,9 +94,9 @@ func TestSubscriptionEvents(t *testing.T) {
 
 		f.clock.Advance(24 * time.Hour)
 		f.run(t)
-		es := log.Next(t, event.SubscriptionCharged, event.SubscriptionExpired)
-		shows(es[0])
+		es := log.Next(t, event.TransactionApproved, event.SubscriptionCharged, event.SubscriptionExpired)
 		shows(es[1])
+		shows(es[2])
 		if r := f.sub(t, c, s); r.Str("status") != "EXPIRED" {
 			t.Fatalf("after its last payment: %s", r.Raw)
 		}
@@ -127,13 +127,13 @@ func TestDeclineEvents(t *testing.T) {
 			}
 		}
 		f.run(t)
-		shows(log.Next(t, event.SubscriptionPaymentFailed)[0], "RETRY")
+		shows(log.Next(t, event.TransactionDeclined, event.SubscriptionPaymentFailed)[1], "RETRY")
 		f.clock.Advance(time.Hour)
 		f.run(t)
-		shows(log.Next(t, event.SubscriptionPaymentFailed)[0], "RETRY")
+		shows(log.Next(t, event.TransactionDeclined, event.SubscriptionPaymentFailed)[1], "RETRY")
 		f.clock.Advance(time.Hour)
 		f.run(t)
-		shows(log.Next(t, event.SubscriptionSuspended)[0], "SUSPENDED")
+		shows(log.Next(t, event.TransactionDeclined, event.SubscriptionSuspended)[1], "SUSPENDED")
 		f.clock.Advance(24 * time.Hour)
 		f.run(t)
 		log.Next(t) // a suspended subscription is not charged
@@ -150,7 +150,7 @@ func TestDeclineEvents(t *testing.T) {
 		if _, charged, err := f.eng.RetryNow(context.Background(), f.m.ID, c, s, billing.RetryOf(sub)); err != nil || !charged {
 			t.Fatalf("retry now: %v, %v", charged, err)
 		}
-		shows(log.Next(t, event.SubscriptionCharged)[0], "ACTIVE")
+		shows(log.Next(t, event.TransactionApproved, event.SubscriptionCharged)[1], "ACTIVE")
 		f.must(t, "PATCH", path, map[string]any{"status": "CANCELED"})
 		shows(log.Next(t, event.SubscriptionCanceled)[0], "CANCELED")
 	})
@@ -176,9 +176,10 @@ func TestChargeEventSharesTheOutcomesTransaction(t *testing.T) {
 		if r := f.sub(t, c, s); r.Str("status") != "ACTIVE" || num(r, "completed_cycles") != 0 || num(r, "next_run") != start.UnixMilli() {
 			t.Fatalf("the outcome was recorded without its event: %s", r.Raw)
 		}
-		log.Next(t)
+		log.Next(t, event.TransactionApproved) // the ledger's, in the charge's own transaction
 		allow()
 		f.run(t)
+		// The retried charge is the ledger's answer to the same idempotency key: no second transaction.
 		eventtest.Shows(t, log.Next(t, event.SubscriptionCharged)[0], f.sub(t, c, s).Body, "customer_lookup_id", c)
 		if got := f.charges(t, time.UTC); len(got) != 1 {
 			t.Fatalf("charges: %v", got)
