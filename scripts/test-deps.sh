@@ -54,36 +54,29 @@ test-deps: Chromium is missing, and could not be installed here.
 MSG
   fi
 fi
-axe_core_version=4.14.1
-axe_core_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kassa/axe-core-$axe_core_version"
-if [ -z "${KASSA_AXE_CORE:-}" ] && [ ! -f "$axe_core_dir/node_modules/axe-core/axe.min.js" ]; then
-  echo "test-deps: installing axe-core $axe_core_version with npm into $axe_core_dir" >&2
+# npm_dep NAME VERSION FILE ENVVAR POINT WHAT installs the npm package NAME@VERSION into the user's
+# cache directory, unless ENVVAR is set (to node_modules/NAME followed by POINT) or FILE, a path inside
+# the package, is there already.
+npm_dep() {
+  local name=$1 version=$2 file=$3 var=$4 point=$5 what=$6
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/kassa/$name-$version"
+  if [ -n "$(printenv "$var")" ] || [ -f "$dir/node_modules/$name/$file" ]; then
+    return 0
+  fi
+  echo "test-deps: installing $name $version with npm into $dir" >&2
   if ! command -v npm >/dev/null 2>&1 ||
-    ! npm install --prefix "$axe_core_dir" --no-save --no-audit --no-fund --loglevel=error "axe-core@$axe_core_version" >/dev/null 2>&1; then
-    rm -rf "$axe_core_dir"
+    ! npm install --prefix "$dir" --no-save --no-audit --no-fund --loglevel=error "$name@$version" >/dev/null 2>&1; then
+    rm -rf "$dir"
     cat >&2 <<MSG
-test-deps: axe-core $axe_core_version could not be installed here (npm needs Node.js and the npm registry).
-  Install it with:  npm install --prefix "$axe_core_dir" axe-core@$axe_core_version
-  Or put it anywhere and point the tests at it:  export KASSA_AXE_CORE=/path/to/node_modules/axe-core/axe.min.js
-  Without it the accessibility checks are skipped (and fail under KASSA_REQUIRE_ALL=1).
+test-deps: $name $version could not be installed here (npm needs Node.js and the npm registry).
+  Install it with:  npm install --prefix "$dir" $name@$version
+  Or put it anywhere and point the tests at it:  export $var=/path/to/node_modules/$name$point
+  Without it $what is skipped (and fails under KASSA_REQUIRE_ALL=1).
 MSG
   fi
-fi
-standardwebhooks_version=1.1.1
-standardwebhooks_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kassa/standardwebhooks-$standardwebhooks_version"
-if [ -z "${KASSA_STANDARDWEBHOOKS:-}" ] && [ ! -f "$standardwebhooks_dir/node_modules/standardwebhooks/package.json" ]; then
-  echo "test-deps: installing standardwebhooks $standardwebhooks_version with npm into $standardwebhooks_dir" >&2
-  if ! command -v npm >/dev/null 2>&1 ||
-    ! npm install --prefix "$standardwebhooks_dir" --no-save --no-audit --no-fund --loglevel=error "standardwebhooks@$standardwebhooks_version" >/dev/null 2>&1; then
-    rm -rf "$standardwebhooks_dir"
-    cat >&2 <<MSG
-test-deps: standardwebhooks $standardwebhooks_version could not be installed here (npm needs Node.js and the npm registry).
-  Install it with:  npm install --prefix "$standardwebhooks_dir" standardwebhooks@$standardwebhooks_version
-  Or put it anywhere and point the tests at it:  export KASSA_STANDARDWEBHOOKS=/path/to/node_modules/standardwebhooks
-  Without it the Node verification of webhook deliveries is skipped (and fails under KASSA_REQUIRE_ALL=1).
-MSG
-  fi
-fi
+}
+npm_dep axe-core 4.14.1 axe.min.js KASSA_AXE_CORE /axe.min.js "the accessibility check"
+npm_dep standardwebhooks 1.1.1 package.json KASSA_STANDARDWEBHOOKS "" "the Node verification of webhook deliveries"
 stripe_mock_version=v0.203.0
 have_stripe_mock() {
   command -v stripe-mock >/dev/null 2>&1 && return 0
