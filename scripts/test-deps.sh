@@ -75,8 +75,10 @@ test-deps: $name $version could not be installed here (npm needs Node.js and the
 MSG
   fi
 }
-npm_dep axe-core 4.14.1 axe.min.js KASSA_AXE_CORE /axe.min.js "the accessibility check"
-npm_dep standardwebhooks 1.1.1 package.json KASSA_STANDARDWEBHOOKS "" "the Node verification of webhook deliveries"
+axe_core_version=4.14.1
+npm_dep axe-core "$axe_core_version" axe.min.js KASSA_AXE_CORE /axe.min.js "the accessibility check"
+standardwebhooks_version=1.1.1
+npm_dep standardwebhooks "$standardwebhooks_version" package.json KASSA_STANDARDWEBHOOKS "" "the Node verification of webhook deliveries"
 stripe_mock_version=v0.203.0
 have_stripe_mock() {
   command -v stripe-mock >/dev/null 2>&1 && return 0

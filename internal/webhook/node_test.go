@@ -115,3 +115,14 @@ try { verifyKassa(input.secret, input.body.replace('Zo', 'Zp'), input.headers); 
 		t.Fatalf("the README's example printed %q (%v), want the event's type, then refused", out, err)
 	}
 }
+
+// The version the tests pin is the one scripts/test-deps.sh installs.
+func TestStandardWebhooksVersionInstalled(t *testing.T) {
+	b, err := os.ReadFile("../../scripts/test-deps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nstandardwebhooks_version="+StandardWebhooksVersion+"\n") {
+		t.Fatalf("scripts/test-deps.sh does not install standardwebhooks %s", StandardWebhooksVersion)
+	}
+}
