@@ -15,7 +15,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
-	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -169,31 +169,18 @@ func TestHostedPageSource(t *testing.T) {
 	})
 }
 
-// flaky is the simulator, except that while down its authorizations fail without an answer.
-type flaky struct {
-	processor.Processor
-	down atomic.Bool
-}
-
-func (f *flaky) Authorize(ctx context.Context, p processor.Payment) (processor.Result, error) {
-	if f.down.Load() {
-		return processor.Result{}, errors.New("acquirer unreachable")
-	}
-	return f.Processor.Authorize(ctx, p)
-}
-
 // A confirmation whose processor does not answer leaves the intent processing; other operations wait;
 // once the ledger's recovery has resolved the attempt (nothing charged) and the lease has run out, the
 // intent settles back to requires_payment_method and can be paid.
 func TestProcessorUnavailable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk := clock.NewManual(time.Now())
-		proc := &flaky{Processor: simulator.New(simulator.Config{Now: clk.Now})}
+		proc := &processortest.Unreachable{Processor: simulator.New(simulator.Config{Now: clk.Now})}
 		srv := start(t, db, server.Config{Now: clk.Now, Processor: proc, ProcessorTimeout: 10 * time.Second})
 		a := newAccount(t, srv)
 		in := a.intent(t, map[string]any{"amount": 1000, "currency": "cad"})
 		id := in.Str("id")
-		proc.down.Store(true)
+		proc.Down.Store(true)
 		wantError(t, a.do(t, "POST", path(id, "confirm"), map[string]any{"payment_method_id": a.method(t, cardtest.Visa)}), 502, "processor_unavailable", "")
 		status(t, a.ok(t, "GET", path(id), nil), "processing")
 		wantError(t, a.do(t, "POST", path(id, "confirm"), map[string]any{"payment_method_id": a.method(t, cardtest.Visa)}), 409, "operation_in_progress", "")
@@ -209,7 +196,7 @@ func TestProcessorUnavailable(t *testing.T) {
 		if e, _ := back.Body["last_payment_error"].(map[string]any); e["code"] != "processing_error" || back.Str("latest_charge") == "" {
 			t.Fatalf("settled %s", back.Raw)
 		}
-		proc.down.Store(false)
+		proc.Down.Store(false)
 		status(t, a.do(t, "POST", path(id, "confirm"), map[string]any{"payment_method_id": a.method(t, cardtest.Visa)}), "succeeded")
 		if n := count(t, db, `SELECT COUNT(*) FROM transactions WHERE merchant_id = $1 AND status = 'APPROVED'`, a.m.ID); n != 1 {
 			t.Fatalf("%d approved transactions, want 1", n)

@@ -2,12 +2,10 @@ package webhook_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -233,34 +232,19 @@ func TestPaymentIntentAndSessionEvents(t *testing.T) {
 	})
 }
 
-// unreachable is the simulator behind a line that can fail: while down is set, a payment's call fails
-// before the simulator receives it, as when the process dies between recording the attempt and
-// asking; the simulator's Lookup then answers that it never received it.
-type unreachable struct {
-	*simulator.Simulator
-	down atomic.Bool
-}
-
-func (u *unreachable) Authorize(ctx context.Context, p processor.Payment) (processor.Result, error) {
-	if u.down.Load() {
-		return processor.Result{}, errors.New("connection refused")
-	}
-	return u.Simulator.Authorize(ctx, p)
-}
-
 // An attempt whose outcome was never recorded has no event; recovery resolves it (declined as
 // interrupted: the processor never received it), and its event is recorded once, the transaction as
 // the API then shows it, however often recovery runs.
 func TestRecoveredAttemptRecordsItsEventOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		p := &unreachable{Simulator: simulator.New(simulator.Config{})}
+		p := &processortest.Unreachable{Processor: simulator.New(simulator.Config{})}
 		srv := servertest.Start(t, db, server.Config{Processor: p})
 		s := newShop(t, srv, checkout.EventsRead)
-		p.down.Store(true)
+		p.Down.Store(true)
 		if r := s.m.Do(t, "POST", "/transaction-service/sale", sale(cardtest.Visa)); r.Status != 502 {
 			t.Fatalf("a sale the processor did not answer: %d %s", r.Status, r.Raw)
 		}
-		p.down.Store(false)
+		p.Down.Store(false)
 		if got := s.events(t, ""); len(got) != 0 {
 			t.Fatalf("events before recovery: %v", got)
 		}
