@@ -23,10 +23,11 @@ check:
 deps:
 	@scripts/test-deps.sh
 
-## build: the kassa and kassa-acquirer binaries in ./bin
+## build: the kassa and kassa-acquirer binaries in ./bin, stamped with the git revision they are built from (kassa version)
+BUILD_FLAGS ?= -buildvcs=auto
 build:
-	$(GO) build -o bin/kassa ./cmd/kassa
-	$(GO) build -o bin/kassa-acquirer ./cmd/kassa-acquirer
+	$(GO) build $(BUILD_FLAGS) -o bin/kassa ./cmd/kassa
+	$(GO) build $(BUILD_FLAGS) -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
 ## bench: the hot path's Go benchmarks, the load benchmark, the dashboard benchmark (1,000,000 transactions), then the webhooks benchmark, on SQLite and PostgreSQL (see README, Performance)
 BENCH_FLAGS ?=

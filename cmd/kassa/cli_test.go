@@ -3,7 +3,9 @@ package main_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -139,5 +141,90 @@ func TestCLIFailures(t *testing.T) {
 	}
 	if out := cliJSON(t, "migrate", "--data-dir", dir); out["status"] != "migrated" {
 		t.Fatalf("migrate printed %v", out)
+	}
+}
+
+// Issue 19, point 2: "kassa version and kassa --version print the module version and VCS revision
+// (from debug.ReadBuildInfo); kassa merchant --help (and every command group) lists its subcommands
+// and exits 0; help text writes flags as --flag, as the README does; shared flags (database, vault
+// key) are described once."
+func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v (the tests run in a git checkout, which go build stamps into the binary)", err)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		stdout, stderr, code := cli(t, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "kassa ") || strings.Count(stdout, "\n") != 1 ||
+			!strings.Contains(stdout, "revision "+strings.TrimSpace(string(head))) || !strings.Contains(stdout, "go1.") {
+			t.Errorf("kassa %s: exit %d, printed %q %q; want one line with the revision %s", args[0], code, stdout, stderr, head)
+		}
+	}
+
+	top, _, code := cli(t, "--help")
+	if code != 0 || !strings.Contains(top, "Shared flags") {
+		t.Fatalf("kassa --help: exit %d, %q", code, top)
+	}
+	var commands []string
+	groups := map[string][]string{}
+	for _, line := range strings.Split(top, "\n") {
+		if !strings.HasPrefix(line, "  kassa ") {
+			continue
+		}
+		var words []string
+		for _, w := range strings.Fields(line)[1:] {
+			if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") {
+				break
+			}
+			words = append(words, w)
+		}
+		commands = append(commands, strings.Join(words, " "))
+		if len(words) == 2 {
+			groups[words[0]] = append(groups[words[0]], words[1])
+		}
+	}
+	if len(commands) < 20 || len(groups["merchant"]) < 4 {
+		t.Fatalf("kassa --help lists %d commands (%v): too few", len(commands), commands)
+	}
+	singleDash := regexp.MustCompile(`(?m)^\s+-[a-z]`)
+	for group, subs := range groups {
+		stdout, _, code := cli(t, group, "--help")
+		if code != 0 {
+			t.Errorf("kassa %s --help: exit %d", group, code)
+		}
+		for _, sub := range subs {
+			if !strings.Contains(stdout, "kassa "+group+" "+sub) {
+				t.Errorf("kassa %s --help does not list %s:\n%s", group, sub, stdout)
+			}
+		}
+		if _, stderr, code := cli(t, group); code != 2 || !strings.Contains(stderr, "kassa "+group+" "+subs[0]) {
+			t.Errorf("kassa %s alone: exit %d, %q; want 2 and its commands", group, code, stderr)
+		}
+	}
+	for _, c := range commands {
+		if c == "version" {
+			continue
+		}
+		stdout, stderr, code := cli(t, append(strings.Fields(c), "--help")...)
+		if code != 0 || !strings.HasPrefix(stdout, "Usage:\n  kassa "+c) || !strings.Contains(stdout, "Flags:") {
+			t.Errorf("kassa %s --help: exit %d, %q %q", c, code, stdout, stderr)
+			continue
+		}
+		if singleDash.MatchString(stdout) {
+			t.Errorf("kassa %s --help writes a flag with one dash:\n%s", c, stdout)
+		}
+		// The shared flags are described in kassa --help only, and named in one note here.
+		if strings.Contains(stdout, "KASSA_DATA_DIR") || !strings.Contains(stdout, "--data-dir, --database-url") {
+			t.Errorf("kassa %s --help describes the shared flags again, or does not name them:\n%s", c, stdout)
+		}
+	}
+	// A flag of the command itself, with its value's name.
+	if stdout, _, _ := cli(t, "merchant", "create", "--help"); !strings.Contains(stdout, "  --name ") || !strings.Contains(stdout, "  --email ") {
+		t.Errorf("kassa merchant create --help:\n%s", stdout)
+	}
+	// Help after a mistake goes to stderr, with exit 2, as before.
+	if stdout, stderr, code := cli(t, "merchant", "create", "--bogus"); code != 2 || stdout != "" || !strings.Contains(stderr, "  --name ") {
+		t.Errorf("kassa merchant create --bogus: exit %d, %q %q", code, stdout, stderr)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 
 	_ "time/tzdata" // billing calendars need every IANA zone, on hosts without a zoneinfo database too
@@ -74,9 +76,17 @@ Usage:
   kassa webhook delete --merchant-id M --id we_...
   kassa reconcile --merchant-id M --date YYYY-MM-DD --report FILE
 
-Every command takes --data-dir or --database-url (env KASSA_DATA_DIR, KASSA_DATABASE_URL), and
---vault-key-file (env KASSA_VAULT_KEY_FILE, or the key itself in KASSA_VAULT_KEY).
-Run "kassa COMMAND -h" for a command's flags.
+  kassa version
+
+Shared flags, which every command takes:
+  --data-dir DIR          the embedded SQLite database's directory (env KASSA_DATA_DIR; default ./kassa-data)
+  --database-url URL      a PostgreSQL database instead, postgres://… (env KASSA_DATABASE_URL)
+  --db-max-conns N        PostgreSQL connections for writes (default 16), or SQLite read connections (default 4)
+  --vault-key-file FILE   the key-encryption key of secrets at rest (env KASSA_VAULT_KEY_FILE, or the key
+                          itself in KASSA_VAULT_KEY)
+
+Run "kassa GROUP --help" for a group's commands (kassa merchant --help), "kassa COMMAND --help" for a
+command's flags (kassa merchant create --help).
 `
 
 // command is one subcommand: it registers its flags, and runs with the parsed flags.
@@ -132,12 +142,27 @@ func commands() []command {
 }
 
 func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, usage)
 		return 0
+	}
+	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, version())
+		return 0
+	}
+	if lines := groupUsage(args[0]); lines != "" && (len(args) == 1 || isHelp(args[1])) {
+		// "kassa merchant --help": the group's commands. "kassa merchant" alone is a command line
+		// missing its command.
+		out, code := stdout, 0
+		if len(args) == 1 {
+			out, code = stderr, 2
+		}
+		fmt.Fprintf(out, "kassa %s: the commands of the group\n\n%s\n%s", args[0], lines, sharedFlagsNote)
+		return code
 	}
 	for _, c := range commands() {
 		words := strings.Fields(c.name)
@@ -146,6 +171,11 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 		}
 		flags := flag.NewFlagSet("kassa "+c.name, flag.ContinueOnError)
 		flags.SetOutput(stderr)
+		helpOut := stderr // after a mistake on the command line
+		if slices.ContainsFunc(args[len(words):], isHelp) {
+			helpOut = stdout // asked for
+		}
+		flags.Usage = func() { commandUsage(helpOut, c.name, flags) }
 		e := &env{stdout: stdout, stderr: stderr, connectors: kinds}
 		e.db.register(flags)
 		runCmd := c.setup(flags)
@@ -173,6 +203,99 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// isHelp reports whether a word asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
+// sharedFlagsNote ends every help text: the flags every command takes, described once, in usage.
+const sharedFlagsNote = "Every command also takes the shared flags --data-dir, --database-url, --db-max-conns and\n" +
+	"--vault-key-file: \"kassa --help\" describes them.\n"
+
+// usageLines are usage's lines of the commands whose names start with prefix, with their
+// continuation lines.
+func usageLines(prefix string) string {
+	var b strings.Builder
+	in := false
+	for _, line := range strings.Split(usage, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  kassa "):
+			in = strings.HasPrefix(line, "  kassa "+prefix+" ") || line == "  kassa "+prefix
+		case !strings.HasPrefix(line, "    "):
+			in = false
+		}
+		if in {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// groupUsage is the usage of the commands of a group ("merchant" for "kassa merchant create", …), or
+// "" when name is not a group's.
+func groupUsage(name string) string {
+	for _, c := range commands() {
+		if group, _, ok := strings.Cut(c.name, " "); ok && group == name {
+			return usageLines(name)
+		}
+	}
+	return ""
+}
+
+// commandUsage is a command's help: its line of usage, then its own flags, each written --flag as
+// the README writes them, then a note on the shared flags.
+func commandUsage(w io.Writer, name string, flags *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage:\n%s\nFlags:\n", usageLines(name))
+	flags.VisitAll(func(f *flag.Flag) {
+		if shared[f.Name] {
+			return
+		}
+		value, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if value != "" {
+			fmt.Fprintf(w, " %s", value)
+		}
+		fmt.Fprintf(w, "\n      %s", strings.ReplaceAll(text, "\n", "\n      "))
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+	fmt.Fprintf(w, "\n%s", sharedFlagsNote)
+}
+
+// version is the module's version and the VCS revision the binary was built from, as the Go
+// toolchain recorded them (debug.ReadBuildInfo).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "kassa: no build information in this binary"
+	}
+	var revision, at string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	out := "kassa " + bi.Main.Version
+	if revision != "" {
+		out += ", revision " + revision
+		if modified {
+			out += " with local changes"
+		}
+		if at != "" {
+			out += " of " + at
+		}
+	}
+	return out + ", " + bi.GoVersion
+}
+
 // oneLine is the error's message on one line; a *fault.Error shows only its message.
 func oneLine(err error) string {
 	var f *fault.Error
@@ -190,6 +313,9 @@ type dbFlags struct {
 	maxConns     int
 	vaultKeyFile string
 }
+
+// shared are the names of the flags dbFlags registers on every command.
+var shared = map[string]bool{"data-dir": true, "database-url": true, "db-max-conns": true, "vault-key-file": true}
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.dataDir, "data-dir", envOr("KASSA_DATA_DIR", "./kassa-data"), "directory of the embedded SQLite database (env KASSA_DATA_DIR)")

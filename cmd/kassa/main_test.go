@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	kassaBin, acquirerBin = filepath.Join(dir, "kassa"), filepath.Join(dir, "kassa-acquirer")
-	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../kassa-acquirer").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", dir+string(filepath.Separator), ".", "../kassa-acquirer").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build kassa and kassa-acquirer: %v\n%s", err, out)
 		os.Exit(1)
 	}
