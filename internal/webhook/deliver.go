@@ -189,14 +189,32 @@ func load(ctx context.Context, q rowQuerier, id int64) (*message, error) {
 	return &m, err
 }
 
-// dueSQL finds a delivery due at $1 that no live lease holds.
-const dueSQL = `SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt <= $1
-	AND (lease_until IS NULL OR lease_until < $1) LIMIT 1`
+// notDone is the condition of an UPDATE of a delivery by id that applies only while the delivery is
+// PENDING, written so that it leaves PostgreSQL nothing to choose but the primary key. The queue's
+// partial indexes are WHERE status = 'PENDING', and their statistics are those of the last ANALYZE,
+// which usually saw no delivery pending: "status = 'PENDING'" lets the planner scan one of them,
+// which it believes holds a row or two, rather than look the id up — and once a backlog builds up it
+// walked thousands of entries for each delivery recorded (10 ms each, instead of a tenth of one).
+// "NOT IN" the two other statuses says the same and matches no index's predicate.
+const notDone = `status NOT IN ('SUCCEEDED', 'FAILED')`
+
+// dueSQL finds a delivery due at $1 that no live lease holds, by dialect. On PostgreSQL it looks
+// endpoint by endpoint through the (endpoint_id, next_attempt) index, which no other query of the
+// queue can take for another (see notDone); there is no index of the pending deliveries by time alone.
+var dueSQL = map[store.Dialect]string{
+	store.SQLite: `SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt <= $1
+	AND (lease_until IS NULL OR lease_until < $1) LIMIT 1`,
+	store.Postgres: `SELECT 1 FROM webhook_endpoints w WHERE w.disabled = FALSE AND EXISTS (SELECT 1 FROM webhook_deliveries d
+	WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)) LIMIT 1`,
+}
 
 // claimSQL leases ($2, until) up to $3 deliveries due at $1, to enabled endpoints, none beyond the
 // $4-th lease held on its endpoint; the earliest due first. On PostgreSQL a row that another node
-// leased meanwhile is re-checked against the outer WHERE once that node commits, and skipped.
-const claimSQL = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
+// leased meanwhile is re-checked against the outer WHERE once that node commits, and skipped; and the
+// due deliveries are found endpoint by endpoint, as dueSQL's are.
+var claimSQL = map[store.Dialect]string{store.SQLite: claimSQLite, store.Postgres: claimPostgres}
+
+const claimSQLite = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
 		WHERE status = 'PENDING' AND lease_until >= $1 GROUP BY endpoint_id),
 	due AS (SELECT d.id, d.endpoint_id, d.next_attempt FROM webhook_deliveries d
 		WHERE d.status = 'PENDING' AND d.next_attempt <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
@@ -207,7 +225,19 @@ const claimSQL = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_d
 		+ COALESCE(busy.n, 0) AS k, due.next_attempt FROM due LEFT JOIN busy ON busy.endpoint_id = due.endpoint_id)
 	UPDATE webhook_deliveries SET lease_until = $2
 	WHERE id IN (SELECT id FROM ranked WHERE k <= $4 ORDER BY next_attempt LIMIT $3)
-		AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < $1)
+		AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $1)
+	RETURNING id, endpoint_id, attempts`
+
+const claimPostgres = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
+		WHERE status = 'PENDING' AND lease_until >= $1 GROUP BY endpoint_id),
+	due AS (SELECT d.id, d.next_attempt FROM webhook_endpoints w LEFT JOIN busy ON busy.endpoint_id = w.id
+		CROSS JOIN LATERAL (SELECT x.id, x.next_attempt FROM webhook_deliveries x
+			WHERE x.endpoint_id = w.id AND x.status = 'PENDING' AND x.next_attempt <= $1 AND (x.lease_until IS NULL OR x.lease_until < $1)
+			ORDER BY x.next_attempt, x.id LIMIT GREATEST($4 - COALESCE(busy.n, 0), 0)) d
+		WHERE w.disabled = FALSE)
+	UPDATE webhook_deliveries SET lease_until = $2
+	WHERE id IN (SELECT id FROM due ORDER BY next_attempt LIMIT $3)
+		AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $1)
 	RETURNING id, endpoint_id, attempts`
 
 // claimNext is claimNextSQL without and with the lock, built once.
@@ -222,7 +252,7 @@ func (d *Deliverer) dispatch(ctx context.Context) error {
 	now := d.cfg.Now().UnixMilli()
 	due := false
 	if err := d.cfg.DB.Read(ctx, func(q store.Querier) error {
-		err := q.QueryRowContext(ctx, dueSQL, now).Scan(new(int))
+		err := q.QueryRowContext(ctx, dueSQL[d.cfg.DB.Dialect()], now).Scan(new(int))
 		due = err == nil
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -234,7 +264,7 @@ func (d *Deliverer) dispatch(ctx context.Context) error {
 	var batch []claimed
 	err := d.cfg.DB.Write(ctx, func(tx *store.Tx) error {
 		batch = batch[:0]
-		rows, err := tx.QueryContext(ctx, claimSQL, now, now+d.cfg.Lease.Milliseconds(), free, MaxInFlight)
+		rows, err := tx.QueryContext(ctx, claimSQL[tx.Dialect()], now, now+d.cfg.Lease.Milliseconds(), free, MaxInFlight)
 		if err != nil {
 			return err
 		}
@@ -286,7 +316,7 @@ func (d *Deliverer) work(ctx context.Context, c claimed) {
 
 // release gives up the lease of a delivery not attempted.
 func (d *Deliverer) release(ctx context.Context, c claimed) error {
-	_, err := d.cfg.DB.Exec(context.WithoutCancel(ctx), `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND status = 'PENDING'`, c.id)
+	_, err := d.cfg.DB.Exec(context.WithoutCancel(ctx), `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND `+notDone, c.id)
 	return err
 }
 
@@ -414,7 +444,7 @@ func describe(err error) string {
 // same row.
 const claimNextSQL = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = (SELECT id FROM webhook_deliveries
 	WHERE endpoint_id = $3 AND status = 'PENDING' AND next_attempt <= $1 AND (lease_until IS NULL OR lease_until < $1)
-	ORDER BY next_attempt, id LIMIT 1%s) AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < $1)
+	ORDER BY next_attempt, id LIMIT 1%s) AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $1)
 	RETURNING id, endpoint_id, attempts`
 
 // record writes an attempt and what follows from it, in one transaction: the delivery succeeded,
@@ -450,7 +480,7 @@ func (d *Deliverer) record(ctx context.Context, c claimed, o outcome, next bool)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt = $4, lease_until = NULL,
-			updated_at = $5 WHERE id = $1 AND status = 'PENDING'`, c.id, status, n, due, at); err != nil {
+			updated_at = $5 WHERE id = $1 AND `+notDone, c.id, status, n, due, at); err != nil {
 			return err
 		}
 		if err := d.health(ctx, tx, c.endpoint, o); err != nil {
@@ -500,10 +530,10 @@ func (d *Deliverer) recordSuccess(ctx context.Context, c claimed, o outcome) (*c
 const recordSuccessSQL = `WITH attempt AS (INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
 		VALUES ($1, $2, $3, $4, '', $5)),
 	done AS (UPDATE webhook_deliveries SET status = 'SUCCEEDED', attempts = $6, next_attempt = $5, lease_until = NULL, updated_at = $5
-		WHERE id = $1 AND status = 'PENDING'),
+		WHERE id = $1 AND ` + notDone + `),
 	taken AS (UPDATE webhook_deliveries SET lease_until = $7 WHERE id = (SELECT id FROM webhook_deliveries
 		WHERE endpoint_id = $8 AND status = 'PENDING' AND next_attempt <= $5 AND (lease_until IS NULL OR lease_until < $5) AND id <> $1
-		ORDER BY next_attempt, id LIMIT 1 FOR UPDATE SKIP LOCKED) AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < $5)
+		ORDER BY next_attempt, id LIMIT 1 FOR UPDATE SKIP LOCKED) AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $5)
 		RETURNING id, endpoint_id, attempts, event_id)
 	SELECT taken.id, taken.endpoint_id, taken.attempts, ` + messageColumns + ` FROM taken JOIN events e ON e.id = taken.event_id
 		JOIN webhook_endpoints w ON w.id = taken.endpoint_id`
