@@ -228,3 +228,83 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("kassa merchant create --bogus: exit %d, %q %q", code, stdout, stderr)
 	}
 }
+
+// Issue 19, point 3: "kassa merchant list|show, kassa client list --merchant-id, kassa partner list
+// … all JSON", and never a secret.
+func TestListCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if l := cliJSON(t, "merchant", "list", "--data-dir", dir); fmt.Sprint(l["merchants"]) != "[]" {
+		t.Fatalf("no merchant yet: %v", l)
+	}
+	a := cliJSON(t, "merchant", "create", "--name", "Alder", "--email", "alder@example.com", "--data-dir", dir)
+	b := cliJSON(t, "merchant", "create", "--name", "Birch", "--email", "birch@example.com", "--currency", "USD", "--data-dir", dir)
+	second := cliJSON(t, "client", "create", "--merchant-id", b["merchant_id"].(string), "--data-dir", dir)
+	cliJSON(t, "client", "revoke", "--client-id", second["client_id"].(string), "--data-dir", dir)
+	p := cliJSON(t, "partner", "create", "--name", "Books Co", "--image-url", "https://books.example/logo.png",
+		"--callback-uri", "https://books.example/cb", "--callback-uri", "https://books.example/cb2", "--data-dir", dir)
+	secrets := []string{a["client_secret"].(string), b["client_secret"].(string), second["client_secret"].(string), p["client_secret"].(string)}
+	printed := ""
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		stdout, stderr, code := cli(t, append(args, "--data-dir", dir)...)
+		if code != 0 {
+			t.Fatalf("kassa %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		printed += stdout
+		return decodeOne(t, stdout)
+	}
+
+	list := run("merchant", "list")["merchants"].([]any)
+	if len(list) != 2 {
+		t.Fatalf("merchant list: %v", list)
+	}
+	first := list[0].(map[string]any)
+	if first["merchant_id"] != a["merchant_id"] || first["account_id"] != a["account_id"] || first["name"] != "Alder" ||
+		first["email"] != "alder@example.com" || first["default_currency"] != "CAD" || first["created_at"] == "" ||
+		list[1].(map[string]any)["default_currency"] != "USD" {
+		t.Fatalf("merchant list, oldest first: %v", list)
+	}
+
+	show := run("merchant", "show", "--merchant-id", b["merchant_id"].(string))
+	if show["merchant_id"] != b["merchant_id"] || show["name"] != "Birch" || show["account_id"] != b["account_id"] ||
+		show["default_currency"] != "USD" || show["max_amount"] != "999999.99" || fmt.Sprint(show["processor"]) != "map[name:simulator settings:map[] test:true]" {
+		t.Fatalf("merchant show: %v", show)
+	}
+	if _, stderr, code := cli(t, "merchant", "show", "--merchant-id", "0000000000", "--data-dir", dir); code != 1 || !strings.Contains(stderr, "no merchant") {
+		t.Fatalf("merchant show of an unknown merchant: exit %d, %s", code, stderr)
+	}
+
+	clients := run("client", "list", "--merchant-id", b["merchant_id"].(string))
+	cl := clients["clients"].([]any)
+	if clients["merchant_id"] != b["merchant_id"] || len(cl) != 2 {
+		t.Fatalf("client list: %v", clients)
+	}
+	for _, c := range cl {
+		c := c.(map[string]any)
+		revoked := c["client_id"] == second["client_id"]
+		if c["active"] == revoked || (c["revoked_at"] != nil) != revoked || c["last_used_at"] != nil || c["token_validity_seconds"] == nil {
+			t.Errorf("client %v (revoked %v)", c, revoked)
+		}
+	}
+	if _, stderr, code := cli(t, "client", "list", "--merchant-id", "0000000000", "--data-dir", dir); code != 1 || !strings.Contains(stderr, "no merchant") {
+		t.Fatalf("client list of an unknown merchant: exit %d, %s", code, stderr)
+	}
+
+	partners := run("partner", "list")["partners"].([]any)
+	if len(partners) != 1 {
+		t.Fatalf("partner list: %v", partners)
+	}
+	if pp := partners[0].(map[string]any); pp["partner_id"] != p["partner_id"] || pp["account_id"] != p["account_id"] || pp["name"] != "Books Co" ||
+		fmt.Sprint(pp["callback_uris"]) != "[https://books.example/cb https://books.example/cb2]" {
+		t.Fatalf("partner list: %v", pp)
+	}
+	for _, s := range secrets {
+		if strings.Contains(printed, s) {
+			t.Fatal("a list printed a client secret")
+		}
+	}
+	if strings.Contains(printed, "secret") {
+		t.Fatalf("a list printed a field named like a secret:\n%s", printed)
+	}
+}

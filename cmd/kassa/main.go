@@ -55,6 +55,8 @@ Usage:
   kassa serve [--addr 127.0.0.1:8080] [--data-dir ./kassa-data | --database-url postgres://...] [--public-url URL] [--demo]
   kassa migrate
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
+  kassa merchant list
+  kassa merchant show --merchant-id M
   kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99] [--timezone Zone]
                         [--processor simulator|iso8583|stripe [--processor-config FILE]]
   kassa user create --merchant-id M --email EMAIL --role owner|admin|reporting|sales [--public-url URL] [--smtp-url URL]
@@ -65,8 +67,10 @@ Usage:
   kassa keys rotate-vault --new-vault-key-file NEW
   kassa billing status
   kassa client create --merchant-id M [--validity 12h]
+  kassa client list --merchant-id M
   kassa client revoke --client-id C
   kassa partner create --name NAME --image-url URL --callback-uri URI [--callback-uri URI ...] [--token-validity 20m]
+  kassa partner list
   kassa merchant revoke-partner --merchant-id M --partner-id P
   kassa apikey create --account-id acct_... --permissions payment_intents:read,payment_intents:write,...
   kassa apikey list --account-id acct_...
@@ -120,6 +124,8 @@ func commands() []command {
 		{"migrate", migrateCommand},
 		{"merchant create", merchantCreateCommand},
 		{"merchant update", merchantUpdateCommand},
+		{"merchant list", merchantListCommand},
+		{"merchant show", merchantShowCommand},
 		{"user create", userCreateCommand},
 		{"user list", userListCommand},
 		{"user reset-password", userResetPasswordCommand},
@@ -128,8 +134,10 @@ func commands() []command {
 		{"keys rotate-vault", keysRotateVaultCommand},
 		{"billing status", billingStatusCommand},
 		{"client create", clientCreateCommand},
+		{"client list", clientListCommand},
 		{"client revoke", clientRevokeCommand},
 		{"partner create", partnerCreateCommand},
+		{"partner list", partnerListCommand},
 		{"merchant revoke-partner", merchantRevokePartnerCommand},
 		{"apikey create", apikeyCreateCommand},
 		{"apikey list", apikeyListCommand},

@@ -273,10 +273,15 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err != nil {
 			return err
 		}
-		return printJSON(e.stdout, merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
-			MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins),
-			Velocity: m.Velocity.Effective(), Processor: p})
+		return printJSON(e.stdout, settingsOf(m, p))
 	}
+}
+
+// settingsOf is what "kassa merchant update" and "kassa merchant show" print of a merchant's settings.
+func settingsOf(m merchant.Merchant, p accounts.Summary) merchantSettings {
+	return merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
+		MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins),
+		Velocity: m.Velocity.Effective(), Processor: p}
 }
 
 // processors opens the database and, when the command sets a processor, the processor accounts (whose

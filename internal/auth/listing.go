@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,4 +129,25 @@ func (s *Service) noteUse(ctx context.Context, c client) {
 	if err != nil {
 		s.log.WarnContext(ctx, "record a client's last use", "client_id", c.idString(), "err", err)
 	}
+}
+
+// ListPartners returns every partner, oldest first: the operator's list (kassa partner list).
+func ListPartners(ctx context.Context, q store.Querier) ([]Partner, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, name, image_url, callback_uris, created_at FROM partners ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Partner
+	for rows.Next() {
+		var p Partner
+		var uris string
+		var created int64
+		if err := rows.Scan(&p.ID, &p.Name, &p.ImageURL, &uris, &created); err != nil {
+			return nil, err
+		}
+		p.CallbackURIs, p.CreatedAt = strings.Split(uris, "\n"), time.UnixMilli(created).UTC()
+		out = append(out, p)
+	}
+	return out, rows.Err()
 }

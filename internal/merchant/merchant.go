@@ -238,6 +238,32 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	return m, nil
 }
 
+// Summary is what the operator's list shows of a merchant.
+type Summary struct {
+	ID, Name, Email, DefaultCurrency string
+	CreatedAt                        time.Time
+}
+
+// List returns every merchant, oldest first (kassa merchant list).
+func List(ctx context.Context, q store.Querier) ([]Summary, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, name, email, default_currency, created_at FROM merchants ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Summary
+	for rows.Next() {
+		var m Summary
+		var created int64
+		if err := rows.Scan(&m.ID, &m.Name, &m.Email, &m.DefaultCurrency, &created); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = time.UnixMilli(created).UTC()
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
 // Update changes the settings that are set (non-nil) and returns the merchant. A currency list
 // always keeps the default currency.
 type Update struct {
