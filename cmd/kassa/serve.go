@@ -151,7 +151,11 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	}
 }
 
-// demoMerchant creates a demo merchant when the database has none, and prints how to get a token.
+// demoEmail is the demo merchant's e-mail, and its dashboard owner's sign-in.
+const demoEmail = "demo@example.com"
+
+// demoMerchant creates a demo merchant when the database has none, and prints how to get a token; on
+// a later start, how to get a new secret for it.
 func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base string) error {
 	db := srv.DB()
 	var n int
@@ -164,12 +168,30 @@ func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base s
 		return err
 	}
 	if n > 0 {
-		fmt.Fprintf(out, "The database already has merchants; the demo merchant's secret was shown on its first start.\n"+
-			"A new pair: kassa client create --merchant-id MERCHANT_ID\n"+
-			"A new link to set the dashboard password: kassa user reset-password --email demo@example.com\n")
+		// Issue 19, point 3: "The second start of make run prints the demo merchant's id and how to get
+		// a new secret."
+		var all []merchant.Summary
+		if err := db.Read(ctx, func(q store.Querier) error {
+			all, err = merchant.List(ctx, q)
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, m := range all {
+			if merchant.EmailKey(m.Email) == merchant.EmailKey(demoEmail) {
+				fmt.Fprintf(out, `
+The database already has its demo merchant, %s; its client secret was shown on its first start.
+A new client id and secret:                 bin/kassa client create --merchant-id %s
+A new link to set the dashboard password:   bin/kassa user reset-password --email %s
+
+`, m.ID, m.ID, demoEmail)
+				return nil
+			}
+		}
+		fmt.Fprintf(out, "\nThe database already has merchants (bin/kassa merchant list), and no demo merchant: none was created.\n\n")
 		return nil
 	}
-	m, err := createMerchant(ctx, db, merchant.New{Name: "Demo Shop", Email: "demo@example.com"}, "", &linkFlags{publicURL: base}, time.Now())
+	m, err := createMerchant(ctx, db, merchant.New{Name: "Demo Shop", Email: demoEmail}, "", &linkFlags{publicURL: base}, time.Now())
 	if err != nil {
 		return err
 	}

@@ -137,10 +137,22 @@ func TestDemoMerchantQuickstart(t *testing.T) {
 	}
 	srv.stop(t)
 
+	id := regexp.MustCompile(`(?m)^\s+merchant_id\s+(\w+)$`).FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("no merchant_id in:\n%s", out)
+	}
 	again := startServer(t, nil, "--data-dir", dir, "--demo")
-	out = waitFor(t, again, "already has merchants")
+	out = waitFor(t, again, "already has its demo merchant")
 	if strings.Contains(out, "client_secret") {
 		t.Fatalf("second start printed a secret:\n%s", out)
+	}
+	// The second start names the demo merchant and the command that makes it a new secret, which works.
+	create := regexp.MustCompile(`bin/kassa (client create --merchant-id (\w+))`).FindStringSubmatch(out)
+	if create == nil || create[2] != id[1] {
+		t.Fatalf("second start does not say how to get a new secret for %s:\n%s", id[1], out)
+	}
+	if c := cliJSON(t, append(strings.Fields(create[1]), "--data-dir", dir)...); c["merchant_id"] != id[1] || c["client_secret"] == "" {
+		t.Fatalf("%s printed %v", create[1], c)
 	}
 }
 
