@@ -193,7 +193,7 @@ func (a *acquirerHost) reconcile(t *testing.T, dbFlags []string, m map[string]an
 // answer. It returns what "kassa merchant create" printed.
 func isoMerchant(t *testing.T, dbFlags []string, host *acquirerHost, tid, timeout string) map[string]any {
 	t.Helper()
-	m := cliJSON(t, append([]string{"merchant", "create", "--name", "Shop " + tid, "--email", strings.ToLower(tid) + "@shop.example"}, dbFlags...)...)
+	m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Shop " + tid, "--email", strings.ToLower(tid) + "@shop.example"}, dbFlags...)...)
 	config := filepath.Join(t.TempDir(), "iso8583.json")
 	if err := os.WriteFile(config, fmt.Appendf(nil, `{"address":%q,"merchant_id":%q,"terminal_id":%q,"acquirer_id":"1234567","timeout":%q,"test":false}`,
 		host.addr, "SHOP000"+tid, tid, timeout), 0o600); err != nil {

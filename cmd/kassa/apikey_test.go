@@ -27,7 +27,7 @@ func TestAPIKeyCommand(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			dbFlags := dbArgs(t, backend)
-			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Key Shop", "--email", "keys@example.com"}, dbFlags...)...)
+			m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Key Shop", "--email", "keys@example.com"}, dbFlags...)...)
 			account := m["account_id"].(string)
 			k := cliJSON(t, append([]string{"apikey", "create", "--account-id", account, "--permissions", allPermissions}, dbFlags...)...)
 			key, _ := k["key"].(string)
@@ -80,7 +80,7 @@ func TestAPIKeyCommand(t *testing.T) {
 func TestAPIKeyCommandFailures(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "apikey@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "apikey@example.com", "--data-dir", dir)
 	account := m["account_id"].(string)
 	for _, tc := range []struct {
 		name string
@@ -117,7 +117,7 @@ func TestREADMEPaymentsAPI(t *testing.T) {
 	}
 	block := readmetest.Block(t, "<!-- payments-api-v1:", "sh")
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
 	k := cliJSON(t, "apikey", "create", "--account-id", m["account_id"].(string), "--permissions", allPermissions, "--data-dir", dir)
 	srv := startServer(t, nil, "--data-dir", dir)
 	script := strings.ReplaceAll(block, "http://127.0.0.1:8080", srv.url)
@@ -150,7 +150,7 @@ func TestAPIKeyListRevokeAndPartnerClientRevoke(t *testing.T) {
 			t.Parallel()
 			db := dbArgs(t, backend)
 			run := func(args ...string) map[string]any { return cliJSON(t, append(args, db...)...) }
-			m := run("merchant", "create", "--name", "Key Shop", "--email", "keys@example.com", "--password", "a long passphrase")
+			m := run("merchant", "create", "--init", "--name", "Key Shop", "--email", "keys@example.com", "--password", "a long passphrase")
 			account := m["account_id"].(string)
 			first := run("apikey", "create", "--account-id", account, "--permissions", allPermissions)
 			second := run("apikey", "create", "--account-id", account, "--permissions", "payment_intents:read")

@@ -22,7 +22,7 @@ func TestBillingWorkerCrash(t *testing.T) {
 			t.Parallel()
 			dbFlags := dbArgs(t, backend)
 			cfg := store.Config{DataDir: flagValue(dbFlags, "--data-dir"), DatabaseURL: flagValue(dbFlags, "--database-url")}
-			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Box Shop", "--email", "box@example.com"}, dbFlags...)...)
+			m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Box Shop", "--email", "box@example.com"}, dbFlags...)...)
 			common := append([]string{"--processor-timeout", "2s", "--recovery-interval", "200ms", "--billing-interval", "200ms"}, dbFlags...)
 			srv := startServer(t, nil, append([]string{"--simulator-latency", "1500ms"}, common...)...)
 			tok := token(t, srv.url, m)

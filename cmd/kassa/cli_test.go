@@ -15,7 +15,7 @@ import (
 func TestCLIFailures(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "taken@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "taken@example.com", "--data-dir", dir)
 	notJSON, emptyObject := filepath.Join(t.TempDir(), "not.json"), filepath.Join(t.TempDir(), "empty.json")
 	// The key-encryption key that seals processor configurations, made here rather than with a warning by
 	// the first command that needs it.
@@ -31,14 +31,14 @@ func TestCLIFailures(t *testing.T) {
 	}{
 		{"no command", nil, 2, "Usage"},
 		{"unknown command", []string{"merchant", "explode"}, 2, "unknown command"},
-		{"unknown flag", []string{"merchant", "create", "--bogus"}, 2, "bogus"},
-		{"missing name", []string{"merchant", "create", "--email", "a@example.com"}, 2, "--name is required"},
-		{"missing email", []string{"merchant", "create", "--name", "A"}, 2, "--email is required"},
-		{"stray argument", []string{"merchant", "create", "--name", "A", "--email", "a@example.com", "extra"}, 2, "unexpected argument"},
-		{"bad email", []string{"merchant", "create", "--name", "A", "--email", "nope"}, 1, "email must be an e-mail address"},
-		{"taken email", []string{"merchant", "create", "--name", "A", "--email", "TAKEN@example.com"}, 1, "already exists"},
-		{"bad currency", []string{"merchant", "create", "--name", "A", "--email", "b@example.com", "--currency", "XYZ"}, 1, "ISO 4217"},
-		{"short password", []string{"merchant", "create", "--name", "A", "--email", "c@example.com", "--password", "short"}, 1, "at least 10"},
+		{"unknown flag", []string{"merchant", "create", "--init", "--bogus"}, 2, "bogus"},
+		{"missing name", []string{"merchant", "create", "--init", "--email", "a@example.com"}, 2, "--name is required"},
+		{"missing email", []string{"merchant", "create", "--init", "--name", "A"}, 2, "--email is required"},
+		{"stray argument", []string{"merchant", "create", "--init", "--name", "A", "--email", "a@example.com", "extra"}, 2, "unexpected argument"},
+		{"bad email", []string{"merchant", "create", "--init", "--name", "A", "--email", "nope"}, 1, "email must be an e-mail address"},
+		{"taken email", []string{"merchant", "create", "--init", "--name", "A", "--email", "TAKEN@example.com"}, 1, "already exists"},
+		{"bad currency", []string{"merchant", "create", "--init", "--name", "A", "--email", "b@example.com", "--currency", "XYZ"}, 1, "ISO 4217"},
+		{"short password", []string{"merchant", "create", "--init", "--name", "A", "--email", "c@example.com", "--password", "short"}, 1, "at least 10"},
 		{"client without merchant", []string{"client", "create"}, 2, "--merchant-id is required"},
 		{"client for unknown merchant", []string{"client", "create", "--merchant-id", "0000000000"}, 1, "no merchant"},
 		{"validity not a duration", []string{"client", "create", "--merchant-id", m["merchant_id"].(string), "--validity", "soon"}, 2, "validity"},
@@ -220,11 +220,11 @@ func TestVersionAndHelp(t *testing.T) {
 		}
 	}
 	// A flag of the command itself, with its value's name.
-	if stdout, _, _ := cli(t, "merchant", "create", "--help"); !strings.Contains(stdout, "  --name ") || !strings.Contains(stdout, "  --email ") {
+	if stdout, _, _ := cli(t, "merchant", "create", "--init", "--help"); !strings.Contains(stdout, "  --name ") || !strings.Contains(stdout, "  --email ") {
 		t.Errorf("kassa merchant create --help:\n%s", stdout)
 	}
 	// Help after a mistake goes to stderr, with exit 2, as before.
-	if stdout, stderr, code := cli(t, "merchant", "create", "--bogus"); code != 2 || stdout != "" || !strings.Contains(stderr, "  --name ") {
+	if stdout, stderr, code := cli(t, "merchant", "create", "--init", "--bogus"); code != 2 || stdout != "" || !strings.Contains(stderr, "  --name ") {
 		t.Errorf("kassa merchant create --bogus: exit %d, %q %q", code, stdout, stderr)
 	}
 }
@@ -237,8 +237,8 @@ func TestListCommands(t *testing.T) {
 	if l := cliJSON(t, "merchant", "list", "--data-dir", dir); fmt.Sprint(l["merchants"]) != "[]" {
 		t.Fatalf("no merchant yet: %v", l)
 	}
-	a := cliJSON(t, "merchant", "create", "--name", "Alder", "--email", "alder@example.com", "--data-dir", dir)
-	b := cliJSON(t, "merchant", "create", "--name", "Birch", "--email", "birch@example.com", "--currency", "USD", "--data-dir", dir)
+	a := cliJSON(t, "merchant", "create", "--init", "--name", "Alder", "--email", "alder@example.com", "--data-dir", dir)
+	b := cliJSON(t, "merchant", "create", "--init", "--name", "Birch", "--email", "birch@example.com", "--currency", "USD", "--data-dir", dir)
 	second := cliJSON(t, "client", "create", "--merchant-id", b["merchant_id"].(string), "--data-dir", dir)
 	cliJSON(t, "client", "revoke", "--client-id", second["client_id"].(string), "--data-dir", dir)
 	p := cliJSON(t, "partner", "create", "--name", "Books Co", "--image-url", "https://books.example/logo.png",
@@ -306,5 +306,43 @@ func TestListCommands(t *testing.T) {
 	}
 	if strings.Contains(printed, "secret") {
 		t.Fatalf("a list printed a field named like a secret:\n%s", printed)
+	}
+}
+
+// Issue 19, point 3: "run from a directory without ./kassa-data, a command other than serve refuses to
+// create an empty database and says where it looked (--init to create one on purpose)".
+func TestRefusesToCreateADatabase(t *testing.T) {
+	t.Parallel()
+	wd := t.TempDir()
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(kassaBin, args...)
+		cmd.Dir = wd
+		cmd.Env = append(os.Environ(), "KASSA_DATA_DIR=", "KASSA_DATABASE_URL=")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	for _, args := range [][]string{{"merchant", "list"}, {"merchant", "create", "--name", "A", "--email", "a@example.com"}, {"migrate"}} {
+		stdout, stderr, code := run(args...)
+		want := filepath.Join(wd, "kassa-data", "kassa.db")
+		if code != 1 || stdout != "" || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--init") {
+			t.Errorf("kassa %s without a database: exit %d, %q %q; want 1, naming %s and --init", strings.Join(args, " "), code, stdout, stderr, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(wd, "kassa-data")); !os.IsNotExist(err) {
+		t.Fatalf("a refused command left a data directory behind (%v)", err)
+	}
+	if _, stderr, code := run("merchant", "create", "--init", "--name", "A", "--email", "a@example.com"); code != 0 {
+		t.Fatalf("merchant create --init: exit %d, %s", code, stderr)
+	}
+	if stdout, stderr, code := run("merchant", "list"); code != 0 || !strings.Contains(stdout, "a@example.com") {
+		t.Fatalf("merchant list once the database exists: exit %d, %s %s", code, stdout, stderr)
 	}
 }

@@ -24,7 +24,7 @@ func TestCrashBetweenAttemptAndOutcome(t *testing.T) {
 			t.Parallel()
 			dbFlags := dbArgs(t, backend)
 			cfg := store.Config{DataDir: flagValue(dbFlags, "--data-dir"), DatabaseURL: flagValue(dbFlags, "--database-url")}
-			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Crash Shop", "--email", "crash@example.com"}, dbFlags...)...)
+			m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Crash Shop", "--email", "crash@example.com"}, dbFlags...)...)
 			serve := append([]string{"--simulator-latency", "1500ms", "--processor-timeout", "2s", "--recovery-interval", "200ms"}, dbFlags...)
 			srv := startServer(t, nil, serve...)
 			tok := token(t, srv.url, m)

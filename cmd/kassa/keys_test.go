@@ -15,7 +15,7 @@ import (
 func TestCardEncryptionKeyCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "keys@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "keys@example.com", "--data-dir", dir)
 	id := m["merchant_id"].(string)
 
 	stdout, stderr, code := cli(t, "merchant", "keys", "--merchant-id", id, "--data-dir", dir)
@@ -91,7 +91,7 @@ func TestRotateVaultKeyWhileServing(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			db := dbArgs(t, backend)
-			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Vault Shop", "--email", "vault@example.com"}, db...)...)
+			m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Vault Shop", "--email", "vault@example.com"}, db...)...)
 			srv := startServer(t, nil, db...)
 			tok := token(t, srv.url, m)
 			cust := callJSON(t, "POST", srv.url+"/customer-service/customer", tok, `{"email":"ada@example.com"}`)

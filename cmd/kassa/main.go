@@ -82,12 +82,14 @@ Usage:
 
   kassa version
 
-Shared flags, which every command takes:
+Shared flags, which every command takes (--init every command but serve):
   --data-dir DIR          the embedded SQLite database's directory (env KASSA_DATA_DIR; default ./kassa-data)
   --database-url URL      a PostgreSQL database instead, postgres://… (env KASSA_DATABASE_URL)
   --db-max-conns N        PostgreSQL connections for writes (default 16), or SQLite read connections (default 4)
   --vault-key-file FILE   the key-encryption key of secrets at rest (env KASSA_VAULT_KEY_FILE, or the key
                           itself in KASSA_VAULT_KEY)
+  --init                  create the SQLite database when the data directory has none; without it, a
+                          command other than serve refuses, and says where it looked
 
 Run "kassa GROUP --help" for a group's commands (kassa merchant --help), "kassa COMMAND --help" for a
 command's flags (kassa merchant create --help).
@@ -186,6 +188,9 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 		flags.Usage = func() { commandUsage(helpOut, c.name, flags) }
 		e := &env{stdout: stdout, stderr: stderr, connectors: kinds}
 		e.db.register(flags)
+		if c.name != "serve" {
+			flags.BoolVar(&e.db.init, "init", false, "create the SQLite database when the data directory has none")
+		}
 		runCmd := c.setup(flags)
 		if err := flags.Parse(args[len(words):]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -197,7 +202,10 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "kassa %s: unexpected argument %q\n", c.name, flags.Arg(0))
 			return 2
 		}
-		err := runCmd(context.Background(), e)
+		err := e.db.exists(c.name)
+		if err == nil {
+			err = runCmd(context.Background(), e)
+		}
 		if err == nil {
 			return 0
 		}
@@ -217,8 +225,8 @@ func isHelp(arg string) bool {
 }
 
 // sharedFlagsNote ends every help text: the flags every command takes, described once, in usage.
-const sharedFlagsNote = "Every command also takes the shared flags --data-dir, --database-url, --db-max-conns and\n" +
-	"--vault-key-file: \"kassa --help\" describes them.\n"
+const sharedFlagsNote = "Every command also takes the shared flags --data-dir, --database-url, --db-max-conns,\n" +
+	"--vault-key-file and (but serve) --init: \"kassa --help\" describes them.\n"
 
 // usageLines are usage's lines of the commands whose names start with prefix, with their
 // continuation lines.
@@ -316,14 +324,15 @@ func oneLine(err error) string {
 
 // dbFlags are the flags every command shares: where the database is.
 type dbFlags struct {
+	init         bool // --init: create the SQLite database when there is none
 	dataDir      string
 	databaseURL  string
 	maxConns     int
 	vaultKeyFile string
 }
 
-// shared are the names of the flags dbFlags registers on every command.
-var shared = map[string]bool{"data-dir": true, "database-url": true, "db-max-conns": true, "vault-key-file": true}
+// shared are the names of the flags every command takes (dbFlags).
+var shared = map[string]bool{"data-dir": true, "database-url": true, "db-max-conns": true, "vault-key-file": true, "init": true}
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.dataDir, "data-dir", envOr("KASSA_DATA_DIR", "./kassa-data"), "directory of the embedded SQLite database (env KASSA_DATA_DIR)")
@@ -334,6 +343,25 @@ func (d *dbFlags) register(fs *flag.FlagSet) {
 }
 
 // open opens and migrates the database.
+// exists is issue 19, point 3: "run from a directory without ./kassa-data, a command other than serve
+// refuses to create an empty database and says where it looked (--init to create one on purpose)". An
+// operator's command run from the wrong directory would otherwise make a database of its own there, and
+// its merchant or key would never reach the server. PostgreSQL's database is the operator's to create.
+func (d *dbFlags) exists(command string) error {
+	if command == "serve" || d.init || d.databaseURL != "" {
+		return nil
+	}
+	path, err := filepath.Abs(filepath.Join(d.dataDir, store.SQLiteFile))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no Kassa database at %s: run kassa from the directory that holds the server's data directory, "+
+			"or give it with --data-dir (or KASSA_DATA_DIR); --init creates a new, empty one there", path)
+	}
+	return nil
+}
+
 func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
 	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns})
 	if err != nil {

@@ -19,7 +19,7 @@ func TestPartnerCommandsWhileServing(t *testing.T) {
 	t.Parallel()
 	db := dbArgs(t, "sqlite")
 	srv := startServer(t, nil, db...)
-	m := cliJSON(t, append([]string{"merchant", "create", "--name", "Maple Goods", "--email", "ops@maple.example", "--password", "a long passphrase"}, db...)...)
+	m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Maple Goods", "--email", "ops@maple.example", "--password", "a long passphrase"}, db...)...)
 	p := cliJSON(t, append([]string{"partner", "create", "--name", "Business", "--image-url", "https://partner.example/logo.png",
 		"--callback-uri", "https://partner.example/callback", "--callback-uri", "http://localhost:9/callback", "--token-validity", "10m"}, db...)...)
 	id, _ := p["partner_id"].(string)

@@ -99,7 +99,7 @@ func TestMerchantUpdateProcessor(t *testing.T) {
 				}
 				return f.Name()
 			}
-			created, stderr, _ := kassa("merchant", "create", "--name", "Shop", "--email", "shop@example.com")
+			created, stderr, _ := kassa("merchant", "create", "--init", "--name", "Shop", "--email", "shop@example.com")
 			m, _ := created["merchant_id"].(string)
 			if m == "" {
 				t.Fatalf("merchant create: %s", stderr)

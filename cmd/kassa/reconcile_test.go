@@ -21,7 +21,7 @@ import (
 func TestReconcileCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "reconcile@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "reconcile@example.com", "--data-dir", dir)
 	merchantID := m["merchant_id"].(string)
 	srv := startServer(t, nil, "--data-dir", dir)
 	tok := token(t, srv.url, m)

@@ -36,7 +36,7 @@ func TestServeAndOperateOnBothBackends(t *testing.T) {
 				}
 			}
 
-			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Maple Goods", "--email", "ops@maple.example", "--password", "a long passphrase", "--currency", "CAD"}, db...)...)
+			m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Maple Goods", "--email", "ops@maple.example", "--password", "a long passphrase", "--currency", "CAD"}, db...)...)
 			id, _ := m["merchant_id"].(string)
 			if !regexp.MustCompile(`^[0-9a-f]{10}$`).MatchString(id) || m["account_id"] != "acct_"+id ||
 				m["name"] != "Maple Goods" || m["email"] != "ops@maple.example" ||
@@ -202,7 +202,7 @@ func freeAddr(t *testing.T) string {
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "shop@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "shop@example.com", "--data-dir", dir)
 	srv := startServer(t, nil, "--data-dir", dir)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.url, "http://"))
 	if err != nil {

@@ -20,12 +20,12 @@ func TestUserCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := []string{"--data-dir", dir}
-	m := cliJSON(t, append([]string{"merchant", "create", "--name", "Maple Goods", "--email", "ops@maple.example"}, db...)...)
+	m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Maple Goods", "--email", "ops@maple.example"}, db...)...)
 	id := m["merchant_id"].(string)
 	if m["owner_user_id"] != id || !strings.HasPrefix(m["set_password_link"].(string), "http://127.0.0.1:8080/dashboard/password?token=") {
 		t.Fatalf("merchant create without a password: %v", m)
 	}
-	if withPassword := cliJSON(t, append([]string{"merchant", "create", "--name", "Birch", "--email", "birch@example.com", "--password", "a long passphrase"}, db...)...); withPassword["set_password_link"] != nil {
+	if withPassword := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Birch", "--email", "birch@example.com", "--password", "a long passphrase"}, db...)...); withPassword["set_password_link"] != nil {
 		t.Fatalf("merchant create with a password printed a link: %v", withPassword)
 	}
 	u := cliJSON(t, append([]string{"user", "create", "--merchant-id", id, "--email", "Books@Maple.example", "--role", "Reporting",

@@ -30,7 +30,7 @@ func TestCrashWithWebhookDeliveriesPending(t *testing.T) {
 			kekText := envelope.NewKEKText()
 			env := []string{"KASSA_VAULT_KEY=" + kekText}
 			dbFlags := dbArgs(t, backend)
-			out, stderr, code := cliEnv(t, env, append([]string{"merchant", "create", "--name", "Hook Shop", "--email", "hooks@example.com"}, dbFlags...)...)
+			out, stderr, code := cliEnv(t, env, append([]string{"merchant", "create", "--init", "--name", "Hook Shop", "--email", "hooks@example.com"}, dbFlags...)...)
 			if code != 0 {
 				t.Fatalf("merchant create: %s", stderr)
 			}

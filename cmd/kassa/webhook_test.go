@@ -14,7 +14,7 @@ func TestWebhookCommand(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			dbFlags := dbArgs(t, backend)
-			m := cliJSON(t, append([]string{"merchant", "create", "--name", "Hook Shop", "--email", "hooks@example.com"}, dbFlags...)...)
+			m := cliJSON(t, append([]string{"merchant", "create", "--init", "--name", "Hook Shop", "--email", "hooks@example.com"}, dbFlags...)...)
 			merchantID, account := m["merchant_id"].(string), m["account_id"].(string)
 			e := cliJSON(t, append([]string{"webhook", "create", "--merchant-id", merchantID, "--url", "https://shop.example/hooks",
 				"--events", "customer.created, transaction.approved", "--description", "Orders"}, dbFlags...)...)
@@ -60,8 +60,8 @@ func TestWebhookCommand(t *testing.T) {
 func TestWebhookCommandFailures(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := cliJSON(t, "merchant", "create", "--name", "Shop", "--email", "webhook@example.com", "--data-dir", dir)
-	other := cliJSON(t, "merchant", "create", "--name", "Other", "--email", "webhook-other@example.com", "--data-dir", dir)
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "webhook@example.com", "--data-dir", dir)
+	other := cliJSON(t, "merchant", "create", "--init", "--name", "Other", "--email", "webhook-other@example.com", "--data-dir", dir)
 	id := cliJSON(t, "webhook", "create", "--merchant-id", m["merchant_id"].(string), "--url", "https://shop.example/", "--data-dir", dir)["id"].(string)
 	mid := m["merchant_id"].(string)
 	for _, tc := range []struct {

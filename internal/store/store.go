@@ -112,6 +112,9 @@ func redact(u *url.URL) string {
 	return c.String()
 }
 
+// SQLiteFile is the name of the SQLite database's file in its data directory.
+const SQLiteFile = "kassa.db"
+
 func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	dir := cfg.DataDir
 	if dir == "" {
@@ -120,7 +123,7 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: data directory: %w", err)
 	}
-	path, err := filepath.Abs(filepath.Join(dir, "kassa.db"))
+	path, err := filepath.Abs(filepath.Join(dir, SQLiteFile))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
