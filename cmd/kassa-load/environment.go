@@ -181,7 +181,7 @@ type merchant struct {
 
 // newMerchant creates a merchant called name (its e-mail is name@example.com).
 func (k *kassa) newMerchant(ctx context.Context, name string) (merchant, error) {
-	args := append([]string{"merchant", "create", "--name", name, "--email", name + "@example.com"}, k.dbArgs...)
+	args := append([]string{"merchant", "create", "--init", "--name", name, "--email", name + "@example.com"}, k.dbArgs...)
 	out, err := exec.CommandContext(ctx, k.bin, args...).Output()
 	if err != nil {
 		return merchant{}, fmt.Errorf("kassa merchant create: %w", err)

@@ -234,7 +234,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestListCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if l := cliJSON(t, "merchant", "list", "--data-dir", dir); fmt.Sprint(l["merchants"]) != "[]" {
+	if l := cliJSON(t, "merchant", "list", "--init", "--data-dir", dir); fmt.Sprint(l["merchants"]) != "[]" {
 		t.Fatalf("no merchant yet: %v", l)
 	}
 	a := cliJSON(t, "merchant", "create", "--init", "--name", "Alder", "--email", "alder@example.com", "--data-dir", dir)
