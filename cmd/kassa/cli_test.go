@@ -315,19 +315,8 @@ func TestRefusesToCreateADatabase(t *testing.T) {
 	t.Parallel()
 	wd := t.TempDir()
 	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(kassaBin, args...)
-		cmd.Dir = wd
-		cmd.Env = append(os.Environ(), "KASSA_DATA_DIR=", "KASSA_DATABASE_URL=")
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stdout.String(), stderr.String(), code
+		t.Helper()
+		return cliIn(t, wd, []string{"KASSA_DATA_DIR=", "KASSA_DATABASE_URL="}, args...)
 	}
 	for _, args := range [][]string{{"merchant", "list"}, {"merchant", "create", "--name", "A", "--email", "a@example.com"}, {"migrate"}} {
 		stdout, stderr, code := run(args...)

@@ -32,11 +32,8 @@ func merchantListCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			return err
 		}
 		defer db.Close()
-		var all []merchant.Summary
-		if err := db.Read(ctx, func(q store.Querier) error {
-			all, err = merchant.List(ctx, q)
-			return err
-		}); err != nil {
+		all, err := listMerchants(ctx, db)
+		if err != nil {
 			return err
 		}
 		out := struct {
@@ -48,6 +45,17 @@ func merchantListCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		return printJSON(e.stdout, out)
 	}
+}
+
+// listMerchants reads every merchant, oldest first.
+func listMerchants(ctx context.Context, db *store.DB) ([]merchant.Summary, error) {
+	var all []merchant.Summary
+	err := db.Read(ctx, func(q store.Querier) error {
+		var err error
+		all, err = merchant.List(ctx, q)
+		return err
+	})
+	return all, err
 }
 
 // merchantShown is what "kassa merchant show" prints: who the merchant is, and its settings as

@@ -128,7 +128,14 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 // cliEnv is cli with extra environment variables ("NAME=value"; empty strings are ignored).
 func cliEnv(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return cliIn(t, "", env, args...)
+}
+
+// cliIn is cliEnv run in the working directory dir ("": the test's).
+func cliIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(kassaBin, args...)
+	cmd.Dir = dir
 	cmd.Env = os.Environ()
 	for _, e := range env {
 		if e != "" {

@@ -170,11 +170,8 @@ func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base s
 	if n > 0 {
 		// Issue 19, point 3: "The second start of make run prints the demo merchant's id and how to get
 		// a new secret."
-		var all []merchant.Summary
-		if err := db.Read(ctx, func(q store.Querier) error {
-			all, err = merchant.List(ctx, q)
-			return err
-		}); err != nil {
+		all, err := listMerchants(ctx, db)
+		if err != nil {
 			return err
 		}
 		for _, m := range all {
