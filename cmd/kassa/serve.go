@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
@@ -47,6 +49,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
 	webhooksPrivate := fs.Bool("webhooks-allow-private", os.Getenv("KASSA_WEBHOOKS_ALLOW_PRIVATE") == "1", "let webhook deliveries reach loopback and private addresses, for development and tests (env KASSA_WEBHOOKS_ALLOW_PRIVATE=1); by default they are refused")
 	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("KASSA_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, a listener apart from the API (env KASSA_METRICS_ADDR; default off)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -123,6 +126,19 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err != nil {
 			return err
 		}
+		var set *metrics.Set
+		var metricsURL string
+		if *metricsAddr != "" {
+			mln, err := net.Listen("tcp", *metricsAddr)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("--metrics-addr: %w", err)
+			}
+			set = metrics.New()
+			stopMetrics := serveMetrics(mln, set.Handler(log))
+			defer stopMetrics()
+			metricsURL = "http://" + mln.Addr().String() + "/metrics"
+		}
 		base := strings.TrimRight(*publicURL, "/")
 		if base == "" {
 			base = "http://" + ln.Addr().String()
@@ -132,7 +148,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
 				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base,
-			TrustedProxies: proxies, Connectors: e.connectors(db, log), WebhooksAllowPrivate: *webhooksPrivate})
+			TrustedProxies: proxies, Connectors: e.connectors(db, log), WebhooksAllowPrivate: *webhooksPrivate, Metrics: set})
 		if err != nil {
 			ln.Close()
 			return err
@@ -145,8 +161,12 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			}
 		}
 		return srv.Serve(ctx, ln, func() {
-			log.Info("listening", "addr", ln.Addr().String(), "public_url", base, "database", db.String())
-			fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n%s", base, db.String(), banner.String())
+			log.Info("listening", "addr", ln.Addr().String(), "public_url", base, "database", db.String(), "metrics", metricsURL)
+			fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n", base, db.String())
+			if metricsURL != "" {
+				fmt.Fprintf(e.stdout, "Prometheus metrics: %s\n", metricsURL)
+			}
+			fmt.Fprint(e.stdout, banner.String())
 		})
 	}
 }
@@ -207,6 +227,17 @@ at this link, which works once, for 72 hours:
 
 `, m.MerchantID, m.ClientID, m.ClientSecret, m.ClientID, m.ClientSecret, base, base, m.Email, m.Link)
 	return nil
+}
+
+// serveMetrics serves the metrics exposition on ln, at /metrics, until the returned function is called.
+// It is a listener of its own so that the API's address never exposes it, and its requests are not
+// counted among the API's.
+func serveMetrics(ln net.Listener, h http.Handler) (stop func()) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go hs.Serve(ln)
+	return func() { hs.Close() }
 }
 
 // writeAllocProfile writes the allocations made so far, as "go tool pprof -sample_index=alloc_space"

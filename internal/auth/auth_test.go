@@ -76,7 +76,7 @@ func newFixture(t testing.TB, db *store.DB) *fixture {
 		c := auth.ClaimsFrom(r.Context())
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"merchant_id": c.MerchantID, "client_id": c.ClientIDString()})
 	})))
-	f.srv = httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), r))
+	f.srv = httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), nil, r))
 	t.Cleanup(f.srv.Close)
 	f.creds = f.newMerchant(t, "shop@example.com", auth.DefaultValidity)
 	return f

@@ -44,7 +44,18 @@ func (s *Service) token(r *http.Request) (*tokenResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch gt := p.Get("grant_type"); gt {
+	gt := p.Get("grant_type")
+	resp, err := s.grant(r, p, query, gt)
+	if err == nil {
+		s.metrics.TokenIssued(gt)
+	}
+	return resp, err
+}
+
+// grant answers a token request of grant type gt, whose parameters are p (query: those of its query
+// string).
+func (s *Service) grant(r *http.Request, p, query url.Values, gt string) (*tokenResponse, error) {
+	switch gt {
 	case "":
 		return nil, invalidRequest("The grant_type parameter is required.")
 	case "client_credentials":

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 )
@@ -33,6 +34,8 @@ type Config struct {
 	// database could otherwise forge tokens for every merchant. It also keeps the MAC key of sign-in
 	// throttling.
 	Keyring *envelope.Keyring
+	// Metrics counts the tokens issued (nil: not counted).
+	Metrics *metrics.Set
 }
 
 // Service issues and checks access tokens.
@@ -48,12 +51,13 @@ type Service struct {
 	gate        *password.Gate
 	throttleKey []byte // the MAC key of sign-in throttling's subjects
 	used        lastUse
+	metrics     *metrics.Set
 }
 
 // NewService loads the token keys (creating the first one in a new database) and the current
 // revocations.
 func NewService(ctx context.Context, cfg Config) (*Service, error) {
-	s := &Service{db: cfg.DB, log: cfg.Logger, now: cfg.Now, poll: cfg.RevocationPoll, codeTTL: cfg.CodeTTL,
+	s := &Service{db: cfg.DB, log: cfg.Logger, now: cfg.Now, poll: cfg.RevocationPoll, codeTTL: cfg.CodeTTL, metrics: cfg.Metrics,
 		gate: password.NewGate(password.GateConfig{})}
 	if s.codeTTL <= 0 || s.codeTTL > MaxCodeTTL {
 		s.codeTTL = DefaultCodeTTL

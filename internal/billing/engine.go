@@ -23,6 +23,7 @@ import (
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
@@ -63,6 +64,8 @@ type Config struct {
 	Lease time.Duration
 	// Mailer sends receipts; without one they wait in the outbox.
 	Mailer *Mailer
+	// Metrics counts the cycles charged and the e-mails sent (nil: not counted).
+	Metrics *metrics.Set
 }
 
 // Engine bills subscriptions.
@@ -78,6 +81,7 @@ type Engine struct {
 	backlog   int
 	lease     time.Duration
 	mailer    *Mailer
+	metrics   *metrics.Set
 	wake      chan struct{}
 }
 
@@ -85,7 +89,7 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	e := &Engine{db: cfg.DB, vault: cfg.Vault, merchants: cfg.Merchants, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
 		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer,
-		wake: make(chan struct{}, 1)}
+		metrics: cfg.Metrics, wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -252,7 +256,11 @@ func (e *Engine) process(ctx context.Context, id int64) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	return true, e.record(ctx, sub, t, now)
+	if err := e.record(ctx, sub, t, now); err != nil {
+		return false, err
+	}
+	e.metrics.BillingCharge(t.Status == payment.StatusApproved)
+	return true, nil
 }
 
 // maxInterrupted is how many times one attempt is made again after it failed with nothing charged.

@@ -155,6 +155,7 @@ func (e *Engine) Deliver(ctx context.Context) (int, error) {
 			bcc = strings.Split(m.bcc, ",")
 		}
 		sendErr := e.mailer.Send(Message{To: m.to, Bcc: bcc, Subject: m.subject, Text: m.t, HTML: m.h})
+		e.metrics.MailSent(sendErr == nil)
 		done := e.now()
 		if sendErr == nil {
 			_, err = e.db.Exec(ctx, `UPDATE outbox SET sent_at = $2, attempts = attempts + 1, lease_until = NULL WHERE id = $1`, m.id, done.UnixMilli())

@@ -3,9 +3,11 @@ package billing_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net"
+	"net/http/httptest"
 	"net/mail"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/metrics"
+	"github.com/kassapay/kassa/internal/metrics/metricstest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -153,7 +157,8 @@ func TestReceiptsSurviveAnSMTPOutage(t *testing.T) {
 	ln.Close() // nothing listens here yet: the server is down
 	mailer, _ := billing.NewMailer("smtp://"+addr, "receipts@maple.example")
 	start := time.Date(2027, time.October, 5, 14, 0, 0, 0, time.UTC)
-	f := newFixture(t, db, start, billing.Config{Mailer: mailer})
+	set := metrics.New()
+	f := newFixture(t, db, start, billing.Config{Mailer: mailer, Metrics: set})
 	p := f.plan(t, map[string]any{"name": "Daily", "amount": "2.00", "frequency": "DAILY", "send_receipt": "true"})
 	c, _ := f.customer(t, cardtest.Mastercard)
 	f.subscribe(t, c, map[string]any{"plan_lookup_id": p})
@@ -176,6 +181,23 @@ func TestReceiptsSurviveAnSMTPOutage(t *testing.T) {
 	f.eng.Deliver(context.Background())
 	if msgs := in.all(); len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
+	}
+	// Issue 19, point 1: the engine counts the cycle it charged and each attempt to send the receipt.
+	exposition := httptest.NewServer(set.Handler(slog.Default()))
+	defer exposition.Close()
+	got := metricstest.Scrape(t, exposition.URL)
+	for _, w := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"kassa_billing_charges_total", "result", "approved", 1},
+		{"kassa_billing_charges_total", "result", "declined", 0},
+		{"kassa_outbox_sends_total", "result", "failed", 3},
+		{"kassa_outbox_sends_total", "result", "sent", 1},
+	} {
+		if n := got.Value(w.name, map[string]string{w.label: w.value}); n != w.want {
+			t.Errorf("%s{%s=%q} = %v, want %v", w.name, w.label, w.value, n, w.want)
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ func newServer(t *testing.T) (*httptest.Server, *cardtest.Buffer) {
 	r.HandleFunc("GET", "/oops", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, io.ErrUnexpectedEOF)
 	})
-	srv := httptest.NewServer(httpapi.Middleware(log, r))
+	srv := httptest.NewServer(httpapi.Middleware(log, nil, r))
 	t.Cleanup(srv.Close)
 	return srv, logs
 }

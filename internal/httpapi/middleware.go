@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/metrics"
 )
 
 type (
@@ -52,8 +53,9 @@ func (h ridHandler) WithGroup(g string) slog.Handler { return ridHandler{h.Handl
 
 // Middleware gives every request an id (returned as the Request-Id header and added to its log
 // records), limits its body to MaxBody, turns a panic into a logged 500, and writes one access-log
-// line. The line names the route pattern, never the raw URL: a query string may carry a secret.
-func Middleware(log *slog.Logger, next http.Handler) http.Handler {
+// line. The line names the route pattern, never the raw URL: a query string may carry a secret. The
+// request is counted in m (nil: metrics are off) under the same pattern.
+func Middleware(log *slog.Logger, m *metrics.Set, next http.Handler) http.Handler {
 	prefix := rand.Text()[:8]
 	var seq atomic.Uint64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,12 +77,14 @@ func Middleware(log *slog.Logger, next http.Handler) http.Handler {
 						"Something went wrong on our side; the request id identifies it in our logs."))
 				}
 			}
+			took := time.Since(start)
 			log.LogAttrs(ctx, slog.LevelInfo, "request",
 				slog.String("method", r.Method),
 				slog.String("route", r.Pattern),
 				slog.Int("status", sw.status),
 				slog.Int64("bytes", sw.bytes),
-				slog.Float64("ms", float64(time.Since(start).Microseconds())/1000))
+				slog.Float64("ms", float64(took.Microseconds())/1000))
+			m.Request(r.Pattern, sw.status, took, w.Header())
 		}()
 		next.ServeHTTP(sw, r)
 	})

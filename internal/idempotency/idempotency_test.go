@@ -71,7 +71,7 @@ func server(t *testing.T, db *store.DB, c *clock.Manual) (*httptest.Server, *ide
 		}
 		h.ServeHTTP(w, r)
 	})
-	srv := httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), authenticated))
+	srv := httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), nil, authenticated))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(unstick) }) // runs before srv.Close, which waits for handlers
 	return srv, s, &runs

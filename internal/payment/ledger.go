@@ -15,6 +15,7 @@ import (
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
@@ -42,6 +43,8 @@ type Config struct {
 	ReversalInterval time.Duration // how often Run sends the reversals not yet acknowledged (default 5 s)
 	// Velocity limits the declines of each card and each credential (required).
 	Velocity *velocity.Limiter
+	// Metrics counts outcomes, processor calls and recoveries (nil: not counted).
+	Metrics *metrics.Set
 }
 
 // Ledger records card operations and carries them out through the processor.
@@ -54,12 +57,13 @@ type Ledger struct {
 	interval  time.Duration
 	reversals time.Duration
 	velocity  *velocity.Limiter
+	metrics   *metrics.Set
 }
 
 // New returns a Ledger.
 func New(cfg Config) *Ledger {
 	l := &Ledger{db: cfg.DB, procs: cfg.Processors, log: cfg.Logger, now: cfg.Now, timeout: cfg.ProcessorTimeout, interval: cfg.RecoveryInterval,
-		reversals: cfg.ReversalInterval, velocity: cfg.Velocity}
+		reversals: cfg.ReversalInterval, velocity: cfg.Velocity, metrics: cfg.Metrics}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -187,12 +191,12 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 	over := l.velocity.Over(cardSubject, c.Velocity)
 	if over != nil {
 		res = processor.Result{Code: velocity.DeclineCode, Message: velocity.Refusal(over)}
-	} else if res, err = l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+	} else if res, err = l.call(ctx, acct, operation(t.Kind), func(ctx context.Context) (processor.Result, error) {
 		return acct.Processor.Authorize(ctx, c.payment(t.TransactionID, t.ProcessorTrace))
 	}); err != nil {
 		return l.noAnswer(ctx, t, acct, err)
 	}
-	if t, err = l.finish(ctx, t, res, operation(t.Kind)); err != nil {
+	if t, err = l.finish(ctx, t, acct, res, operation(t.Kind)); err != nil {
 		return Transaction{}, err
 	}
 	if t.CardDeclined() {
@@ -297,14 +301,14 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
 	if err != nil || prior != nil {
 		return deref(prior), err
 	}
-	res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+	res, err := l.call(ctx, acct, operation(kind), func(ctx context.Context) (processor.Result, error) {
 		return call(acct.Processor, ctx, processor.FollowUp{Reference: t.TransactionID, Merchant: f.merchant(),
 			Original: parent.ProcessorRef, Amount: t.Amount, Currency: t.Currency, AuthorizedAt: parent.CreatedAt, Trace: t.ProcessorTrace})
 	})
 	if err != nil {
 		return l.noAnswer(ctx, t, acct, err)
 	}
-	return l.finish(ctx, t, res, operation(kind))
+	return l.finish(ctx, t, acct, res, operation(kind))
 }
 
 // reserve claims what a follow-up needs from its parent before the processor is called, with one
@@ -461,24 +465,28 @@ const insertSQL = `INSERT INTO transactions (transaction_id, merchant_id, kind, 
 		$22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $32, $33, $34, $35, $36, $37, $38)
 		RETURNING id`
 
-// call runs one processor call, bounded by the processor timeout. It is not canceled when the client
-// goes away: once the processor has been asked, its answer must be recorded.
-func (l *Ledger) call(ctx context.Context, f func(context.Context) (processor.Result, error)) (processor.Result, error) {
+// call runs one processor call of op on acct, bounded by the processor timeout, and times it. It is
+// not canceled when the client goes away: once the processor has been asked, its answer must be
+// recorded.
+func (l *Ledger) call(ctx context.Context, acct processor.Account, op string, f func(context.Context) (processor.Result, error)) (processor.Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
-	return f(ctx)
+	start := time.Now()
+	res, err := f(ctx)
+	l.metrics.ProcessorCall(acct.Kind, op, err == nil, time.Since(start))
+	return res, err
 }
 
-// finish records the processor's answer: the outcome, the release of a declined follow-up's
+// finish records the answer of acct's processor: the outcome, the release of a declined follow-up's
 // reservation, and the audit record, in one transaction. Only the first finish of an attempt counts:
 // when recovery got there first, the recorded transaction is returned as it stands.
-func (l *Ledger) finish(ctx context.Context, t Transaction, res processor.Result, op string) (Transaction, error) {
-	return l.finishAs(ctx, t, res, op, "")
+func (l *Ledger) finish(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op string) (Transaction, error) {
+	return l.finishAs(ctx, t, acct, res, op, "")
 }
 
 // finishAs is finish with the audit record's outcome given (outcomeFailed for an interrupted attempt),
 // or "" for the transaction's status.
-func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Result, op, outcome string) (Transaction, error) {
+func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op, outcome string) (Transaction, error) {
 	ctx = context.WithoutCancel(ctx)
 	now := l.now()
 	t.Status, t.Message, t.DeclineCode, t.ProcessorRef, t.UpdatedAt = StatusApproved, res.Message, "", res.Reference, now
@@ -549,6 +557,7 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, res processor.Resu
 		})
 		return got, err
 	}
+	l.metrics.Payment(t.Kind, t.Status, t.DeclineCode, acct.Kind, t.TestMode)
 	return t, nil
 }
 

@@ -67,7 +67,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 		if err != nil {
 			return done, err
 		}
-		res, err := l.call(ctx, func(ctx context.Context) (processor.Result, error) {
+		res, err := l.call(ctx, acct, "lookup", func(ctx context.Context) (processor.Result, error) {
 			return acct.Processor.Lookup(ctx, processor.Operation{Reference: p.t.TransactionID, Merchant: processor.Merchant{ID: p.t.MerchantID},
 				Kind: processorOperations[p.t.Kind], Amount: p.t.Amount, Currency: p.t.Currency, Trace: p.t.ProcessorTrace})
 		})
@@ -87,20 +87,32 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 			cancel()
 			if err == nil {
 				done++
+				l.metrics.Recovered()
 			}
 			continue
 		case err != nil:
 			l.log.WarnContext(ctx, "recovery lookup failed; will retry", "transaction_id", p.t.TransactionID, "err", err)
 			continue
 		}
-		t, err := l.finishAs(ctx, p.t, res, "recover", outcome)
+		t, err := l.finishAs(ctx, p.t, acct, res, "recover", outcome)
 		if err != nil {
 			return done, err
 		}
+		l.metrics.Recovered()
 		l.log.InfoContext(ctx, "recovered an interrupted attempt", "transaction_id", t.TransactionID, "kind", t.Kind, "status", t.Status)
 		done++
 	}
 	return done, nil
+}
+
+// Pending counts the attempts whose outcome is not recorded yet: those in flight, and those recovery
+// or a reversal has still to settle.
+func (l *Ledger) Pending(ctx context.Context) (int, error) {
+	var n int
+	err := l.db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT COUNT(*) FROM transactions WHERE status = 'PENDING'`).Scan(&n)
+	})
+	return n, err
 }
 
 // claim extends the lease of a pending attempt, so that one recoverer at a time works on it.

@@ -93,7 +93,7 @@ func (l *Ledger) sendReversal(ctx context.Context, t Transaction, acct processor
 	if completes {
 		res, outcome = processor.Result{Approved: true, Message: "Approved after a repeated request"}, ""
 	}
-	got, err := l.finishAs(ctx, t, res, op, outcome)
+	got, err := l.finishAs(ctx, t, acct, res, op, outcome)
 	if err != nil {
 		return Transaction{}, err
 	}

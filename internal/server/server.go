@@ -26,6 +26,7 @@ import (
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
@@ -93,6 +94,9 @@ type Config struct {
 	// WebhooksAllowPrivate lets webhooks go to loopback and private addresses, and to http:// URLs
 	// (`kassa serve --webhooks-allow-private`: development and tests).
 	WebhooksAllowPrivate bool
+	// Metrics, when not nil, is where the server's parts count what they do, and what the exposition
+	// reads from the database at every scrape (kassa serve --metrics-addr).
+	Metrics *metrics.Set
 }
 
 // Server is a configured Kassa server.
@@ -149,7 +153,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.APIKeyCacheTTL = cfg.RevocationPoll
 	}
 	a, err := auth.NewService(ctx, auth.Config{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, RevocationPoll: cfg.RevocationPoll,
-		CodeTTL: cfg.CodeTTL, Keyring: ring})
+		CodeTTL: cfg.CodeTTL, Keyring: ring, Metrics: cfg.Metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.ledger = payment.New(payment.Config{DB: cfg.DB, Processors: s.accounts, Logger: cfg.Logger, Now: cfg.Now,
-		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval, Velocity: s.velocity})
+		ProcessorTimeout: cfg.ProcessorTimeout, RecoveryInterval: cfg.RecoveryInterval, Velocity: s.velocity, Metrics: cfg.Metrics})
 	if cfg.ProcessorTimeout <= 0 {
 		cfg.ProcessorTimeout = payment.DefaultProcessorTimeout
 	}
@@ -212,6 +216,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	plans.Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
+	if s.billingCfg.Metrics == nil {
+		s.billingCfg.Metrics = cfg.Metrics
+	}
 	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
 	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
@@ -219,9 +226,32 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
 		Now: cfg.Now}).Routes(r)
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
-	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate})
-	s.handler = httpapi.Middleware(cfg.Logger, r)
+	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate,
+		Metrics: cfg.Metrics})
+	s.handler = httpapi.Middleware(cfg.Logger, cfg.Metrics, r)
+	if cfg.Metrics != nil {
+		backend := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[cfg.DB.Dialect()]
+		cfg.DB.ObserveBatches(func(n int) { cfg.Metrics.WriteBatch(backend, n) })
+		cfg.Metrics.Observe(5*time.Second, s.state)
+	}
 	return s, nil
+}
+
+// state is what the metrics exposition reads from the database at a scrape (issue 19, point 1):
+// pending attempts, billing's work, the outbox's and the webhooks' backlogs, and the pools.
+func (s *Server) state(ctx context.Context) (metrics.State, error) {
+	st := metrics.State{Pools: s.cfg.DB.Pools()}
+	var err error
+	if st.PendingAttempts, err = s.ledger.Pending(ctx); err != nil {
+		return st, err
+	}
+	b, err := billing.Status(ctx, s.cfg.DB, s.cfg.Now())
+	if err != nil {
+		return st, err
+	}
+	st.BillingDue, st.BillingRetrying, st.Suspended, st.OutboxBacklog = b.Due, b.Retrying, b.Suspended, b.OutboxBacklog
+	st.WebhookBacklog, err = webhook.Backlog(ctx, s.cfg.DB)
+	return st, err
 }
 
 // gateway wraps a handler of the transaction, customer and plan services: a bearer token with the

@@ -94,6 +94,7 @@ func (b *pgBatcher) run() {
 		for _, r := range batch {
 			close(r.done)
 		}
+		b.db.observeBatch(len(batch))
 	}
 }
 

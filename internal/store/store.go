@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,6 +64,7 @@ type DB struct {
 	pgBatch  *pgBatcher    // PostgreSQL only
 	where    string
 	lockDir  string // SQLite: directory of the lock files
+	batches  atomic.Pointer[func(n int)]
 }
 
 // Open opens the database of cfg. It does not migrate; call Migrate.
@@ -180,6 +182,26 @@ func admit(ctx context.Context, gate chan struct{}) (func(), error) {
 func (db *DB) Dialect() Dialect { return db.dialect }
 
 // String describes the database for humans: the SQLite path, or the PostgreSQL URL without password.
+// ObserveBatches has f told the size of every batch of writes committed together: the group commit's
+// transactions on SQLite, the statements of one round trip on PostgreSQL.
+func (db *DB) ObserveBatches(f func(n int)) { db.batches.Store(&f) }
+
+// observeBatch tells the observer of batches, if any, that n writes were committed together.
+func (db *DB) observeBatch(n int) {
+	if f := db.batches.Load(); f != nil {
+		(*f)(n)
+	}
+}
+
+// Pools are the statistics of the database's connection pools by name: "write" and "read" on
+// SQLite, "pool" on PostgreSQL, where reads and writes share one.
+func (db *DB) Pools() map[string]sql.DBStats {
+	if db.writer == db.reader {
+		return map[string]sql.DBStats{"pool": db.writer.Stats()}
+	}
+	return map[string]sql.DBStats{"write": db.writer.Stats(), "read": db.reader.Stats()}
+}
+
 func (db *DB) String() string { return string(db.dialect) + ": " + db.where }
 
 // Read runs fn with the read pool (on SQLite, query-only connections). Reads are admitted in arrival

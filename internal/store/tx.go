@@ -252,6 +252,7 @@ func (b *batcher) run() {
 		for _, r := range batch {
 			close(r.done)
 		}
+		b.db.observeBatch(len(batch))
 		b.db.stmts.prepareWanted(context.Background(), b.db.writer)
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -55,6 +56,8 @@ type Config struct {
 	// AllowPrivate lets deliveries reach loopback, private and other non-public addresses (kassa serve
 	// --webhooks-allow-private: for development and tests). Without it they are refused.
 	AllowPrivate bool
+	// Metrics counts the attempts by result (nil: not counted).
+	Metrics *metrics.Set
 	// Node names this deliverer in its log (default random).
 	Node string
 	// RootCAs, when set, are the only certificate authorities trusted for endpoints (tests' receivers);
@@ -298,6 +301,7 @@ func (d *Deliverer) work(ctx context.Context, c claimed) {
 		o, ok, err := d.attempt(ctx, c)
 		var next *claimed
 		if err == nil && ok {
+			d.cfg.Metrics.WebhookAttempt(o.status)
 			next, err = d.record(ctx, c, o, ctx.Err() == nil)
 		} else if err == nil {
 			err = d.release(ctx, c)
@@ -312,6 +316,16 @@ func (d *Deliverer) work(ctx context.Context, c claimed) {
 		}
 		c = *next
 	}
+}
+
+// Backlog counts the deliveries neither succeeded nor failed for good, through the index of pending
+// deliveries.
+func Backlog(ctx context.Context, db *store.DB) (int, error) {
+	var n int
+	err := db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING'`).Scan(&n)
+	})
+	return n, err
 }
 
 // release gives up the lease of a delivery not attempted.
