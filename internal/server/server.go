@@ -268,13 +268,20 @@ func (s *Server) merchantLimits(r *http.Request) velocity.Limits {
 	return m.Velocity
 }
 
-// ready answers 200 when the database answers within two seconds, and 503 otherwise.
+// ready answers 200 when the database answers within two seconds, and 503 otherwise: not_ready when
+// it cannot be read, storage_unavailable when a write failed for want of storage and a write still
+// fails (issue 20, point 3: "readyz reflects both").
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.cfg.DB.Ping(ctx); err != nil {
 		httpapi.Logger(ctx).WarnContext(ctx, "readiness check failed", "err", err)
 		httpapi.WriteError(w, r, fault.New(http.StatusServiceUnavailable, "not_ready", "The database is not reachable."))
+		return
+	}
+	if err := s.cfg.DB.Writable(ctx); err != nil {
+		httpapi.Logger(ctx).WarnContext(ctx, "readiness check failed: writes fail", "err", err)
+		httpapi.WriteError(w, r, err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})

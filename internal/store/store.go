@@ -65,6 +65,7 @@ type DB struct {
 	where    string
 	lockDir  string // SQLite: directory of the lock files
 	batches  atomic.Pointer[func(n int)]
+	health   health
 }
 
 // Open opens the database of cfg. It does not migrate; call Migrate.
@@ -213,7 +214,7 @@ func (db *DB) Read(ctx context.Context, fn func(q Querier) error) error {
 		return err
 	}
 	defer done()
-	return fn(db.Reader())
+	return readFault(fn(db.Reader()))
 }
 
 // Reader is the read pool without admission: for tests and tools that read outside the server's
@@ -253,9 +254,12 @@ func (db *DB) Close() error {
 // fn returns an error. fn must do nothing but database work through tx, and must not call Write:
 // on SQLite it may share the transaction with other callers (group commit, see tx.go), and on
 // PostgreSQL a serialization failure or deadlock runs it again.
+//
+// A write that fails for want of storage returns an error that is ErrStorageUnavailable and carries
+// the 503 storage_unavailable fault for the client.
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.batch != nil {
-		return db.batch.write(ctx, fn)
+		return db.written(db.batch.write(ctx, fn))
 	}
 	done, err := admit(ctx, db.gate)
 	if err != nil {
@@ -265,7 +269,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.writeOnce(ctx, fn)
 		if err == nil || attempt == 3 || !retryable(err) {
-			return err
+			return db.written(err)
 		}
 	}
 }
@@ -275,7 +279,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if db.pgBatch != nil {
 		r := &stmtReq{ctx: ctx, query: query, args: args}
-		if err := db.pgBatch.do(r); err != nil {
+		if err := db.written(db.pgBatch.do(r)); err != nil {
 			return nil, err
 		}
 		return rowsAffected(r.rows), nil
@@ -293,7 +297,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // into dest.
 func (db *DB) QueryRow(ctx context.Context, dest []any, query string, args ...any) error {
 	if db.pgBatch != nil {
-		return db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest})
+		return db.written(db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest}))
 	}
 	return db.Write(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
