@@ -1,0 +1,161 @@
+package tlscert_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/tlscert"
+	"github.com/kassapay/kassa/internal/tlscert/tlscerttest"
+)
+
+// served starts a TLS listener on p's configuration and returns a function that makes a new
+// connection, trusting the given certificates, and returns the certificate the server presented and
+// the protocol it chose.
+func served(t *testing.T, p *tlscert.Pair) func(trust ...*x509.Certificate) (*x509.Certificate, string, error) {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", p.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { c.(*tls.Conn).Handshake(); c.Close() }()
+		}
+	}()
+	return func(trust ...*x509.Certificate) (*x509.Certificate, string, error) {
+		pool := x509.NewCertPool()
+		for _, c := range trust {
+			pool.AddCert(c)
+		}
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+		if err != nil {
+			return nil, "", err
+		}
+		defer c.Close()
+		st := c.ConnectionState()
+		return st.PeerCertificates[0], st.NegotiatedProtocol, nil
+	}
+}
+
+// A reload serves the new pair to the next connection; a pair that cannot be used — a key of another
+// certificate, a file that is not PEM, a missing file, an expired certificate — is refused and the
+// pair served before stays.
+func TestReload(t *testing.T) {
+	t.Parallel()
+	a, b, c := tlscerttest.New(t, "a"), tlscerttest.New(t, "b"), tlscerttest.New(t, "c")
+	live := tlscerttest.New(t, "live") // the files the server reads
+	a.CopyTo(t, live.CertFile, live.KeyFile)
+	p, err := tlscert.Load(live.CertFile, live.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := served(t, p)
+	got, proto, err := dial(a.Cert)
+	if err != nil || !got.Equal(a.Cert) || proto != "h2" {
+		t.Fatalf("first connection: %v, %q, %v; want a's certificate and h2", got.Subject, proto, err)
+	}
+
+	b.CopyTo(t, live.CertFile, live.KeyFile)
+	if err := p.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := dial(a.Cert, b.Cert); err != nil || !got.Equal(b.Cert) {
+		t.Fatalf("after reloading b: %v, %v", got.Subject, err)
+	}
+
+	expired := tlscerttest.NewValid(t, "expired", time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	bad := map[string]func(){
+		"another certificate's key": func() {
+			tlscerttest.Pair{CertFile: c.CertFile, KeyFile: a.KeyFile}.CopyTo(t, live.CertFile, live.KeyFile)
+		},
+		"not PEM":                func() { os.WriteFile(live.CertFile, []byte("not a certificate"), 0o600) },
+		"a missing key":          func() { os.Remove(live.KeyFile) },
+		"an expired certificate": func() { expired.CopyTo(t, live.CertFile, live.KeyFile) },
+	}
+	for name, breakFiles := range bad {
+		breakFiles()
+		err := p.Reload()
+		if err == nil || !strings.Contains(err.Error(), live.CertFile) {
+			t.Errorf("reload with %s: %v; want an error naming the files", name, err)
+		}
+		if got, _, err := dial(b.Cert); err != nil || !got.Equal(b.Cert) {
+			t.Errorf("after a reload with %s: %v, %v; want b still served", name, got.Subject, err)
+		}
+	}
+	if _, err := tlscert.Load(live.CertFile, live.KeyFile); err == nil {
+		t.Error("Load of an expired pair succeeded")
+	}
+}
+
+// TLS 1.0 and 1.1 are refused.
+func TestMinVersion(t *testing.T) {
+	t.Parallel()
+	pair := tlscerttest.New(t, "a")
+	p, err := tlscert.Load(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", p.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+			go func() { c.(*tls.Conn).Handshake(); c.Close() }()
+		}
+	}()
+	pool := x509.NewCertPool()
+	pool.AddCert(pair.Cert)
+	_, err = tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
+	if err == nil {
+		t.Fatal("a TLS 1.1 client connected")
+	}
+}
+
+// Each signal reloads the pair and logs what is served now, or why the files were refused.
+func TestReloadOn(t *testing.T) {
+	t.Parallel()
+	a, b := tlscerttest.New(t, "a"), tlscerttest.New(t, "b")
+	p, err := tlscert.Load(a.CertFile, a.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer // written by ReloadOn, read once it has returned
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal)
+	done := make(chan struct{})
+	go func() { p.ReloadOn(ctx, signals, slog.New(slog.NewJSONHandler(&logs, nil))); close(done) }()
+
+	b.CopyTo(t, a.CertFile, a.KeyFile)
+	signals <- os.Interrupt
+	for deadline := time.Now().Add(10 * time.Second); !p.Certificate().Leaf.Equal(b.Cert); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // the reload runs after the signal is taken
+			t.Fatal("the first signal did not reload the pair within 10 s")
+		}
+	}
+	os.WriteFile(a.KeyFile, []byte("broken"), 0o600)
+	signals <- os.Interrupt
+	cancel()
+	<-done
+	if !p.Certificate().Leaf.Equal(b.Cert) {
+		t.Fatalf("served %v, want b", p.Certificate().Leaf.Subject)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"msg":"TLS certificate reloaded"`) || !strings.Contains(out, `"subject":"CN=b"`) ||
+		!strings.Contains(out, `"level":"ERROR","msg":"TLS certificate not reloaded; the previous one is still served"`) {
+		t.Fatalf("log:\n%s", out)
+	}
+}
