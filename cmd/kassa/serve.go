@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -23,11 +24,12 @@ import (
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/tlscert"
 )
 
 func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	addr := fs.String("addr", envOr("KASSA_ADDR", "127.0.0.1:8080"), "address to listen on (env KASSA_ADDR)")
-	publicURL := fs.String("public-url", os.Getenv("KASSA_PUBLIC_URL"), "base of every URL the server hands out; default http://ADDR (env KASSA_PUBLIC_URL)")
+	publicURL := fs.String("public-url", os.Getenv("KASSA_PUBLIC_URL"), "base of every URL the server hands out; default http://ADDR, or https://ADDR with --tls-cert (env KASSA_PUBLIC_URL)")
 	demo := fs.Bool("demo", os.Getenv("KASSA_DEMO") == "1", "on first start with an empty database, create a demo merchant and print its credentials (env KASSA_DEMO=1)")
 	logLevel := fs.String("log-level", envOr("KASSA_LOG_LEVEL", "info"), "debug, info, warn or error (env KASSA_LOG_LEVEL)")
 	poll := fs.Duration("revocation-poll", auth.DefaultRevocationPoll, "how often to load revocations made by other nodes or the CLI (at most 60s)")
@@ -47,6 +49,8 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
 	webhooksPrivate := fs.Bool("webhooks-allow-private", os.Getenv("KASSA_WEBHOOKS_ALLOW_PRIVATE") == "1", "let webhook deliveries reach loopback and private addresses, for development and tests (env KASSA_WEBHOOKS_ALLOW_PRIVATE=1); by default they are refused")
 	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
+	tlsCert := fs.String("tls-cert", os.Getenv("KASSA_TLS_CERT"), "serve HTTPS (and HTTP/2) with this PEM certificate chain, reloaded with --tls-key on SIGHUP; needs --tls-key (env KASSA_TLS_CERT)")
+	tlsKey := fs.String("tls-key", os.Getenv("KASSA_TLS_KEY"), "the PEM private key of --tls-cert (env KASSA_TLS_KEY)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -75,6 +79,17 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		proxies, err := httpapi.ParsePrefixes(*trustedProxies)
 		if err != nil {
 			return usagef("--trusted-proxies must be CIDR prefixes separated by commas, e.g. 10.0.0.0/8,fd00::/8")
+		}
+		// Issue 19, point 4: "--tls-cert FILE --tls-key FILE serve HTTPS (HTTP/2) directly, reloading the
+		// pair on SIGHUP without dropping connections."
+		if (*tlsCert == "") != (*tlsKey == "") {
+			return usagef("--tls-cert and --tls-key go together: both to serve HTTPS, neither to serve HTTP")
+		}
+		var pair *tlscert.Pair
+		if *tlsCert != "" {
+			if pair, err = tlscert.Load(*tlsCert, *tlsKey); err != nil {
+				return err
+			}
 		}
 		var mailer *billing.Mailer
 		if *smtpURL != "" {
@@ -123,9 +138,18 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err != nil {
 			return err
 		}
+		scheme := "http://"
+		if pair != nil {
+			ln, scheme = tls.NewListener(ln, pair.Config()), "https://"
+			pair.Log(log, "serving HTTPS")
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go pair.ReloadOn(ctx, hup, log)
+		}
 		base := strings.TrimRight(*publicURL, "/")
 		if base == "" {
-			base = "http://" + ln.Addr().String()
+			base = scheme + ln.Addr().String()
 		}
 		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
