@@ -49,12 +49,20 @@ func (p *Pair) Reload() error {
 // Certificate is the pair served to new connections.
 func (p *Pair) Certificate() *tls.Certificate { return p.current.Load() }
 
-// Config is the server configuration: HTTP/2 offered first, then HTTP/1.1, and TLS 1.2 at least —
-// PCI DSS v4.0 requirement 4.2.1 asks for "strong cryptography" on open networks, which rules out
-// TLS 1.0 and 1.1. The certificate is looked up at each handshake, so a Reload reaches the next one.
+// Config is the server configuration: HTTP/2 offered first, then HTTP/1.1, and TLS 1.2 at least,
+// with only its suites that have forward secrecy and authenticated encryption (Mozilla's
+// "intermediate" profile) — PCI DSS v4.0 requirement 4.2.1 asks for "strong cryptography" on open
+// networks, which rules out TLS 1.0 and 1.1 and the CBC suites scanners flag. TLS 1.3's suites are
+// all of that kind and not configurable. The certificate is looked up at each handshake, so a Reload
+// reaches the next one.
 func (p *Pair) Config() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
 		NextProtos: []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return p.current.Load(), nil

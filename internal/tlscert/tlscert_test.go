@@ -99,8 +99,9 @@ func TestReload(t *testing.T) {
 	}
 }
 
-// TLS 1.0 and 1.1 are refused.
-func TestMinVersion(t *testing.T) {
+// TLS 1.0 and 1.1 are refused, and so is TLS 1.2 with a CBC suite; TLS 1.2 with an AEAD suite and TLS
+// 1.3 are served.
+func TestVersionsAndSuites(t *testing.T) {
 	t.Parallel()
 	pair := tlscerttest.New(t, "a")
 	p, err := tlscert.Load(pair.CertFile, pair.KeyFile)
@@ -119,9 +120,24 @@ func TestMinVersion(t *testing.T) {
 	}()
 	pool := x509.NewCertPool()
 	pool.AddCert(pair.Cert)
-	_, err = tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
-	if err == nil {
-		t.Fatal("a TLS 1.1 client connected")
+	for _, tc := range []struct {
+		name   string
+		client *tls.Config
+		ok     bool
+	}{
+		{"TLS 1.0 and 1.1", &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, false},
+		{"TLS 1.2 with CBC", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}}, false},
+		{"TLS 1.2 with GCM", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}, true},
+		{"TLS 1.3", &tls.Config{MinVersion: tls.VersionTLS13}, true},
+	} {
+		tc.client.RootCAs = pool
+		c, err := tls.Dial("tcp", ln.Addr().String(), tc.client)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want connected %v", tc.name, err, tc.ok)
+		}
+		if err == nil {
+			c.Close()
+		}
 	}
 }
 
