@@ -142,11 +142,8 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if pair != nil {
 			ln, scheme = tls.NewListener(ln, pair.Config()), "https://"
 			pair.Log(log, "serving HTTPS")
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
-			go pair.ReloadOn(ctx, hup, log)
 		}
+		defer onHangup(ctx, pair, log)()
 		base := strings.TrimRight(*publicURL, "/")
 		if base == "" {
 			base = scheme + ln.Addr().String()
@@ -173,6 +170,33 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n%s", base, db.String(), banner.String())
 		})
 	}
+}
+
+// onHangup reloads the TLS pair at each SIGHUP until ctx ends or stop is called, and logs the outcome:
+// the certificate now served, or why the new files were refused and the previous pair kept. Without
+// TLS there is nothing to reload and the signal is only logged, so that a reload (the systemd unit's
+// ExecReload) never stops a server.
+func onHangup(ctx context.Context, pair *tlscert.Pair, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if pair == nil {
+					log.Info("SIGHUP: nothing to reload without --tls-cert")
+				} else if err := pair.Reload(); err != nil {
+					log.Error("TLS certificate not reloaded; the previous one is still served", "err", err)
+				} else {
+					pair.Log(log, "TLS certificate reloaded")
+				}
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); cancel() }
 }
 
 // demoEmail is the demo merchant's e-mail, and its dashboard owner's sign-in.

@@ -118,3 +118,17 @@ func TestServeTLSFlags(t *testing.T) {
 		}
 	}
 }
+
+// Without TLS, SIGHUP (systemctl reload) is logged and the server goes on serving.
+func TestServeHangupWithoutTLS(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, nil, "--data-dir", t.TempDir())
+	srv.cmd.Process.Signal(syscall.SIGHUP)
+	waitForIn(t, srv, srv.stderr, `"msg":"SIGHUP: nothing to reload without --tls-cert"`)
+	if resp, _ := getJSON(t, "GET", srv.url+"/healthz", nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("healthz after SIGHUP: %d", resp.StatusCode)
+	}
+	if err := srv.stop(t); err != nil {
+		t.Fatalf("serve exited with %v:\n%s", err, srv.stderr)
+	}
+}

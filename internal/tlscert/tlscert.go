@@ -4,11 +4,9 @@
 package tlscert
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 )
@@ -67,23 +65,6 @@ func (p *Pair) Config() *tls.Config {
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return p.current.Load(), nil
 		},
-	}
-}
-
-// ReloadOn reloads the pair each time a value arrives on signals (SIGHUP), until ctx ends, and logs
-// the outcome: the certificate now served, or why the new files were refused and the old pair kept.
-func (p *Pair) ReloadOn(ctx context.Context, signals <-chan os.Signal, log *slog.Logger) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-signals:
-			if err := p.Reload(); err != nil {
-				log.Error("TLS certificate not reloaded; the previous one is still served", "err", err)
-				continue
-			}
-			p.Log(log, "TLS certificate reloaded")
-		}
 	}
 }
 

@@ -1,11 +1,8 @@
 package tlscert_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -138,40 +135,5 @@ func TestVersionsAndSuites(t *testing.T) {
 		if err == nil {
 			c.Close()
 		}
-	}
-}
-
-// Each signal reloads the pair and logs what is served now, or why the files were refused.
-func TestReloadOn(t *testing.T) {
-	t.Parallel()
-	a, b := tlscerttest.New(t, "a"), tlscerttest.New(t, "b")
-	p, err := tlscert.Load(a.CertFile, a.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer // written by ReloadOn, read once it has returned
-	ctx, cancel := context.WithCancel(context.Background())
-	signals := make(chan os.Signal)
-	done := make(chan struct{})
-	go func() { p.ReloadOn(ctx, signals, slog.New(slog.NewJSONHandler(&logs, nil))); close(done) }()
-
-	b.CopyTo(t, a.CertFile, a.KeyFile)
-	signals <- os.Interrupt
-	for deadline := time.Now().Add(10 * time.Second); !p.Certificate().Leaf.Equal(b.Cert); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) { // the reload runs after the signal is taken
-			t.Fatal("the first signal did not reload the pair within 10 s")
-		}
-	}
-	os.WriteFile(a.KeyFile, []byte("broken"), 0o600)
-	signals <- os.Interrupt
-	cancel()
-	<-done
-	if !p.Certificate().Leaf.Equal(b.Cert) {
-		t.Fatalf("served %v, want b", p.Certificate().Leaf.Subject)
-	}
-	out := logs.String()
-	if !strings.Contains(out, `"msg":"TLS certificate reloaded"`) || !strings.Contains(out, `"subject":"CN=b"`) ||
-		!strings.Contains(out, `"level":"ERROR","msg":"TLS certificate not reloaded; the previous one is still served"`) {
-		t.Fatalf("log:\n%s", out)
 	}
 }
