@@ -19,7 +19,7 @@ check:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock
+## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock, systemd-analyze
 deps:
 	@scripts/test-deps.sh
 

@@ -8,7 +8,8 @@
 #     (internal/browsertest.AxePath), so that no test fetches it;
 #   - standardwebhooks (npm, pinned): the webhook tests verify deliveries with it under Node, from the
 #     user's cache directory like axe-core (internal/webhook, KASSA_STANDARDWEBHOOKS);
-#   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API.
+#   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API;
+#   - systemd-analyze (Debian's systemd): the check of deploy/kassa.service.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
 
@@ -51,6 +52,15 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 test-deps: Chromium is missing, and could not be installed here.
   On Debian:  sudo apt-get install chromium     (or set KASSA_CHROMIUM to a Chrome or Chromium binary)
   Without it the browser tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  if ! apt_install systemd; then
+    cat >&2 <<'MSG'
+test-deps: systemd-analyze is missing, and could not be installed here.
+  On Debian or Ubuntu:  sudo apt-get install systemd
+  Without it the check of deploy/kassa.service is skipped (and fails under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

@@ -53,6 +53,7 @@ const usage = `kassa: a self-hosted card payment gateway
 
 Usage:
   kassa serve [--addr 127.0.0.1:8080] [--data-dir ./kassa-data | --database-url postgres://...] [--public-url URL] [--demo]
+              [--tls-cert FILE --tls-key FILE]
   kassa migrate
   kassa merchant create --name NAME --email EMAIL [--password P] [--currency CAD]
   kassa merchant list

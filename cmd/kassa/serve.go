@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -25,11 +26,12 @@ import (
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/tlscert"
 )
 
 func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	addr := fs.String("addr", envOr("KASSA_ADDR", "127.0.0.1:8080"), "address to listen on (env KASSA_ADDR)")
-	publicURL := fs.String("public-url", os.Getenv("KASSA_PUBLIC_URL"), "base of every URL the server hands out; default http://ADDR (env KASSA_PUBLIC_URL)")
+	publicURL := fs.String("public-url", os.Getenv("KASSA_PUBLIC_URL"), "base of every URL the server hands out; default http://ADDR, or https://ADDR with --tls-cert (env KASSA_PUBLIC_URL)")
 	demo := fs.Bool("demo", os.Getenv("KASSA_DEMO") == "1", "on first start with an empty database, create a demo merchant and print its credentials (env KASSA_DEMO=1)")
 	logLevel := fs.String("log-level", envOr("KASSA_LOG_LEVEL", "info"), "debug, info, warn or error (env KASSA_LOG_LEVEL)")
 	poll := fs.Duration("revocation-poll", auth.DefaultRevocationPoll, "how often to load revocations made by other nodes or the CLI (at most 60s)")
@@ -50,6 +52,8 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	webhooksPrivate := fs.Bool("webhooks-allow-private", os.Getenv("KASSA_WEBHOOKS_ALLOW_PRIVATE") == "1", "let webhook deliveries reach loopback and private addresses, for development and tests (env KASSA_WEBHOOKS_ALLOW_PRIVATE=1); by default they are refused")
 	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("KASSA_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, a listener apart from the API (env KASSA_METRICS_ADDR; default off)")
+	tlsCert := fs.String("tls-cert", os.Getenv("KASSA_TLS_CERT"), "serve HTTPS (and HTTP/2) with this PEM certificate chain, reloaded with --tls-key on SIGHUP; needs --tls-key (env KASSA_TLS_CERT)")
+	tlsKey := fs.String("tls-key", os.Getenv("KASSA_TLS_KEY"), "the PEM private key of --tls-cert (env KASSA_TLS_KEY)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -78,6 +82,17 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		proxies, err := httpapi.ParsePrefixes(*trustedProxies)
 		if err != nil {
 			return usagef("--trusted-proxies must be CIDR prefixes separated by commas, e.g. 10.0.0.0/8,fd00::/8")
+		}
+		// Issue 19, point 4: "--tls-cert FILE --tls-key FILE serve HTTPS (HTTP/2) directly, reloading the
+		// pair on SIGHUP without dropping connections."
+		if (*tlsCert == "") != (*tlsKey == "") {
+			return usagef("--tls-cert and --tls-key go together: both to serve HTTPS, neither to serve HTTP")
+		}
+		var pair *tlscert.Pair
+		if *tlsCert != "" {
+			if pair, err = tlscert.Load(*tlsCert, *tlsKey); err != nil {
+				return err
+			}
 		}
 		var mailer *billing.Mailer
 		if *smtpURL != "" {
@@ -139,9 +154,15 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			defer stopMetrics()
 			metricsURL = "http://" + mln.Addr().String() + "/metrics"
 		}
+		scheme := "http://"
+		if pair != nil {
+			ln, scheme = tls.NewListener(ln, pair.Config()), "https://"
+			pair.Log(log, "serving HTTPS")
+		}
+		defer onHangup(ctx, pair, log)()
 		base := strings.TrimRight(*publicURL, "/")
 		if base == "" {
-			base = "http://" + ln.Addr().String()
+			base = scheme + ln.Addr().String()
 		}
 		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
@@ -169,6 +190,33 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			fmt.Fprint(e.stdout, banner.String())
 		})
 	}
+}
+
+// onHangup reloads the TLS pair at each SIGHUP until ctx ends or stop is called, and logs the outcome:
+// the certificate now served, or why the new files were refused and the previous pair kept. Without
+// TLS there is nothing to reload and the signal is only logged, so that a reload (the systemd unit's
+// ExecReload) never stops a server.
+func onHangup(ctx context.Context, pair *tlscert.Pair, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if pair == nil {
+					log.Info("SIGHUP: nothing to reload without --tls-cert")
+				} else if err := pair.Reload(); err != nil {
+					log.Error("TLS certificate not reloaded; the previous one is still served", "err", err)
+				} else {
+					pair.Log(log, "TLS certificate reloaded")
+				}
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); cancel() }
 }
 
 // demoEmail is the demo merchant's e-mail, and its dashboard owner's sign-in.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/kassapay/kassa/internal/card/cardtest"
 )
 
 var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -156,16 +158,23 @@ func TestDemoMerchantQuickstart(t *testing.T) {
 	}
 }
 
+// waitFor waits up to 10 s for s to print text on stdout, and returns all it printed.
 func waitFor(t *testing.T, s *server, text string) string {
 	t.Helper()
+	return waitForIn(t, s, s.stdout, text)
+}
+
+// waitForIn waits up to 10 s for text to appear in out, s's stdout or stderr, and returns out.
+func waitForIn(t *testing.T, s *server, out *cardtest.Buffer, text string) string {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(s.stdout.String(), text) {
+	for !strings.Contains(out.String(), text) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%q never printed; stdout:\n%s\nstderr:\n%s", text, s.stdout, s.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return s.stdout.String()
+	return out.String()
 }
 
 // Flags have environment equivalents, and --public-url sets the URLs the server hands out.
