@@ -116,7 +116,7 @@ func unwrapAll(ctx context.Context, q store.Querier, kek *KEK) (keys map[int64]c
 	keys = map[int64]cipher.AEAD{}
 	for _, w := range all {
 		if w.kekID != kek.ID {
-			return nil, 0, fmt.Errorf("%w (data key %d is under key %s; this server has key %s)", ErrWrongKEK, w.id, w.kekID, kek.ID)
+			return nil, 0, fmt.Errorf("%w (data key %d is under key %s; the key given is %s)", ErrWrongKEK, w.id, w.kekID, kek.ID)
 		}
 		raw, err := kek.aead.Open(nil, nil, w.key, dataKeyAAD(w.id))
 		if err != nil {
