@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/readmetest"
+	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
 // storedCard is a customer's card in the vault, and the card number the simulator decides its
@@ -323,4 +326,40 @@ func entries(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// The README's backup and restore commands work as they stand, the paths aside.
+func TestREADMEBackup(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("sh"); err != nil {
+		storetest.Unavailable(t, "the README's example needs sh")
+	}
+	dir, backups, fresh := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "data")
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
+	cliJSON(t, "merchant", "keys", "--merchant-id", m["merchant_id"].(string), "--data-dir", dir) // makes vault.key
+	paths := strings.NewReplacer("bin/kassa", kassaBin, "./kassa-data", dir, "/var/backups/kassa", backups,
+		"/srv/kassa-data", fresh, "/etc/kassa/vault.key", filepath.Join(dir, "vault.key"))
+	run := func(script string) map[string]any {
+		t.Helper()
+		out, err := exec.Command("sh", "-e", "-c", script).Output()
+		if err != nil {
+			t.Fatalf("the README's %q: %v", script, err)
+		}
+		return decodeOne(t, string(out))
+	}
+	b := run(paths.Replace(readmetest.Block(t, "### Backups", "sh")))
+	if b["integrity_check"] != "ok" || filepath.Dir(b["backup"].(string)) != backups {
+		t.Fatalf("the README's backup printed %v", b)
+	}
+	restore, serve, _ := strings.Cut(strings.TrimSpace(readmetest.Block(t, "To restore, give the backup", "sh")), "\n")
+	restore = strings.Replace(restore, "/var/backups/kassa/kassa-2025-01-31.db", b["backup"].(string), 1)
+	if r := run(paths.Replace(restore)); r["data_keys_checked"] != 1.0 {
+		t.Fatalf("the README's restore printed %v", r)
+	}
+	args := strings.Fields(paths.Replace(serve))
+	if len(args) < 2 || args[0] != kassaBin || args[1] != "serve" {
+		t.Fatalf("the README's restore block does not end with kassa serve: %q", serve)
+	}
+	srv := startServer(t, nil, args[2:]...)
+	token(t, srv.url, m) // the restored merchant's client signs in
 }
