@@ -91,7 +91,7 @@ Shared flags, which every command takes (--init every command but serve, backup 
   --vault-key-file FILE   the key-encryption key of secrets at rest (env KASSA_VAULT_KEY_FILE, or the key
                           itself in KASSA_VAULT_KEY)
   --init                  create the SQLite database when the data directory has none; without it, a
-                          command other than serve refuses, and says where it looked
+                          command other than serve and restore refuses, and says where it looked
 
 Run "kassa GROUP --help" for a group's commands (kassa merchant --help), "kassa COMMAND --help" for a
 command's flags (kassa merchant create --help).
