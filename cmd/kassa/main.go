@@ -80,17 +80,19 @@ Usage:
   kassa webhook list --merchant-id M
   kassa webhook delete --merchant-id M --id we_...
   kassa reconcile --merchant-id M --date YYYY-MM-DD --report FILE
+  kassa backup --out FILE
+  kassa restore --from FILE [--data-dir NEW-EMPTY-DIR] [--vault-key-file FILE]
 
   kassa version
 
-Shared flags, which every command takes (--init every command but serve):
+Shared flags, which every command takes (--init every command but serve, backup and restore):
   --data-dir DIR          the embedded SQLite database's directory (env KASSA_DATA_DIR; default ./kassa-data)
   --database-url URL      a PostgreSQL database instead, postgres://… (env KASSA_DATABASE_URL)
   --db-max-conns N        PostgreSQL connections for writes (default 16), or SQLite read connections (default 4)
   --vault-key-file FILE   the key-encryption key of secrets at rest (env KASSA_VAULT_KEY_FILE, or the key
                           itself in KASSA_VAULT_KEY)
   --init                  create the SQLite database when the data directory has none; without it, a
-                          command other than serve refuses, and says where it looked
+                          command other than serve and restore refuses, and says where it looked
 
 Run "kassa GROUP --help" for a group's commands (kassa merchant --help), "kassa COMMAND --help" for a
 command's flags (kassa merchant create --help).
@@ -149,6 +151,8 @@ func commands() []command {
 		{"webhook list", webhookListCommand},
 		{"webhook delete", webhookDeleteCommand},
 		{"reconcile", reconcileCommand},
+		{"backup", backupCommand},
+		{"restore", restoreCommand},
 	}
 }
 
@@ -189,7 +193,7 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 		flags.Usage = func() { commandUsage(helpOut, c.name, flags) }
 		e := &env{stdout: stdout, stderr: stderr, connectors: kinds}
 		e.db.register(flags)
-		if c.name != "serve" {
+		if takesInit(c.name) {
 			flags.BoolVar(&e.db.init, "init", false, "create the SQLite database when the data directory has none")
 		}
 		runCmd := c.setup(flags)
@@ -220,6 +224,12 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// takesInit reports whether a command takes --init: not serve, which creates its database anyway, nor
+// restore, which puts a backup in its place, nor backup, which copies a database that must exist.
+func takesInit(command string) bool {
+	return command != "serve" && command != "backup" && command != "restore"
+}
+
 // isHelp reports whether a word asks for help.
 func isHelp(arg string) bool {
 	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
@@ -227,7 +237,7 @@ func isHelp(arg string) bool {
 
 // sharedFlagsNote ends every help text: the flags every command takes, described once, in usage.
 const sharedFlagsNote = "Every command also takes the shared flags --data-dir, --database-url, --db-max-conns,\n" +
-	"--vault-key-file and (but serve) --init: \"kassa --help\" describes them.\n"
+	"--vault-key-file and (but serve, backup and restore) --init: \"kassa --help\" describes them.\n"
 
 // usageLines are usage's lines of the commands whose names start with prefix, with their
 // continuation lines.
@@ -348,11 +358,12 @@ func (d *dbFlags) register(fs *flag.FlagSet) {
 // refuses to create an empty database and says where it looked (--init to create one on purpose)". An
 // operator's command run from the wrong directory would otherwise make a database of its own there, and
 // its merchant or key would never reach the server. PostgreSQL's database is the operator's to create.
+// restore makes its database from a backup, in a data directory that must have none.
 func (d *dbFlags) exists(command string) error {
-	if command == "serve" || d.init || d.databaseURL != "" {
+	if command == "serve" || command == "restore" || d.init || d.databaseURL != "" {
 		return nil
 	}
-	path, err := filepath.Abs(filepath.Join(d.dataDir, store.SQLiteFile))
+	path, err := d.sqlitePath()
 	if err != nil {
 		return err
 	}
@@ -361,6 +372,11 @@ func (d *dbFlags) exists(command string) error {
 			"or give it with --data-dir (or KASSA_DATA_DIR); --init creates a new, empty one there", path)
 	}
 	return nil
+}
+
+// sqlitePath is the absolute path of the SQLite database file in the data directory.
+func (d *dbFlags) sqlitePath() (string, error) {
+	return filepath.Abs(filepath.Join(d.dataDir, store.SQLiteFile))
 }
 
 func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
@@ -379,11 +395,7 @@ func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
 // file vault.key in the data directory, generated on first use. A generated key sits on the same disk
 // as the database it protects; warn is told so, to say it to the operator.
 func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error) {
-	if v := os.Getenv("KASSA_VAULT_KEY"); v != "" {
-		return envelope.ParseKEK(v)
-	}
-	path := d.vaultKeyPath()
-	if path == d.defaultVaultKeyPath() {
+	if path := d.vaultKeyPath(); os.Getenv("KASSA_VAULT_KEY") == "" && path == d.defaultVaultKeyPath() {
 		if d.databaseURL != "" {
 			return nil, errors.New("PostgreSQL needs --vault-key-file or KASSA_VAULT_KEY: every node must use the same key-encryption key")
 		}
@@ -398,7 +410,16 @@ func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error)
 				"and pass it with --vault-key-file or KASSA_VAULT_KEY", "path", path)
 		}
 	}
-	b, err := os.ReadFile(path)
+	return d.loadKEK()
+}
+
+// loadKEK loads the key-encryption key from KASSA_VAULT_KEY, else from its file (vaultKeyPath), and
+// never generates one.
+func (d *dbFlags) loadKEK() (*envelope.KEK, error) {
+	if v := os.Getenv("KASSA_VAULT_KEY"); v != "" {
+		return envelope.ParseKEK(v)
+	}
+	b, err := os.ReadFile(d.vaultKeyPath())
 	if err != nil {
 		return nil, fmt.Errorf("read the key-encryption key: %w", err)
 	}

@@ -81,40 +81,14 @@ func NewKeyring(ctx context.Context, db *store.DB, kek *KEK, now func() time.Tim
 	if now == nil {
 		now = time.Now
 	}
-	k := &Keyring{db: db, kek: kek, now: now, keys: map[int64]cipher.AEAD{}}
-	type wrapped struct {
-		id    int64
-		kekID string
-		key   []byte
-	}
-	var all []wrapped
+	k := &Keyring{db: db, kek: kek, now: now}
 	err := db.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT id, kek_id, wrapped FROM data_keys ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var w wrapped
-			if err := rows.Scan(&w.id, &w.kekID, &w.key); err != nil {
-				return err
-			}
-			all = append(all, w)
-		}
-		return rows.Err()
+		var err error
+		k.keys, k.current, err = unwrapAll(ctx, q, kek)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("envelope: load data keys: %w", err)
-	}
-	for _, w := range all {
-		if w.kekID != kek.ID {
-			return nil, fmt.Errorf("%w (data key %d is under key %s; this server has key %s)", ErrWrongKEK, w.id, w.kekID, kek.ID)
-		}
-		aead, err := k.unwrap(w.id, w.key)
-		if err != nil {
-			return nil, err
-		}
-		k.keys[w.id], k.current = aead, w.id
+		return nil, err
 	}
 	if k.current == 0 {
 		if err := k.newDataKey(ctx); err != nil {
@@ -122,6 +96,63 @@ func NewKeyring(ctx context.Context, db *store.DB, kek *KEK, now func() time.Tim
 		}
 	}
 	return k, nil
+}
+
+// CheckKEK reports how many data keys the database that q reads holds, and fails unless every one of
+// them opens under kek: what a copy of a database needs before a server can use it (a server refuses
+// to start otherwise, and the secrets sealed under those keys could not be read).
+func CheckKEK(ctx context.Context, q store.Querier, kek *KEK) (int, error) {
+	keys, _, err := unwrapAll(ctx, q, kek)
+	return len(keys), err
+}
+
+// unwrapAll loads the data keys through q and unwraps each under kek; current is the newest one's id
+// (0 when there is none). A data key wrapped under another KEK is an error.
+func unwrapAll(ctx context.Context, q store.Querier, kek *KEK) (keys map[int64]cipher.AEAD, current int64, err error) {
+	all, err := loadWrapped(ctx, q)
+	if err != nil {
+		return nil, 0, fmt.Errorf("envelope: load data keys: %w", err)
+	}
+	keys = map[int64]cipher.AEAD{}
+	for _, w := range all {
+		if w.kekID != kek.ID {
+			return nil, 0, fmt.Errorf("%w (data key %d is under key %s; the key given is %s)", ErrWrongKEK, w.id, w.kekID, kek.ID)
+		}
+		raw, err := kek.aead.Open(nil, nil, w.key, dataKeyAAD(w.id))
+		if err != nil {
+			return nil, 0, fmt.Errorf("envelope: data key %d does not open under key %s", w.id, kek.ID)
+		}
+		aead, err := aeadOf(raw)
+		if err != nil {
+			return nil, 0, err
+		}
+		keys[w.id], current = aead, w.id
+	}
+	return keys, current, nil
+}
+
+// wrappedKey is a row of data_keys.
+type wrappedKey struct {
+	id    int64
+	kekID string
+	key   []byte
+}
+
+func loadWrapped(ctx context.Context, q store.Querier) ([]wrappedKey, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, kek_id, wrapped FROM data_keys ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var all []wrappedKey
+	for rows.Next() {
+		var w wrappedKey
+		if err := rows.Scan(&w.id, &w.kekID, &w.key); err != nil {
+			return nil, err
+		}
+		all = append(all, w)
+	}
+	return all, rows.Err()
 }
 
 // KEKID names the KEK the keyring wraps its data keys under.
@@ -158,14 +189,6 @@ func (k *Keyring) newDataKey(ctx context.Context) error {
 
 func (k *Keyring) wrap(id int64, raw []byte) []byte {
 	return k.kek.aead.Seal(nil, nil, raw, dataKeyAAD(id))
-}
-
-func (k *Keyring) unwrap(id int64, wrapped []byte) (cipher.AEAD, error) {
-	raw, err := k.kek.aead.Open(nil, nil, wrapped, dataKeyAAD(id))
-	if err != nil {
-		return nil, fmt.Errorf("envelope: data key %d does not open under key %s", id, k.kek.ID)
-	}
-	return aeadOf(raw)
 }
 
 func dataKeyAAD(id int64) []byte { return binary.AppendVarint([]byte("kassa data key\x00"), id) }
@@ -255,26 +278,8 @@ func Rewrap(ctx context.Context, db *store.DB, from, to *KEK) (int, error) {
 	n := 0
 	err := db.Write(ctx, func(tx *store.Tx) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, `SELECT id, kek_id, wrapped FROM data_keys ORDER BY id`)
+		all, err := loadWrapped(ctx, tx)
 		if err != nil {
-			return err
-		}
-		type row struct {
-			id      int64
-			kekID   string
-			wrapped []byte
-		}
-		var all []row
-		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.kekID, &r.wrapped); err != nil {
-				rows.Close()
-				return err
-			}
-			all = append(all, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, r := range all {
@@ -284,7 +289,7 @@ func Rewrap(ctx context.Context, db *store.DB, from, to *KEK) (int, error) {
 			if r.kekID != from.ID {
 				return fmt.Errorf("%w (data key %d is under key %s, neither the current %s nor the new %s)", ErrWrongKEK, r.id, r.kekID, from.ID, to.ID)
 			}
-			raw, err := from.aead.Open(nil, nil, r.wrapped, dataKeyAAD(r.id))
+			raw, err := from.aead.Open(nil, nil, r.key, dataKeyAAD(r.id))
 			if err != nil {
 				return fmt.Errorf("envelope: data key %d does not open under key %s", r.id, from.ID)
 			}

@@ -133,3 +133,30 @@ func TestRewrap(t *testing.T) {
 		}
 	})
 }
+
+// CheckKEK tells whether a key opens a database's data keys without creating one, as a restore needs.
+func TestCheckKEK(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		k := kek(t)
+		if n, err := envelope.CheckKEK(ctx, db.Reader(), k); err != nil || n != 0 {
+			t.Fatalf("CheckKEK of a database without data keys = %d, %v", n, err)
+		}
+		if _, err := envelope.NewKeyring(ctx, db, k, nil); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := envelope.CheckKEK(ctx, db.Reader(), k); err != nil || n != 1 {
+			t.Fatalf("CheckKEK with the right key = %d, %v", n, err)
+		}
+		if _, err := envelope.CheckKEK(ctx, db.Reader(), kek(t)); !errors.Is(err, envelope.ErrWrongKEK) {
+			t.Fatalf("CheckKEK with another key: %v", err)
+		}
+		// A data key recorded under the right key's id but sealed under another does not open.
+		if _, err := db.Exec(ctx, `UPDATE data_keys SET wrapped = $1`, []byte("damaged")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := envelope.CheckKEK(ctx, db.Reader(), k); err == nil {
+			t.Fatal("CheckKEK opened a damaged data key")
+		}
+	})
+}
