@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test check deps build fuzz bench microbench
+.PHONY: run test check deps build fuzz bench microbench generate
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
 run: build
@@ -20,6 +20,10 @@ check:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd client && $(GO) vet ./... && $(GO) mod tidy -diff
+
+## generate: regenerate the Go client's client/kassa.gen.go from api/openapi.yaml (client/ is a module of its own, so `go generate ./client` at the root does not reach it)
+generate:
+	cd client && $(GO) generate ./...
 
 ## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock
 deps:

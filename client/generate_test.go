@@ -12,7 +12,7 @@ import (
 
 // TestGeneratedCodeIsCurrent runs the //go:generate command of doc.go in a temporary directory, with
 // copies of cfg.yaml and overlay.yaml and this repository's api/openapi.yaml, and fails unless what it
-// writes is kassa.gen.go byte for byte: after a change to any of them, `go generate ./client`.
+// writes is kassa.gen.go byte for byte: after a change to any of them, `make generate` (`go -C client generate`).
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	t.Parallel()
 	doc, err := os.ReadFile("doc.go")
@@ -62,7 +62,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("kassa.gen.go is stale: run go generate ./client and commit it (%s)", firstDifference(got, want))
+		t.Fatalf("kassa.gen.go is stale: run make generate (go -C client generate) and commit it (%s)", firstDifference(got, want))
 	}
 }
 
