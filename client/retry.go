@@ -113,7 +113,11 @@ func (p Retry) wait(req *http.Request, attempt int, resp *http.Response, err err
 	if attempt >= p.MaxAttempts || req.Context().Err() != nil {
 		return 0, false
 	}
-	backoff := min(p.BaseDelay<<(attempt-1), p.MaxDelay)
+	backoff := p.BaseDelay
+	for i := 1; i < attempt && backoff < p.MaxDelay; i++ {
+		backoff *= 2
+	}
+	backoff = min(backoff, p.MaxDelay)
 	backoff = backoff/2 + mrand.N(backoff/2+1)
 	var wait time.Duration
 	switch {

@@ -373,3 +373,26 @@ func TestRetryStopsAtTheDeadline(t *testing.T) {
 		t.Errorf("got err %v after %v, want the cancellation within the wait", err, time.Since(start))
 	}
 }
+
+// TestManyAttemptsKeepTheBackoffBounded: the backoff stops doubling at MaxDelay, however many attempts
+// a policy allows (doubling 1 ms 44 times overflows a time.Duration).
+func TestManyAttemptsKeepTheBackoffBounded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&script{answers: []answer{{status: 503}}})
+	defer srv.Close()
+	rec := newRecorder()
+	policy := client.Retry{MaxAttempts: 60, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+	hc := &http.Client{Transport: client.Transport(srv.URL, client.BearerToken("kat_test"), policy, rec)}
+	start := time.Now()
+	resp, err := hc.Get(srv.URL + "/v1/thing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := len(rec.to("/v1/thing")); n != policy.MaxAttempts || resp.StatusCode != 503 {
+		t.Errorf("%d attempts ending in %d, want %d ending in 503", n, resp.StatusCode, policy.MaxAttempts)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("%d attempts took %v", policy.MaxAttempts, took)
+	}
+}
