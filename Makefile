@@ -1,23 +1,29 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test check deps build fuzz bench microbench
+.PHONY: run test check deps build fuzz bench microbench generate
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
 run: build
 	exec bin/kassa serve --demo
 
-## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL
+## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL, then the Go client's (its own module)
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd client && $(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
-## check: formatting, vet and a tidy go.mod
+## check: formatting, vet and a tidy go.mod, in the root module and the Go client's
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	cd client && $(GO) vet ./... && $(GO) mod tidy -diff
+
+## generate: regenerate the Go client's client/kassa.gen.go from api/openapi.yaml (client/ is a module of its own, so `go generate ./client` at the root does not reach it)
+generate:
+	cd client && $(GO) generate ./...
 
 ## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock, systemd-analyze
 deps:
