@@ -21,11 +21,7 @@ import (
 // token in $TOKEN, works with the values of that start.
 func TestREADMEMakeRun(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"make", "curl", "jq", "sh"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			storetest.Unavailable(t, "the README's quickstart needs %s", tool)
-		}
-	}
+	needTools(t, "make", "curl", "jq", "sh")
 	// make -n in the repository, as a newcomer's make would run: no variables of a calling make or of
 	// the environment override the Makefile's.
 	mk := exec.Command("make", "-n", "--no-print-directory", "run")
@@ -110,4 +106,58 @@ func environWithout(names ...string) []string {
 		}
 	}
 	return out
+}
+
+// The README's walk-through of the gateway API — its Transactions, Customers and Plans blocks, one
+// after the other in one shell as a reader pastes them — works as it stands against kassa serve, with
+// $TOKEN as the quickstart sets it, and each variable a block sets from an answer's field names what
+// the next block needs (issue 19, point 10: "says which response field fills each $VAR").
+func TestREADMEGatewayAPI(t *testing.T) {
+	t.Parallel()
+	needTools(t, "curl", "jq", "sh")
+	dir := t.TempDir()
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
+	srv := startServer(t, nil, "--data-dir", dir)
+	script := readmetest.Block(t, "<!-- gateway-api-transactions:", "sh") + readmetest.Block(t, "<!-- gateway-api-customers:", "sh") +
+		readmetest.Block(t, "<!-- gateway-api-plans:", "sh") + `printf '\nvariables %s %s %s %s\n' "$CUSTOMER" "$CARD" "$PLAN" "$SUBSCRIPTION"`
+	text := runREADME(t, srv, script, "TOKEN="+token(t, srv.url, m))
+	for _, want := range []string{`"transaction_type":"SALE"`, `"transaction_type":"REFUND"`, `"amount":12.50`, `"status":"CANCELED"`} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the README's blocks printed no %s:\n%s", want, text)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^variables( [A-Z0-9]{10}){4}$`).MatchString(text) {
+		t.Fatalf("the README's blocks left a variable without a lookup id:\n%s", text)
+	}
+}
+
+// needTools skips t (or fails it, with KASSA_REQUIRE_ALL=1) when a command it runs is not installed.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			storetest.Unavailable(t, "the README's example needs %s", tool)
+		}
+	}
+}
+
+// runREADME runs a README shell script against srv (for the README's http://127.0.0.1:8080) with the
+// variables env ("NAME=value") set, and returns what it printed; it fails t when the script fails or
+// an answer is an error.
+func runREADME(t *testing.T, srv *server, script string, env ...string) string {
+	t.Helper()
+	run := strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.url)
+	if run == script {
+		t.Fatal("the README's script names no http://127.0.0.1:8080 address")
+	}
+	cmd := exec.Command("sh", "-e", "-c", run)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's script failed: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), `"error"`) {
+		t.Fatalf("the README's script met an error:\n%s", out)
+	}
+	return string(out)
 }
