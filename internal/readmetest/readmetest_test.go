@@ -101,8 +101,8 @@ func TestMatch(t *testing.T) {
 	}
 	for _, text := range []string{
 		"id 0123456789\nat /tmp/x/data\nsecret 9999999999:abcdef0123\n", // the same sample, another value
-		"id 012345678\nat /tmp/x/data\nsecret 012345678:abcdef0123\n",    // a value of another length
-		"id 0123456789\nat /tmp/x/data\n",                                // a line short
+		"id 012345678\nat /tmp/x/data\nsecret 012345678:abcdef0123\n",   // a value of another length
+		"id 0123456789\nat /tmp/x/data\n",                               // a line short
 		"id 0123456789\nat /tmp/x/data\nsecret 0123456789:abcdef0123\nmore\n",
 		"ID 0123456789\nat /tmp/x/data\nsecret 0123456789:abcdef0123\n",
 	} {
