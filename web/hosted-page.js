@@ -126,7 +126,9 @@
     postal: document.getElementById('postal-code'),
   };
   var brandLabel = document.getElementById('card-brand');
+  var outcome = document.getElementById('outcome');
   var status = document.getElementById('form-status');
+  var back = document.getElementById('return');
   var submit = document.getElementById('pay-button');
   var cancel = document.getElementById('cancel-button');
   var challenge = document.getElementById('challenge');
@@ -182,9 +184,36 @@
     return first;
   }
 
-  function announce(message) {
-    status.textContent = message;
+  // say tells where the payment stands (a live status); sayError says what went wrong (an alert, in the
+  // error colours). Each message replaces the other, so that the page shows one at a time.
+  function say(message, className) {
+    outcome.textContent = message;
+    outcome.className = className || '';
+    status.textContent = '';
     reportHeight();
+  }
+
+  function sayError(message) {
+    status.textContent = message;
+    outcome.textContent = '';
+    reportHeight();
+  }
+
+  // ended says how checkout ended, once: the page's one success message, or the cancellation or the
+  // expiry. Opened on its own rather than in a shop's frame, the page then offers the link back to the
+  // shop that the session named (its return_url); in a frame, the shop's page takes over.
+  var endings = {
+    completed: outcome.getAttribute('data-completed'),
+    canceled: 'Payment canceled.',
+    expired: 'This payment page has expired. Return to the shop to start again.',
+  };
+  function ended(how) {
+    if (!endings[how]) return;
+    say(endings[how], how === 'completed' ? 'done' : '');
+    if (back && window.parent === window) {
+      back.hidden = false;
+      reportHeight();
+    }
   }
 
   function busy(on) {
@@ -217,30 +246,29 @@
         setError(field, b.message);
         fields[field].focus();
       }
-      announce((b.message || 'The payment could not be sent.') + ' Try again.');
+      sayError((b.message || 'The payment could not be sent.') + ' Try again.');
       return;
     }
     challenge.hidden = true;
     switch (b.outcome) {
       case 'completed':
         form.hidden = true;
-        document.getElementById('done').hidden = false;
-        announce('Payment complete.');
+        ended('completed');
         return finish('completed', b);
       case 'canceled':
         form.hidden = true;
-        announce('Payment canceled.');
+        ended('canceled');
         return finish('canceled', b);
       case 'requires_action':
         form.hidden = true;
         challenge.hidden = false;
-        announce('Your bank asks you to confirm this payment.');
+        say('Your bank asks you to confirm this payment.');
         document.getElementById('challenge-complete').focus();
         return;
       default: // declined or failed: the form stays open for another try
         form.hidden = false;
         var reason = ((b.last_error && b.last_error.message) || 'Declined').replace(/\.$/, '');
-        announce('Payment declined: ' + reason + '. Check the card or use another one.');
+        sayError('Payment declined: ' + reason + '. Check the card or use another one.');
         fields.number.focus();
     }
   }
@@ -249,8 +277,7 @@
     if (finished) return;
     form.hidden = true;
     challenge.hidden = true;
-    document.getElementById('expired').hidden = false;
-    announce('This payment page has expired.');
+    ended('expired');
     finish('expired', null);
   }
 
@@ -274,7 +301,7 @@
 
   function failed() {
     busy(false);
-    announce('The payment could not be sent. Check your connection and try again.');
+    sayError('The payment could not be sent. Check your connection and try again.');
   }
 
   function wire() {
@@ -294,12 +321,12 @@
       if (finished) return;
       var invalid = validate();
       if (invalid) {
-        announce('Check the highlighted fields.');
+        sayError('Check the highlighted fields.');
         invalid.focus();
         return;
       }
       busy(true);
-      announce('Processing the payment…');
+      say('Processing the payment…');
       send(cfg.endpoints.pay, payload()).then(settle, failed);
     });
     cancel.addEventListener('click', function () {
@@ -340,6 +367,7 @@
       finish('error', { last_error: cfg.error });
       break;
     default: // the session ended before this load: say how, again
+      ended(cfg.state);
       finish(cfg.state, cfg.result);
   }
 })();

@@ -111,9 +111,9 @@ type env struct {
 	connectors     connectorsFunc
 }
 
-// warn tells the operator something on stderr, as slog's Warn would take it.
-func (e *env) warn(msg string, args ...any) {
-	fmt.Fprintln(e.stderr, append([]any{"kassa: warning:", msg}, args...)...)
+// note tells the operator something worth knowing on stderr, as slog's Info would take it.
+func (e *env) note(msg string, args ...any) {
+	fmt.Fprintln(e.stderr, append([]any{"kassa:", msg}, args...)...)
 }
 
 // usageError marks a failure of the command line itself: exit status 2.
@@ -393,8 +393,10 @@ func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
 
 // kek loads the key-encryption key: KASSA_VAULT_KEY, else --vault-key-file, else (SQLite only) the
 // file vault.key in the data directory, generated on first use. A generated key sits on the same disk
-// as the database it protects; warn is told so, to say it to the operator.
-func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error) {
+// as the database it protects; note is told so, to say it to the operator. It is information, not a
+// warning (issue 19, point 10: "the vault-key notice reads as information, not a warning"): a
+// generated key is what a first start on SQLite should do, and moving it is advice for production.
+func (d *dbFlags) kek(note func(msg string, args ...any)) (*envelope.KEK, error) {
 	if path := d.vaultKeyPath(); os.Getenv("KASSA_VAULT_KEY") == "" && path == d.defaultVaultKeyPath() {
 		if d.databaseURL != "" {
 			return nil, errors.New("PostgreSQL needs --vault-key-file or KASSA_VAULT_KEY: every node must use the same key-encryption key")
@@ -406,8 +408,8 @@ func (d *dbFlags) kek(warn func(msg string, args ...any)) (*envelope.KEK, error)
 			if err := os.WriteFile(path, []byte(envelope.NewKEKText()+"\n"), 0o600); err != nil {
 				return nil, fmt.Errorf("write a new key-encryption key: %w", err)
 			}
-			warn("generated a key-encryption key next to the database; move it to another disk or a secret store "+
-				"and pass it with --vault-key-file or KASSA_VAULT_KEY", "path", path)
+			note("generated a key-encryption key next to the database, fine for trying Kassa out; in production keep it "+
+				"on another disk or in a secret store and pass it with --vault-key-file or KASSA_VAULT_KEY", "path", path)
 		}
 	}
 	return d.loadKEK()

@@ -290,7 +290,7 @@ func (e *env) processors(ctx context.Context, setting bool) (*accounts.Service, 
 	var kek *envelope.KEK
 	if setting {
 		var err error
-		if kek, err = e.db.kek(e.warn); err != nil {
+		if kek, err = e.db.kek(e.note); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -332,7 +332,7 @@ func keyOut(k cardenc.PublicKey) publicKeyOut {
 // cardKeys opens what the card-encryption commands need, and checks that the merchant exists. The
 // key-encryption key is checked first: a configuration problem is reported before a data problem.
 func cardKeys(ctx context.Context, e *env, merchantID string) (*cardenc.Service, func(), error) {
-	kek, err := e.db.kek(e.warn)
+	kek, err := e.db.kek(e.note)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -415,7 +415,7 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 		if err := required([2]string{"new-vault-key-file", *newFile}); err != nil {
 			return err
 		}
-		old, err := e.db.kek(e.warn)
+		old, err := e.db.kek(e.note)
 		if err != nil {
 			return err
 		}

@@ -126,7 +126,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			}()
 		}
 
-		kek, err := e.db.kek(log.Warn)
+		kek, err := e.db.kek(log.Info)
 		if err != nil {
 			return err
 		}

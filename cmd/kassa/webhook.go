@@ -25,7 +25,7 @@ func webhookEndpoints(ctx context.Context, e *env, merchantID string, sealing, a
 	var kek *envelope.KEK
 	if sealing {
 		var err error
-		if kek, err = e.db.kek(e.warn); err != nil {
+		if kek, err = e.db.kek(e.note); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -18,12 +18,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/metrics"
+	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/processor"
@@ -83,6 +85,8 @@ type Engine struct {
 	mailer    *Mailer
 	metrics   *metrics.Set
 	wake      chan struct{}
+	// unsentWarned is when this engine last warned that e-mails wait for want of SMTP (Unix ns).
+	unsentWarned atomic.Int64
 }
 
 // New returns an Engine.
@@ -260,7 +264,20 @@ func (e *Engine) process(ctx context.Context, id int64) (bool, error) {
 		return false, err
 	}
 	e.metrics.BillingCharge(t.Status == payment.StatusApproved)
+	e.logCharge(ctx, sub, t)
 	return true, nil
+}
+
+// logCharge logs a charge the engine made, approved or declined (issue 19, point 10: "the billing
+// engine logs each charge it makes"): the subscription, the cycle and attempt, the amount, the result
+// and the ledger's transaction. No card data: not even the last four digits the transaction holds.
+func (e *Engine) logCharge(ctx context.Context, sub vault.Subscription, t payment.Transaction) {
+	args := []any{"subscription", sub.LookupID, "merchant_id", sub.MerchantID, "cycle", sub.Cycle, "attempt", sub.FailedAttempts + 1,
+		"amount", money.Format(sub.Amount, sub.Currency), "currency", sub.Currency.Code, "result", t.Status, "transaction_id", t.TransactionID}
+	if t.Status != payment.StatusApproved {
+		args = append(args, "decline_code", t.DeclineCode, "message", t.Message)
+	}
+	e.log.InfoContext(ctx, "billing: charge", args...)
 }
 
 // maxInterrupted is how many times one attempt is made again after it failed with nothing charged.

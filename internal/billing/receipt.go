@@ -108,11 +108,15 @@ func backoff(n int) time.Duration {
 	return time.Hour
 }
 
+// UnsentWarnEvery is how often, at most, an engine without a mailer warns that e-mails wait in the
+// outbox.
+const UnsentWarnEvery = time.Hour
+
 // Deliver sends the receipts that are due, and returns how many it sent. A failure is retried later
-// (backoff); nothing is dropped. Without a mailer it sends nothing.
+// (backoff); nothing is dropped. Without a mailer it sends nothing, and warns that e-mails wait.
 func (e *Engine) Deliver(ctx context.Context) (int, error) {
 	if e.mailer == nil {
-		return 0, nil
+		return 0, e.warnUnsent(ctx)
 	}
 	now := e.now().UnixMilli()
 	type message struct {
@@ -170,6 +174,28 @@ func (e *Engine) Deliver(ctx context.Context) (int, error) {
 		}
 	}
 	return sent, nil
+}
+
+// warnUnsent warns that e-mails wait in the outbox because no SMTP server is configured (issue 19,
+// point 10: "warns when receipts wait in the outbox for lack of SMTP configuration (once, or at a
+// sensible rate, not per tick spam)"): as soon as one waits, then at most every UnsentWarnEvery while
+// any do, with how many.
+func (e *Engine) warnUnsent(ctx context.Context) error {
+	now := e.now()
+	if last := e.unsentWarned.Load(); last != 0 && now.Sub(time.Unix(0, last)) < UnsentWarnEvery {
+		return nil
+	}
+	var n int
+	err := e.db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`).Scan(&n)
+	})
+	if err != nil || n == 0 {
+		return err
+	}
+	e.unsentWarned.Store(now.UnixNano())
+	e.log.WarnContext(ctx, "e-mails (receipts, invitations) wait in the outbox: no SMTP server is configured; "+
+		"start kassa serve with --smtp-url (or KASSA_SMTP_URL) to send them", "waiting", n)
+	return nil
 }
 
 // StatusReport counts what the billing engine has to do.

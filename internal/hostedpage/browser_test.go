@@ -120,10 +120,16 @@ func (c *checkoutTab) fitted(t *testing.T) {
 	}
 }
 
-// pay fills the card form and submits it.
+// pay fills the card form and submits it, once the frame has grown to the page.
 func (c *checkoutTab) pay(t *testing.T, number, expiry, cvc string) {
 	t.Helper()
 	c.fitted(t)
+	c.enter(t, number, expiry, cvc)
+}
+
+// enter fills the card form and submits it.
+func (c *checkoutTab) enter(t *testing.T, number, expiry, cvc string) {
+	t.Helper()
 	browsertest.Eval[bool](t, c.kassa, `['card-number', 'card-expiry', 'card-cvc', 'card-name'].forEach(id => document.getElementById(id).value = ''), true`)
 	browsertest.Step(t, c.kassa, 30*time.Second,
 		chromedp.SendKeys(chromedp.CSS("#card-number"), number),
@@ -267,13 +273,7 @@ func TestHostedPageInBrowser(t *testing.T) {
 	session := func(body map[string]any) string {
 		return w.session(t, body).Str("url")
 	}
-	order := func(extra ...any) map[string]any {
-		b := map[string]any{"amount": 2599, "currency": "cad"}
-		for i := 0; i+1 < len(extra); i += 2 {
-			b[extra[i].(string)] = extra[i+1]
-		}
-		return b
-	}
+	order := func(extra ...any) map[string]any { return orderOf(2599, extra...) }
 
 	t.Run("completed with automatic capture", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
@@ -433,6 +433,95 @@ func TestHostedPageInBrowser(t *testing.T) {
 		}
 	})
 
+	// Issue 19, point 10: the hosted page "offers a way back to the shop after success or cancel when
+	// opened directly (a return_url on the session), shows one success message".
+	thanks := w.shopOrigin + "/thanks?order=1002"
+	direct := func(t *testing.T, sessionURL string) context.Context {
+		tab := browsertest.Tab(t, w.browser)
+		browsertest.Step(t, tab, 30*time.Second, chromedp.Navigate(sessionURL), chromedp.WaitVisible(chromedp.CSS("#card-number")))
+		return tab
+	}
+	wayBack := func(t *testing.T, tab context.Context) {
+		t.Helper()
+		browsertest.Step(t, tab, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#return-link")))
+		if href := browsertest.Eval[string](t, tab, `document.getElementById('return-link').href`); href != thanks {
+			t.Fatalf("the way back leads to %s, want %s", href, thanks)
+		}
+		browsertest.Step(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS("#return-link")))
+		deadline := time.Now().Add(15 * time.Second)
+		for browsertest.Eval[string](t, tab, `location.href`) != thanks {
+			if time.Now().After(deadline) {
+				t.Fatalf("following the way back reached %s", browsertest.Eval[string](t, tab, `location.href`))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	t.Run("opened on its own: one success message, then the way back", func(t *testing.T) {
+		tab := direct(t, session(order("return_url", thanks)))
+		(&checkoutTab{kassa: tab}).enter(t, cardtest.Visa, "1234", "123")
+		waitText(t, tab, "#outcome", "Thank you")
+		// Every visible word of the page: the success is said once.
+		if text := browsertest.Eval[string](t, tab, `document.body.innerText`); strings.Count(strings.ToLower(text), "complete") != 1 ||
+			strings.Contains(text, "declined") {
+			t.Fatalf("the page after the payment says:\n%s", text)
+		}
+		wayBack(t, tab)
+	})
+
+	t.Run("opened on its own: canceled, then the way back", func(t *testing.T) {
+		tab := direct(t, session(order("return_url", thanks)))
+		browsertest.Step(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS("#cancel-button")))
+		waitText(t, tab, "#outcome", "canceled")
+		wayBack(t, tab)
+	})
+
+	t.Run("in the shop's frame, the shop's page takes over: no way back in the frame", func(t *testing.T) {
+		c := w.open(t, session(order("return_url", thanks)), true)
+		c.pay(t, cardtest.Visa, "1234", "123")
+		if res := w.result(t, c); res["outcome"] != "completed" {
+			t.Fatalf("result %v", res)
+		}
+		waitText(t, c.kassa, "#outcome", "Thank you")
+		if shown := browsertest.Eval[bool](t, c.kassa, `!document.getElementById('return').hidden`); shown {
+			t.Fatal("the framed page offers a way back of its own")
+		}
+	})
+
+	// Issue 19, point 10: the hosted page "styles a decline as an error (role=alert, error colours in
+	// light and dark)".
+	t.Run("a decline is an error, in light and in dark", func(t *testing.T) {
+		c := w.open(t, session(order()), true)
+		c.pay(t, cardtest.Declined, "1234", "123")
+		waitText(t, c.kassa, "#form-status", "declined")
+		for scheme, want := range map[string]string{"light": "rgb(179, 38, 30)", "dark": "rgb(255, 138, 128)"} {
+			browsertest.ColorScheme(t, c.kassa, scheme)
+			got := browsertest.Eval[string](t, c.kassa, `(e => [e.getAttribute('role'), getComputedStyle(e).color, getComputedStyle(e).borderLeftColor,
+				getComputedStyle(document.body).color, document.getElementById('outcome').innerText].join('|'))(document.getElementById('form-status'))`)
+			parts := strings.Split(got, "|")
+			if parts[0] != "alert" || parts[1] != want || parts[2] != want || parts[3] == want || parts[4] != "" {
+				t.Fatalf("%s: the decline is %q; want an alert in %s", scheme, got, want)
+			}
+		}
+	})
+
+	// Issue 19, point 10: "the hosted page follows an appearance theme (light, dark, auto) set on the
+	// session, so an embedded form can match the shop".
+	t.Run("appearance light, dark and auto", func(t *testing.T) {
+		const white, dark = "rgb(255, 255, 255)", "rgb(13, 17, 23)"
+		for _, tc := range []struct{ appearance, onLight, onDark string }{
+			{"light", white, white}, {"dark", dark, dark}, {"auto", white, dark},
+		} {
+			c := w.open(t, session(order("appearance", tc.appearance)), true)
+			for scheme, want := range map[string]string{"light": tc.onLight, "dark": tc.onDark} {
+				browsertest.ColorScheme(t, c.kassa, scheme)
+				if bg := browsertest.Eval[string](t, c.kassa, `getComputedStyle(document.body).backgroundColor`); bg != want {
+					t.Errorf("appearance %s, system %s: background %s, want %s", tc.appearance, scheme, bg, want)
+				}
+			}
+		}
+	})
+
 	t.Run("hpp.js ignores messages that are not the page's", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
 		// From the shop's own origin, and from Kassa's origin without the spec's source: both ignored.
@@ -512,13 +601,14 @@ func TestHostedPageAccessible(t *testing.T) {
 	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#challenge-complete")))
 	check(c, "3-D Secure challenge")
 	c.fitted(t)
-	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.Click(chromedp.CSS("#challenge-complete")))
+	waitText(t, c.kassa, "#outcome", "Thank you")
 	check(c, "payment done")
 
 	expired := session()
 	w.clock.Advance(time.Hour)
 	c = open(expired)
-	browsertest.Step(t, c.kassa, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#expired")))
+	waitText(t, c.kassa, "#outcome", "expired")
 	check(c, "expired")
 
 	c = open(w.srv.URL + "/hpp/" + strings.Repeat("Z", 43))

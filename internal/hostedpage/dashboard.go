@@ -85,7 +85,7 @@ func (s *Service) CreateForDashboard(ctx context.Context, who checkout.Who, req 
 		}
 	}
 	req.Dashboard.Credential, req.Dashboard.Saved = who.Principal.Credential, nil
-	ss, page, err := s.create(ctx, who, in, Billing{}, req.Purpose, req.Dashboard)
+	ss, page, err := s.create(ctx, who, in, shopPage{}, req.Purpose, req.Dashboard)
 	if err != nil {
 		return Session{}, "", err
 	}

@@ -59,9 +59,14 @@ type pageData struct {
 	Merchant string
 	Amount   string
 	Save     bool // the form stores a card without a payment (PurposeSaveCard)
-	Error    *LastError
-	Config   pageConfig
-	Script   string
+	// ReturnURL is the link back to the shop that the page shows, when opened on its own, once
+	// checkout ends ("" for none); Appearance its colours (AppearanceLight, AppearanceDark, or
+	// AppearanceAuto and "" for the system's).
+	ReturnURL  string
+	Appearance string
+	Error      *LastError
+	Config     pageConfig
+	Script     string
 }
 
 // handlePage serves the page at a session's URL. The parent's origin is learned from the referrer,
@@ -130,7 +135,8 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	default:
 		cfg.State = "open"
 	}
-	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, Config: cfg}
+	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
+		Appearance: ss.Appearance, Config: cfg}
 	if !d.Save {
 		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
 	}

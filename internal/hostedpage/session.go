@@ -102,10 +102,15 @@ type Session struct {
 	// PurposeSaveCard; Dashboard is then what the dashboard asked.
 	Purpose   string
 	Dashboard Dashboard
-	Outcome   string // "", completed or canceled
-	Attempts  []Attempt
-	ExpiresAt time.Time
-	CreatedAt time.Time
+	// ReturnURL is where the page, opened on its own rather than embedded, leads back to once
+	// checkout ends ("" for nowhere); Appearance its colours, AppearanceLight, AppearanceDark or
+	// AppearanceAuto. Only a shop's session sets them.
+	ReturnURL  string
+	Appearance string
+	Outcome    string // "", completed or canceled
+	Attempts   []Attempt
+	ExpiresAt  time.Time
+	CreatedAt  time.Time
 }
 
 // Billing is the session's billing_details, which prefill the form: "Fields: name (string) and
@@ -163,14 +168,15 @@ func hashOf(tok string) []byte {
 }
 
 const sessionColumns = `id, session_id, merchant_id, intent_id, billing_details, COALESCE(client_id, ''), COALESCE(outcome, ''),
-	attempts, expires_at, created_at, COALESCE(purpose, ''), COALESCE(dashboard, '{}')`
+	attempts, expires_at, created_at, COALESCE(purpose, ''), COALESCE(dashboard, '{}'), COALESCE(return_url, ''),
+	COALESCE(appearance, '` + AppearanceAuto + `')`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var ss Session
 	var billing, attempts, dashboard string
 	var expires, created int64
 	if err := row.Scan(&ss.ID, &ss.SessionID, &ss.MerchantID, &ss.IntentID, &billing, &ss.ClientID, &ss.Outcome, &attempts,
-		&expires, &created, &ss.Purpose, &dashboard); err != nil {
+		&expires, &created, &ss.Purpose, &dashboard, &ss.ReturnURL, &ss.Appearance); err != nil {
 		return Session{}, err
 	}
 	ss.ExpiresAt, ss.CreatedAt = time.UnixMilli(expires), time.UnixMilli(created)
@@ -195,14 +201,27 @@ func (s *Service) byToken(ctx context.Context, q store.Querier, tok string) (Ses
 	return ss, err
 }
 
+// shopPage is what a shop's session asks of its page: the billing details that prefill the form,
+// where it leads back to, and its colours.
+type shopPage struct {
+	billing    Billing
+	returnURL  string
+	appearance string
+}
+
 // create stores a session for an intent just created (none for PurposeSaveCard), and returns its
-// page URL. A dashboard's session has its purpose and what the dashboard asked.
-func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Intent, b Billing, purpose string, d Dashboard) (Session, string, error) {
+// page URL. A shop's session has its page's options; a dashboard's its purpose and what the dashboard
+// asked.
+func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Intent, p shopPage, purpose string, d Dashboard) (Session, string, error) {
 	now := time.UnixMilli(s.now().UnixMilli())
 	tok, hash := newToken()
-	ss := Session{SessionID: "cs_" + rand.Text()[:24], MerchantID: who.Merchant.ID, IntentID: in.IntentID, Billing: b,
-		ClientID: who.ClientID, Purpose: purpose, Dashboard: d, Attempts: []Attempt{}, ExpiresAt: now.Add(Lifetime), CreatedAt: now}
-	billing, _ := json.Marshal(b)
+	if p.appearance == "" {
+		p.appearance = AppearanceAuto
+	}
+	ss := Session{SessionID: "cs_" + rand.Text()[:24], MerchantID: who.Merchant.ID, IntentID: in.IntentID, Billing: p.billing,
+		ClientID: who.ClientID, Purpose: purpose, Dashboard: d, ReturnURL: p.returnURL, Appearance: p.appearance, Attempts: []Attempt{},
+		ExpiresAt: now.Add(Lifetime), CreatedAt: now}
+	billing, _ := json.Marshal(p.billing)
 	var dashboard sql.NullString
 	if purpose != "" {
 		raw, _ := json.Marshal(d)
@@ -210,10 +229,10 @@ func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Inte
 	}
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO checkout_sessions (session_id, url_hash, merchant_id, intent_id, billing_details,
-			client_id, attempts, expires_at, created_at, updated_at, purpose, dashboard)
-			VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8, $9, $10) RETURNING id`,
+			client_id, attempts, expires_at, created_at, updated_at, purpose, dashboard, return_url, appearance)
+			VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8, $9, $10, $11, $12) RETURNING id`,
 			ss.SessionID, hash, ss.MerchantID, ss.IntentID, string(billing), nullable(ss.ClientID), ss.ExpiresAt.UnixMilli(),
-			now.UnixMilli(), nullable(purpose), dashboard).Scan(&ss.ID)
+			now.UnixMilli(), nullable(purpose), dashboard, nullable(ss.ReturnURL), ss.Appearance).Scan(&ss.ID)
 		if err != nil {
 			return err
 		}
