@@ -36,13 +36,20 @@ func TestCrashWithWebhookDeliveriesPending(t *testing.T) {
 			}
 			merchantID := decodeOne(t, out)["merchant_id"].(string)
 
-			// The receiver holds every request until the server is killed; afterwards it answers 200.
+			// The receiver holds every request until the server is killed; afterwards it answers 200. A
+			// held request is let go when the kill is done, not only when its connection is seen to close:
+			// net/http notices a closed connection only once the request's body has been read, and the
+			// receiver could otherwise wait for it for ever, and rc.Close with it.
 			var answering atomic.Bool
+			killed := make(chan struct{})
 			var mu sync.Mutex
 			got := map[string]int{}
 			rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !answering.Load() {
-					<-r.Context().Done()
+					select {
+					case <-r.Context().Done():
+					case <-killed:
+					}
 					return
 				}
 				mu.Lock()
@@ -109,6 +116,7 @@ func TestCrashWithWebhookDeliveriesPending(t *testing.T) {
 			}
 			srv.cmd.Process.Signal(syscall.SIGKILL)
 			<-srv.done
+			close(killed)
 			if n := q(`SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING'`); n != 30 {
 				t.Fatalf("%d deliveries pending after the kill, want 30", n)
 			}
