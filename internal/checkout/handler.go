@@ -8,6 +8,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/vault"
 )
@@ -198,5 +199,41 @@ func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
 		}
 		in, err := s.Cancel(r.Context(), who, r.PathValue("id"), reason)
 		return in.Wire(), err
+	})
+}
+
+func (s *Service) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, func(who Who, body []byte) (any, error) {
+		p, err := ParseRefundBody(body)
+		if err != nil {
+			return nil, err
+		}
+		p.IdempotencyKey = idempotency.Key(r.Context())
+		rf, err := s.Refund(r.Context(), who, p)
+		return rf.Wire(), err
+	})
+}
+
+func (s *Service) handleGetRefund(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, func(who Who, _ []byte) (any, error) {
+		rf, err := s.GetRefund(r.Context(), who, r.PathValue("id"))
+		return rf.Wire(), err
+	})
+}
+
+// handleListRefunds serves GET /v1/refunds: newest first, paged as every v1 list, of one intent with
+// payment_intent.
+func (s *Service) handleListRefunds(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, func(who Who, _ []byte) (any, error) {
+		p, err := ParseListParams(r.URL.Query())
+		if err != nil {
+			return nil, err
+		}
+		items, more, err := s.ListRefunds(r.Context(), who, r.URL.Query().Get("payment_intent"), p)
+		out := List[WireRefund]{Object: "list", Data: make([]WireRefund, len(items)), HasMore: more}
+		for i, rf := range items {
+			out.Data[i] = rf.Wire()
+		}
+		return out, err
 	})
 }
