@@ -95,11 +95,7 @@ func (s *Service) handleListIntents(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		items, more, err := s.List(r.Context(), who, p)
-		out := List[WireIntent]{Object: "list", Data: make([]WireIntent, len(items)), HasMore: more}
-		for i, in := range items {
-			out.Data[i] = in.Wire()
-		}
-		return out, err
+		return wireList(items, more, Intent.Wire), err
 	})
 }
 
@@ -230,10 +226,15 @@ func (s *Service) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		items, more, err := s.ListRefunds(r.Context(), who, r.URL.Query().Get("payment_intent"), p)
-		out := List[WireRefund]{Object: "list", Data: make([]WireRefund, len(items)), HasMore: more}
-		for i, rf := range items {
-			out.Data[i] = rf.Wire()
-		}
-		return out, err
+		return wireList(items, more, Refund.Wire), err
 	})
+}
+
+// wireList is a page of items as a v1 list shows it, each rendered by wire.
+func wireList[T, W any](items []T, more bool, wire func(T) W) List[W] {
+	out := List[W]{Object: "list", Data: make([]W, len(items)), HasMore: more}
+	for i, v := range items {
+		out.Data[i] = wire(v)
+	}
+	return out
 }

@@ -202,18 +202,23 @@ func clip(s string) string {
 
 // queryIntents reads the intents that a WHERE clause (with its ORDER BY and LIMIT) selects.
 func queryIntents(ctx context.Context, q store.Querier, where string, args ...any) ([]Intent, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+intentColumns+` FROM payment_intents `+where, args...)
+	return queryAll(ctx, q, scanIntent, `SELECT `+intentColumns+` FROM payment_intents `+where, args...)
+}
+
+// queryAll reads every row of a query with scan.
+func queryAll[T any](ctx context.Context, q store.Querier, scan func(interface{ Scan(...any) error }) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Intent
+	var out []T
 	for rows.Next() {
-		in, err := scanIntent(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, in)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

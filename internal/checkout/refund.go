@@ -299,44 +299,24 @@ var refundPages = pages{table: "refunds", idCol: "refund_id", rowID: "r.id", nou
 // ListRefunds returns a page of who's refunds, newest first, of one intent when intentID is not "",
 // and whether there are more beyond it (as List).
 func (s *Service) ListRefunds(ctx context.Context, who Who, intentID string, p ListParams) ([]Refund, bool, error) {
-	var out []Refund
-	err := s.db.Read(ctx, func(q store.Querier) error {
-		where := `WHERE r.merchant_id = $1`
-		args := []any{who.Merchant.ID}
-		if intentID != "" {
-			if _, err := getIntent(ctx, q, who.Merchant.ID, intentID); err != nil {
-				var f *fault.Error
-				if errors.As(err, &f) && f.Status == http.StatusNotFound {
-					return fault.Invalid("payment_intent", "payment_intent must be the id of one of this account's payment intents; %s is not", clip(intentID))
-				}
-				return err
-			}
-			args = append(args, intentID)
-			where += ` AND p.intent_id = $2`
-		}
-		clause, args, err := refundPages.clause(ctx, q, who.Merchant.ID, p, where, args)
-		if err != nil {
+	where := `WHERE r.merchant_id = $1`
+	args := []any{who.Merchant.ID}
+	if intentID != "" {
+		err := s.db.Read(ctx, func(q store.Querier) error {
+			_, err := getIntent(ctx, q, who.Merchant.ID, intentID)
 			return err
+		})
+		var f *fault.Error
+		if errors.As(err, &f) && f.Status == http.StatusNotFound {
+			return nil, false, fault.Invalid("payment_intent", "payment_intent must be the id of one of this account's payment intents; %s is not", clip(intentID))
 		}
-		rows, err := q.QueryContext(ctx, `SELECT `+refundColumns+refundFrom+clause, args...)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRefund(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, false, err
+		args = append(args, intentID)
+		where += ` AND p.intent_id = $2`
 	}
-	out, more := TrimPage(out, p)
-	return out, more, nil
+	return readPage(ctx, s.db, refundPages, p, scanRefund, `SELECT `+refundColumns+refundFrom, where, args)
 }
 
 // WireRefund is a refund as the v1 API shows it.

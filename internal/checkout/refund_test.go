@@ -10,6 +10,8 @@ import (
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/processor/processortest"
+	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
@@ -272,9 +274,7 @@ func TestRefundIdempotency(t *testing.T) {
 			t.Fatalf("replay %d %s\nfirst %s", again.Status, again.Raw, first.Raw)
 		}
 		wantError(t, a.refund(t, map[string]any{"payment_intent": id, "amount": 1501}, "Idempotency-Key", "rma-1"), 422, "idempotency_key_reused", "")
-		if _, err := db.Raw().Exec(`DELETE FROM idempotency_keys`); err != nil {
-			t.Fatal(err)
-		}
+		execSQL(t, db, `DELETE FROM idempotency_keys`)
 		late := a.refund(t, body, "Idempotency-Key", "rma-1")
 		if late.Status != 200 || late.Str("id") != first.Str("id") || late.Header.Get("Idempotent-Replayed") == "true" {
 			t.Fatalf("retry after the record was gone: %d %s", late.Status, late.Raw)
@@ -343,12 +343,7 @@ func TestRefundAfterCrash(t *testing.T) {
 		srv := start(t, db, server.Config{Now: clk.Now})
 		a := newAccount(t, srv)
 		ctx := context.Background()
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := db.Raw().ExecContext(ctx, q, args...); err != nil {
-				t.Fatal(err)
-			}
-		}
+		exec := func(q string, args ...any) { t.Helper(); execSQL(t, db, q, args...) }
 		expired := clk.Now().Add(-time.Second).UnixMilli()
 		id := a.paid(t, 5000, "automatic").Str("id")
 
@@ -380,6 +375,47 @@ func TestRefundAfterCrash(t *testing.T) {
 		}
 		if n := count(t, db, `SELECT COUNT(*) FROM transactions WHERE merchant_id = $1 AND kind = 'REFUND'`, a.m.ID); n != 2 {
 			t.Fatalf("%d refunds in the ledger, want 2", n)
+		}
+	})
+}
+
+// A refund whose processor does not answer is a 502 and stays pending, the intent's other operations
+// waiting; once the ledger's recovery has resolved it (declined, nothing refunded), the refund is
+// failed with the decline code, a retry under its Idempotency-Key finds it, and the money can be
+// refunded afresh.
+func TestRefundProcessorUnavailable(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Now())
+		proc := &processortest.Unreachable{Processor: simulator.New(simulator.Config{Now: clk.Now})}
+		srv := start(t, db, server.Config{Now: clk.Now, Processor: proc, ProcessorTimeout: 10 * time.Second})
+		a := newAccount(t, srv)
+		id := a.paid(t, 3000, "automatic").Str("id")
+		proc.Down.Store(true)
+		body := map[string]any{"payment_intent": id, "amount": 1000}
+		wantError(t, a.refund(t, body, "Idempotency-Key", "rma-9"), 502, "processor_unavailable", "")
+		list := a.ok(t, "GET", "/v1/refunds?payment_intent="+id, nil)
+		pending := list.Body["data"].([]any)[0].(map[string]any)
+		if len(list.Body["data"].([]any)) != 1 || pending["status"] != "pending" || pending["transaction"] != nil {
+			t.Fatalf("after the 502: %s", list.Raw)
+		}
+		wantError(t, a.refund(t, map[string]any{"payment_intent": id, "amount": 500}), 409, "operation_in_progress", "")
+		clk.Advance(20 * time.Second)
+		if _, err := srv.Ledger().Recover(context.Background(), false); err != nil {
+			t.Fatal(err)
+		}
+		failed := a.ok(t, "GET", "/v1/refunds/"+pending["id"].(string), nil)
+		if failed.Str("status") != "failed" || failed.Str("failure_reason") != "processing_error" || len(failed.Str("transaction")) != 20 {
+			t.Fatalf("after the recovery: %s", failed.Raw)
+		}
+		if again := a.refund(t, body, "Idempotency-Key", "rma-9"); again.Str("id") != failed.Str("id") || again.Str("status") != "failed" {
+			t.Fatalf("a retry under the same key: %d %s", again.Status, again.Raw)
+		}
+		proc.Down.Store(false)
+		if r := a.refund(t, map[string]any{"payment_intent": id}); r.Str("status") != "succeeded" || num(r, "amount") != 3000 {
+			t.Fatalf("the refund once the processor is back: %d %s", r.Status, r.Raw)
+		}
+		if got := a.ok(t, "GET", path(id), nil); num(got, "amount_refunded") != 3000 {
+			t.Fatalf("intent %s", got.Raw)
 		}
 	})
 }

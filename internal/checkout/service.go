@@ -114,19 +114,26 @@ func ParseListParams(q map[string][]string) (ListParams, error) {
 // (older ones after a page read with starting_after or none, newer ones before a page read with
 // ending_before).
 func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bool, error) {
-	var out []Intent
-	err := s.db.Read(ctx, func(q store.Querier) error {
-		where := `WHERE merchant_id = $1`
-		args := []any{who.Merchant.ID}
-		if p.Status != "" {
-			args = append(args, p.Status)
-			where += ` AND status = $2`
-		}
-		clause, args, err := intentPages.clause(ctx, q, who.Merchant.ID, p, where, args)
+	where := `WHERE merchant_id = $1`
+	args := []any{who.Merchant.ID}
+	if p.Status != "" {
+		args = append(args, p.Status)
+		where += ` AND status = $2`
+	}
+	return readPage(ctx, s.db, intentPages, p, scanIntent, `SELECT `+intentColumns+` FROM payment_intents `, where, args)
+}
+
+// readPage reads the page of p (TrimPage) of the rows that selectFrom ("SELECT … FROM …") and where
+// select, whose args begin with the merchant id, with scan.
+func readPage[T any](ctx context.Context, db *store.DB, pg pages, p ListParams, scan func(interface{ Scan(...any) error }) (T, error),
+	selectFrom, where string, args []any) ([]T, bool, error) {
+	var out []T
+	err := db.Read(ctx, func(q store.Querier) error {
+		clause, args, err := pg.clause(ctx, q, args[0].(string), p, where, args)
 		if err != nil {
 			return err
 		}
-		out, err = queryIntents(ctx, q, clause, args...)
+		out, err = queryAll(ctx, q, scan, selectFrom+clause, args...)
 		return err
 	})
 	if err != nil {
