@@ -15,7 +15,8 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-var allPermissions = "api_keys:read,api_keys:write,payment_intents:read,payment_intents:write,payment_methods:read,payment_methods:write"
+var allPermissions = "api_keys:read,api_keys:write,payment_intents:read,payment_intents:write,payment_methods:read,payment_methods:write," +
+	"refunds:read,refunds:write"
 
 // kassa apikey create prints the key once, stores only its hash, and the key works against kassa serve
 // for the merchant's account; a partner's account gets keys too.
@@ -29,7 +30,7 @@ func TestAPIKeyCommand(t *testing.T) {
 			k := cliJSON(t, append([]string{"apikey", "create", "--account-id", account, "--permissions", allPermissions}, dbFlags...)...)
 			key, _ := k["key"].(string)
 			if !regexp.MustCompile(`^key_[A-Z2-7]{24}$`).MatchString(k["id"].(string)) || !regexp.MustCompile(`^kk_[A-Z2-7]{26}$`).MatchString(key) ||
-				k["account_id"] != account || len(k["permissions"].([]any)) != 6 || len(k) != 4 {
+				k["account_id"] != account || len(k["permissions"].([]any)) != 8 || len(k) != 4 {
 				t.Fatalf("apikey create printed %v", k)
 			}
 			p := cliJSON(t, append([]string{"partner", "create", "--name", "Plugin", "--image-url", "https://plugin.example/i.png",
@@ -79,6 +80,10 @@ func TestAPIKeyCommandFailures(t *testing.T) {
 	dir := t.TempDir()
 	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "apikey@example.com", "--data-dir", dir)
 	account := m["account_id"].(string)
+	// The help lists every permission, the refunds' included (issue 19, point 7).
+	if stdout, stderr, _ := cli(t, "apikey", "create", "--help"); !strings.Contains(stdout+stderr, "refunds:read,refunds:write") {
+		t.Errorf("apikey create --help does not list the refunds permissions:\n%s%s", stdout, stderr)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -87,7 +92,7 @@ func TestAPIKeyCommandFailures(t *testing.T) {
 	}{
 		{"no account", []string{"--permissions", "api_keys:read"}, 2, "--account-id is required"},
 		{"no permissions", []string{"--account-id", account}, 2, "--permissions is required"},
-		{"unknown permission", []string{"--account-id", account, "--permissions", "api_keys:read,refunds:write"}, 2, `unknown permission "refunds:write"`},
+		{"unknown permission", []string{"--account-id", account, "--permissions", "api_keys:read,disputes:write"}, 2, `unknown permission "disputes:write"`},
 		{"empty permission", []string{"--account-id", account, "--permissions", "api_keys:read,"}, 2, "unknown permission"},
 		{"unknown account", []string{"--account-id", "acct_0000000000", "--permissions", "api_keys:read"}, 1, "no merchant or partner"},
 		{"a merchant id is not an account id", []string{"--account-id", m["merchant_id"].(string), "--permissions", "api_keys:read"}, 1, "no merchant or partner"},
@@ -113,7 +118,8 @@ func TestREADMEPaymentsAPI(t *testing.T) {
 	k := cliJSON(t, "apikey", "create", "--account-id", m["account_id"].(string), "--permissions", allPermissions, "--data-dir", dir)
 	srv := startServer(t, nil, "--data-dir", dir)
 	text := runREADME(t, srv, readmetest.Block(t, "<!-- payments-api-v1:", "sh"), "API_KEY="+k["key"].(string), "ACCOUNT="+m["account_id"].(string))
-	for _, want := range []string{`"status":"requires_capture"`, `"status":"succeeded"`, `"amount_received":5999`, `"object":"list"`, `"order_id":"1001"`} {
+	for _, want := range []string{`"status":"requires_capture"`, `"status":"succeeded"`, `"amount_received":5999`, `"object":"list"`, `"order_id":"1001"`,
+		`"object":"refund","amount":2000`, `"reason":"requested_by_customer"`} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the README's block printed no %s:\n%s", want, text)
 		}

@@ -148,7 +148,7 @@ func TestAPIKeys(t *testing.T) {
 		}{
 			{"no permissions", map[string]any{}, 400, "invalid_request", "permissions"},
 			{"empty permissions", map[string]any{"permissions": []string{}}, 400, "invalid_request", "permissions"},
-			{"unknown permission", map[string]any{"permissions": []string{"payment_intents:read", "refunds:write"}}, 400, "invalid_request", "permissions"},
+			{"unknown permission", map[string]any{"permissions": []string{"payment_intents:read", "disputes:write"}}, 400, "invalid_request", "permissions"},
 			{"permissions as a string", map[string]any{"permissions": "payment_intents:read"}, 400, "invalid_request", "permissions"},
 			{"unknown field", map[string]any{"permissions": []string{"api_keys:read"}, "name": "x"}, 400, "unknown_field", "name"},
 		} {

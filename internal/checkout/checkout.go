@@ -1,6 +1,6 @@
 // Package checkout is the v1 payments API (hosted-payment-page-api.md; wire-contract.md, "Hosted
 // payment page"): API keys, the account they act for, and payment intents — one payment from creation
-// to its end, whose every money operation is a transaction of the payments core. Payment methods live
+// to its end, whose every money operation is a transaction of the payments core — with their refunds. Payment methods live
 // in the vault; this package serves them on the v1 API. Hosted-page sessions build on the service
 // methods here (Create, Confirm, CompleteChallenge, …), which take the caller and, for a
 // confirmation, the source and whether the cardholder can be shown a 3-D Secure challenge.
@@ -96,6 +96,9 @@ func (s *Service) Routes(r *httpapi.Router) {
 	r.Handle("POST", "/v1/payment-intents/{id}/confirm", h(PaymentIntentsWrite, s.handleConfirm))
 	r.Handle("POST", "/v1/payment-intents/{id}/capture", h(PaymentIntentsWrite, s.handleCapture))
 	r.Handle("POST", "/v1/payment-intents/{id}/cancel", h(PaymentIntentsWrite, s.handleCancel))
+	r.Handle("POST", "/v1/refunds", h(RefundsWrite, s.handleCreateRefund))
+	r.Handle("GET", "/v1/refunds", h(RefundsRead, s.handleListRefunds))
+	r.Handle("GET", "/v1/refunds/{id}", h(RefundsRead, s.handleGetRefund))
 }
 
 // Sweep does the periodic work of the v1 API: it deletes the sealed card numbers of payment methods

@@ -103,3 +103,11 @@ func count(t *testing.T, db *store.DB, query string, args ...any) int {
 	}
 	return n
 }
+
+// execSQL runs a statement on the database directly, as a crash or an operator would leave it.
+func execSQL(t *testing.T, db *store.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Raw().ExecContext(context.Background(), query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/vault"
 )
@@ -94,11 +95,7 @@ func (s *Service) handleListIntents(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		items, more, err := s.List(r.Context(), who, p)
-		out := List[WireIntent]{Object: "list", Data: make([]WireIntent, len(items)), HasMore: more}
-		for i, in := range items {
-			out.Data[i] = in.Wire()
-		}
-		return out, err
+		return wireList(items, more, Intent.Wire), err
 	})
 }
 
@@ -199,4 +196,45 @@ func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
 		in, err := s.Cancel(r.Context(), who, r.PathValue("id"), reason)
 		return in.Wire(), err
 	})
+}
+
+func (s *Service) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, func(who Who, body []byte) (any, error) {
+		p, err := ParseRefundBody(body)
+		if err != nil {
+			return nil, err
+		}
+		p.IdempotencyKey = idempotency.Key(r.Context())
+		rf, err := s.Refund(r.Context(), who, p)
+		return rf.Wire(), err
+	})
+}
+
+func (s *Service) handleGetRefund(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, func(who Who, _ []byte) (any, error) {
+		rf, err := s.GetRefund(r.Context(), who, r.PathValue("id"))
+		return rf.Wire(), err
+	})
+}
+
+// handleListRefunds serves GET /v1/refunds: newest first, paged as every v1 list, of one intent with
+// payment_intent.
+func (s *Service) handleListRefunds(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, func(who Who, _ []byte) (any, error) {
+		p, err := ParseListParams(r.URL.Query())
+		if err != nil {
+			return nil, err
+		}
+		items, more, err := s.ListRefunds(r.Context(), who, r.URL.Query().Get("payment_intent"), p)
+		return wireList(items, more, Refund.Wire), err
+	})
+}
+
+// wireList is a page of items as a v1 list shows it, each rendered by wire.
+func wireList[T, W any](items []T, more bool, wire func(T) W) List[W] {
+	out := List[W]{Object: "list", Data: make([]W, len(items)), HasMore: more}
+	for i, v := range items {
+		out.Data[i] = wire(v)
+	}
+	return out
 }

@@ -32,8 +32,10 @@ import (
 //	requires_action --ChallengeLifetime without an answer--> requires_payment_method (authentication_required)
 //	requires_capture --capture--> succeeded
 //	requires_payment_method, requires_confirmation, requires_action, requires_capture --cancel--> canceled
+//	succeeded --refund (POST /v1/refunds)--> succeeded, amount_refunded grown
 //
-// succeeded and canceled are final. processing lasts while an operation is pending; requires_action
+// succeeded and canceled are final: a refund changes a succeeded intent's amount_refunded, not its
+// status. processing lasts while an operation is pending; requires_action
 // holds no pending operation and no money, only the attached payment method's sealed number.
 const (
 	StatusRequiresPaymentMethod = "requires_payment_method"
@@ -61,36 +63,42 @@ const (
 	opChallenge = "challenge" // the charge after a 3-D Secure challenge (CompleteChallenge)
 	opCapture   = "capture"
 	opCancel    = "cancel"
+	opRefund    = "refund" // a refund of the money captured (refund.go)
 )
 
 // Intent is a payment intent.
 type Intent struct {
-	ID                        int64 // row id: the list's order
-	IntentID                  string
-	MerchantID                string
-	Status                    string
-	Amount                    int64 // minor units of Currency
-	Currency                  money.Currency
-	CaptureMethod             string
-	AmountCapturable          int64
-	AmountReceived            int64
+	ID               int64 // row id: the list's order
+	IntentID         string
+	MerchantID       string
+	Status           string
+	Amount           int64 // minor units of Currency
+	Currency         money.Currency
+	CaptureMethod    string
+	AmountCapturable int64
+	AmountReceived   int64
+	// AmountRefunded is what the ledger's approved refunds of the charge have returned, whichever API
+	// made them; read, never written.
+	AmountRefunded            int64
 	Description               string
 	ReceiptEmail              string
 	StatementDescriptorSuffix string
 	Metadata                  map[string]string
 	PaymentMethod             string
 	LastError                 *PaymentError
-	ChargeID                  int64  // the ledger row of the latest sale or authorization
-	LatestCharge              string // its transaction_id
-	CanceledAt                time.Time
-	CancellationReason        string
-	Attempts                  int    // money operations begun; the last one's ledger key is attemptKey(Attempts)
-	PendingOp                 string // the operation running, or ""
-	LeaseUntil                time.Time
-	ClientID                  string
-	Livemode                  bool // created while the merchant's payments went to a live processor account
-	CreatedAt                 time.Time
-	UpdatedAt                 time.Time
+	// ChargeID is the ledger row of the latest sale or authorization, and once an authorization is
+	// captured, of its capture: the transaction that captured the money, which refunds act on.
+	ChargeID           int64
+	LatestCharge       string // its transaction_id
+	CanceledAt         time.Time
+	CancellationReason string
+	Attempts           int    // money operations begun; the last one's ledger key is attemptKey(Attempts)
+	PendingOp          string // the operation running, or ""
+	LeaseUntil         time.Time
+	ClientID           string
+	Livemode           bool // created while the merchant's payments went to a live processor account
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 
 	// Limit is the velocity limit that declined the confirmation just made without asking the
 	// processor, for the response's rate-limit headers; nil otherwise. It is not stored.
@@ -137,7 +145,11 @@ func (in Intent) AttemptKeys() []string {
 	return keys
 }
 
+// intentColumns are the columns of an Intent, in scan order. amount_refunded is the sum of the
+// approved refunds of the intent's charge in the ledger (the index transactions_parent finds them).
 const intentColumns = `id, intent_id, merchant_id, status, amount, currency, capture_method, amount_capturable, amount_received,
+	(SELECT CAST(COALESCE(SUM(r.amount), 0) AS BIGINT) FROM transactions r WHERE r.parent_id = payment_intents.charge_id
+		AND r.kind = 'REFUND' AND r.status = 'APPROVED'),
 	COALESCE(description, ''), COALESCE(receipt_email, ''), COALESCE(statement_descriptor_suffix, ''), metadata,
 	COALESCE(payment_method, ''), COALESCE(last_error_code, ''), COALESCE(last_error_decline_code, ''),
 	COALESCE(last_error_message, ''), COALESCE(charge_id, 0), COALESCE(latest_charge, ''), COALESCE(canceled_at, 0),
@@ -150,7 +162,7 @@ func scanIntent(s interface{ Scan(...any) error }) (Intent, error) {
 	var errCode, errDecline, errMessage string
 	var canceled, lease, created, updated int64
 	err := s.Scan(&in.ID, &in.IntentID, &in.MerchantID, &in.Status, &in.Amount, &in.Currency.Code, &in.CaptureMethod,
-		&in.AmountCapturable, &in.AmountReceived, &in.Description, &in.ReceiptEmail, &in.StatementDescriptorSuffix, &metadata,
+		&in.AmountCapturable, &in.AmountReceived, &in.AmountRefunded, &in.Description, &in.ReceiptEmail, &in.StatementDescriptorSuffix, &metadata,
 		&in.PaymentMethod, &errCode, &errDecline, &errMessage, &in.ChargeID, &in.LatestCharge, &canceled,
 		&in.CancellationReason, &in.Attempts, &in.PendingOp, &lease, &in.ClientID, &in.Livemode, &created, &updated)
 	if err != nil {
@@ -190,18 +202,23 @@ func clip(s string) string {
 
 // queryIntents reads the intents that a WHERE clause (with its ORDER BY and LIMIT) selects.
 func queryIntents(ctx context.Context, q store.Querier, where string, args ...any) ([]Intent, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+intentColumns+` FROM payment_intents `+where, args...)
+	return queryAll(ctx, q, scanIntent, `SELECT `+intentColumns+` FROM payment_intents `+where, args...)
+}
+
+// queryAll reads every row of a query with scan.
+func queryAll[T any](ctx context.Context, q store.Querier, scan func(interface{ Scan(...any) error }) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Intent
+	var out []T
 	for rows.Next() {
-		in, err := scanIntent(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, in)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -218,6 +235,7 @@ type WireIntent struct {
 	Amount                    int64             `json:"amount"`
 	AmountCapturable          int64             `json:"amount_capturable"`
 	AmountReceived            int64             `json:"amount_received"`
+	AmountRefunded            int64             `json:"amount_refunded"`
 	Currency                  string            `json:"currency"`
 	Status                    string            `json:"status"`
 	CaptureMethod             string            `json:"capture_method"`
@@ -249,7 +267,7 @@ const NextActionUseHostedPage = "use_hosted_page"
 // Wire renders in.
 func (in Intent) Wire() WireIntent {
 	w := WireIntent{ID: in.IntentID, Object: "payment_intent", Amount: in.Amount, AmountCapturable: in.AmountCapturable,
-		AmountReceived: in.AmountReceived, Currency: strings.ToLower(in.Currency.Code), Status: in.Status,
+		AmountReceived: in.AmountReceived, AmountRefunded: in.AmountRefunded, Currency: strings.ToLower(in.Currency.Code), Status: in.Status,
 		CaptureMethod: in.CaptureMethod, Created: in.CreatedAt.Unix(), Description: orNull(in.Description),
 		Metadata: in.Metadata, PaymentMethod: orNull(in.PaymentMethod), PaymentMethodTypes: []string{"card"},
 		ReceiptEmail: orNull(in.ReceiptEmail), StatementDescriptorSuffix: orNull(in.StatementDescriptorSuffix),

@@ -32,7 +32,7 @@ func TestCreateIntent(t *testing.T) {
 		bare := a.intent(t, map[string]any{"amount": 1099, "currency": "cad"})
 		var fields map[string]json.RawMessage
 		json.Unmarshal(bare.Raw, &fields)
-		want := `{"amount":1099,"amount_capturable":0,"amount_received":0,"canceled_at":null,"cancellation_reason":null,` +
+		want := `{"amount":1099,"amount_capturable":0,"amount_received":0,"amount_refunded":0,"canceled_at":null,"cancellation_reason":null,` +
 			`"capture_method":"automatic","currency":"cad","description":null,"last_payment_error":null,"latest_charge":null,` +
 			`"livemode":false,"metadata":{},"next_action":null,"object":"payment_intent","payment_method":null,"payment_method_types":["card"],` +
 			`"receipt_email":null,"statement_descriptor_suffix":null,"status":"requires_payment_method"}`

@@ -119,7 +119,9 @@ func TestPaymentMethodValidation(t *testing.T) {
 			{"billing country", billing(map[string]any{"address": map[string]any{"country": "CAN"}}), "invalid_request", "billing_details.address.country"},
 			{"billing country digits", billing(map[string]any{"address": map[string]any{"country": "C1"}}), "invalid_request", "billing_details.address.country"},
 			{"billing postal code", billing(map[string]any{"address": map[string]any{"postal_code": strings.Repeat("9", 21)}}), "invalid_request", "billing_details.address.postal_code"},
-			{"billing zip", billing(map[string]any{"address": map[string]any{"zip": "90210"}}), "unknown_field", "billing_details.address.zip"},
+			{"billing zip too long", billing(map[string]any{"address": map[string]any{"zip": strings.Repeat("9", 21)}}), "invalid_request", "billing_details.address.zip"},
+			{"billing zip and postal code differ", billing(map[string]any{"address": map[string]any{"zip": "90210", "postal_code": "90211"}}),
+				"invalid_request", "billing_details.address.postal_code"},
 			{"billing unknown", billing(map[string]any{"company": "x"}), "unknown_field", "billing_details.company"},
 			{"billing city as a number", billing(map[string]any{"address": map[string]any{"city": 5}}), "invalid_request", "billing_details.address.city"},
 			{"malformed JSON", `{"type": "card",`, "invalid_json", ""},
@@ -188,6 +190,26 @@ func TestPaymentMethodExpiry(t *testing.T) {
 		// What the method showed stays.
 		if m := a.ok(t, "GET", "/v1/payment-methods/"+late, nil); m.Body["card"].(map[string]any)["last4"] != "4242" {
 			t.Fatalf("expired method %s", m.Raw)
+		}
+	})
+}
+
+// A payment method's billing address takes its postal code as postal_code or as zip (the hosted-page
+// session's name), or both when they agree; the answer spells it postal_code.
+func TestPaymentMethodZip(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := start(t, db, server.Config{})
+		a := newAccount(t, srv)
+		for _, addr := range []map[string]any{
+			{"zip": "90210"}, {"postal_code": "90210"}, {"zip": "90210", "postal_code": "90210"},
+		} {
+			body := cardBody(cardtest.Visa)
+			body["billing_details"] = map[string]any{"address": addr}
+			r := a.ok(t, "POST", "/v1/payment-methods", body)
+			got := r.Body["billing_details"].(map[string]any)["address"].(map[string]any)
+			if got["postal_code"] != "90210" || got["zip"] != nil {
+				t.Fatalf("%v: %s", addr, r.Raw)
+			}
 		}
 	})
 }

@@ -135,7 +135,7 @@ func (s *Service) charge(ctx context.Context, who Who, in Intent, pm vault.Metho
 			return s.afterFailure(ctx, who, in, err)
 		}
 		if required {
-			return s.finishOp(ctx, in, who.ClientID, awaitChallenge)
+			return s.finishOp(ctx, in, who.ClientID, nil, awaitChallenge)
 		}
 	}
 	t, err := s.ledger.Charge(ctx, c)
@@ -203,6 +203,8 @@ func (s *Service) Cancel(ctx context.Context, who Who, id, reason string) (Inten
 		case StatusRequiresCapture:
 			in.CancellationReason = reason
 			return true, nil
+		case StatusSucceeded:
+			return false, refundInstead(*in)
 		}
 		return false, unexpected(*in, "cancel")
 	})
@@ -332,12 +334,12 @@ func (s *Service) settleAbandoned(ctx context.Context) (int, error) {
 // settle records the outcome t of the operation pending on in, unless another request settled it
 // first; either way it returns the intent as it now stands.
 func (s *Service) settle(ctx context.Context, in Intent, t payment.Transaction, clientID string) (Intent, error) {
-	return s.finishOp(ctx, in, clientID, func(cur Intent, now time.Time) Intent { return transition(cur, t, now) })
+	return s.finishOp(ctx, in, clientID, &t, func(cur Intent, now time.Time) Intent { return transition(cur, t, now) })
 }
 
 // release ends the pending operation of in without an outcome: nothing reached the ledger.
 func (s *Service) release(ctx context.Context, in Intent, clientID string) (Intent, error) {
-	return s.finishOp(ctx, in, clientID, func(cur Intent, _ time.Time) Intent {
+	return s.finishOp(ctx, in, clientID, nil, func(cur Intent, _ time.Time) Intent {
 		switch {
 		case cur.Status != StatusProcessing:
 		case cur.PendingOp == opChallenge:
@@ -357,8 +359,10 @@ func (s *Service) release(ctx context.Context, in Intent, clientID string) (Inte
 // one pending (same operation, same attempt), with the audit record naming clientID (the API key that
 // asked, or "" for the sweep), and, after a charge with an outcome (a confirmation's or a challenge
 // completion's), deletes the sealed number of the payment method it used. A confirmation that waits for
-// a 3-D Secure challenge has no outcome yet: the method keeps its number for the charge to come.
-func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next func(Intent, time.Time) Intent) (Intent, error) {
+// a 3-D Secure challenge has no outcome yet: the method keeps its number for the charge to come. A
+// refund records on its refund the outcome t of its ledger transaction (nil: none, it never reached
+// the ledger) in the same transaction (finishRefund).
+func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, t *payment.Transaction, next func(Intent, time.Time) Intent) (Intent, error) {
 	ctx = context.WithoutCancel(ctx) // the outcome must be recorded once the money has moved
 	var out Intent
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
@@ -381,8 +385,14 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, next
 				return err
 			}
 		}
+		txID, amount := out.LatestCharge, cur.Amount
+		if cur.PendingOp == opRefund {
+			if txID, amount, err = finishRefund(ctx, tx, cur, out, t, now); err != nil {
+				return err
+			}
+		}
 		return audit.Write(ctx, tx, audit.Record{MerchantID: cur.MerchantID, ClientID: clientID, Operation: "payment_intent." + cur.PendingOp,
-			TransactionID: out.LatestCharge, Resource: "payment_intent/" + cur.IntentID, Amount: cur.Amount, Currency: cur.Currency.Code,
+			TransactionID: txID, Resource: "payment_intent/" + cur.IntentID, Amount: amount, Currency: cur.Currency.Code,
 			Outcome: audit.Done, Detail: out.Status, RequestID: httpapi.RequestID(ctx), At: now})
 	})
 	return out, err
@@ -411,7 +421,10 @@ func transition(in Intent, t payment.Transaction, now time.Time) Intent {
 		}
 	case opCapture:
 		if approved {
+			// "its latest_charge is the transaction that captured the money" (issue 19, point 7): the
+			// capture, which refunds act on.
 			in.Status, in.AmountReceived, in.AmountCapturable, in.LastError = StatusSucceeded, t.Amount, 0, nil
+			in.ChargeID, in.LatestCharge = t.ID, t.TransactionID
 		} else {
 			in.LastError = declineError(t) // still requires_capture
 		}
@@ -421,6 +434,9 @@ func transition(in Intent, t payment.Transaction, now time.Time) Intent {
 		} else {
 			in.LastError, in.CancellationReason = declineError(t), "" // still requires_capture
 		}
+	case opRefund:
+		// The intent keeps its status; amount_refunded is read from the ledger, and the refund records
+		// the outcome (finishRefund).
 	}
 	return in
 }

@@ -9,7 +9,8 @@ import (
 type Permissions uint16
 
 // The permissions of the v1 API: hosted-payment-page-api.md, "Endpoints" rule 2, names the first six;
-// events and webhook endpoints have their own (issue 18).
+// events and webhook endpoints have their own (issue 18), and so do refunds (issue 19, point 7: "new
+// permissions refunds:read/refunds:write").
 const (
 	APIKeysRead Permissions = 1 << iota
 	APIKeysWrite
@@ -20,6 +21,8 @@ const (
 	EventsRead
 	WebhooksRead
 	WebhooksWrite
+	RefundsRead
+	RefundsWrite
 )
 
 // HostedPagePermissions are the six that hosted-payment-page-api.md requires of the key that creates a
@@ -27,7 +30,7 @@ const (
 const HostedPagePermissions = APIKeysRead | APIKeysWrite | PaymentIntentsRead | PaymentIntentsWrite | PaymentMethodsRead | PaymentMethodsWrite
 
 // AllPermissions is every permission.
-const AllPermissions = HostedPagePermissions | EventsRead | WebhooksRead | WebhooksWrite
+const AllPermissions = HostedPagePermissions | RefundsRead | RefundsWrite | EventsRead | WebhooksRead | WebhooksWrite
 
 var permissionNames = []struct {
 	p    Permissions
@@ -36,6 +39,7 @@ var permissionNames = []struct {
 	{APIKeysRead, "api_keys:read"}, {APIKeysWrite, "api_keys:write"},
 	{PaymentIntentsRead, "payment_intents:read"}, {PaymentIntentsWrite, "payment_intents:write"},
 	{PaymentMethodsRead, "payment_methods:read"}, {PaymentMethodsWrite, "payment_methods:write"},
+	{RefundsRead, "refunds:read"}, {RefundsWrite, "refunds:write"},
 	{EventsRead, "events:read"}, {WebhooksRead, "webhooks:read"}, {WebhooksWrite, "webhooks:write"},
 }
 

@@ -113,27 +113,12 @@ func (b IntentBody) apply(in *Intent, m merchant.Merchant) error {
 			return fault.Invalid("payment_method_types", `payment_method_types must be ["card"]: only card payments are supported`)
 		}
 	}
-	if b.Metadata != nil {
-		md := make(map[string]string, len(in.Metadata)+len(b.Metadata))
-		for k, v := range in.Metadata {
-			md[k] = v
-		}
-		for k, v := range b.Metadata {
-			if err := metadataEntry(k, v); err != nil {
-				return err
-			}
-			if v == "" {
-				delete(md, k)
-			} else {
-				md[k] = v
-			}
-		}
-		if len(md) > maxMetadataKeys {
-			return fault.Invalid("metadata", "metadata may hold at most %d keys", maxMetadataKeys)
-		}
-		in.Metadata = md
-	}
 	var err error
+	if b.Metadata != nil {
+		if in.Metadata, err = mergeMetadata(in.Metadata, b.Metadata); err != nil {
+			return err
+		}
+	}
 	if b.Description != nil {
 		if in.Description, err = text("description", *b.Description, maxDescription); err != nil {
 			return err
@@ -180,6 +165,29 @@ func currencyOf(s string, m merchant.Merchant) (money.Currency, error) {
 		return money.Currency{}, fault.Invalid("currency", "currency %s is not enabled for this account (enabled: %s)", s, strings.Join(accepted, ", "))
 	}
 	return c, nil
+}
+
+// mergeMetadata returns cur with the pairs of set: a key with an empty value is removed. Each pair is
+// checked (metadataEntry), and so is the number of keys of the result.
+func mergeMetadata(cur, set map[string]string) (map[string]string, error) {
+	md := make(map[string]string, len(cur)+len(set))
+	for k, v := range cur {
+		md[k] = v
+	}
+	for k, v := range set {
+		if err := metadataEntry(k, v); err != nil {
+			return nil, err
+		}
+		if v == "" {
+			delete(md, k)
+		} else {
+			md[k] = v
+		}
+	}
+	if len(md) > maxMetadataKeys {
+		return nil, fault.Invalid("metadata", "metadata may hold at most %d keys", maxMetadataKeys)
+	}
+	return md, nil
 }
 
 // metadataEntry checks one metadata pair: "at most 50 keys of ≤ 40 characters with string values of

@@ -268,9 +268,10 @@ func TestConfirmAfterCrash(t *testing.T) {
 		if st != checkout.StatusRequiresCapture || capturable != 900 {
 			t.Fatalf("after the sweep: %s %d", st, capturable)
 		}
-		status(t, a.do(t, "POST", path(swept, "capture"), nil), "succeeded")
-		if got := a.ok(t, "GET", path(swept), nil); got.Str("latest_charge") != held.Str("latest_charge") {
-			t.Fatalf("latest_charge %s, want %s", got.Str("latest_charge"), held.Str("latest_charge"))
+		captured := status(t, a.do(t, "POST", path(swept, "capture"), nil), "succeeded")
+		if got := a.ok(t, "GET", path(swept), nil); got.Str("latest_charge") != captured.Str("latest_charge") ||
+			transactions(t, a)[got.Str("latest_charge")]["original_transaction_id"] != held.Str("latest_charge") {
+			t.Fatalf("latest_charge %s, want the capture of %s", got.Str("latest_charge"), held.Str("latest_charge"))
 		}
 	})
 }

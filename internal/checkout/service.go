@@ -114,38 +114,26 @@ func ParseListParams(q map[string][]string) (ListParams, error) {
 // (older ones after a page read with starting_after or none, newer ones before a page read with
 // ending_before).
 func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bool, error) {
-	var out []Intent
-	err := s.db.Read(ctx, func(q store.Querier) error {
-		where := `WHERE merchant_id = $1`
-		args := []any{who.Merchant.ID}
-		if p.Status != "" {
-			args = append(args, p.Status)
-			where += ` AND status = $2`
+	where := `WHERE merchant_id = $1`
+	args := []any{who.Merchant.ID}
+	if p.Status != "" {
+		args = append(args, p.Status)
+		where += ` AND status = $2`
+	}
+	return readPage(ctx, s.db, intentPages, p, scanIntent, `SELECT `+intentColumns+` FROM payment_intents `, where, args)
+}
+
+// readPage reads the page of p (TrimPage) of the rows that selectFrom ("SELECT … FROM …") and where
+// select, whose args begin with the merchant id, with scan.
+func readPage[T any](ctx context.Context, db *store.DB, pg pages, p ListParams, scan func(interface{ Scan(...any) error }) (T, error),
+	selectFrom, where string, args []any) ([]T, bool, error) {
+	var out []T
+	err := db.Read(ctx, func(q store.Querier) error {
+		clause, args, err := pg.clause(ctx, q, args[0].(string), p, where, args)
+		if err != nil {
+			return err
 		}
-		order := "DESC"
-		for _, c := range []struct{ name, id, cond string }{
-			{"starting_after", p.StartingAfter, " AND id < $"}, {"ending_before", p.EndingBefore, " AND id > $"},
-		} {
-			if c.id == "" {
-				continue
-			}
-			var pos int64
-			if err := q.QueryRowContext(ctx, `SELECT id FROM payment_intents WHERE merchant_id = $1 AND intent_id = $2`,
-				who.Merchant.ID, c.id).Scan(&pos); err != nil {
-				if errors.Is(err, sql.ErrNoRows) {
-					return fault.Invalid(c.name, "%s must be the id of one of this account's payment intents; %s is not", c.name, clip(c.id))
-				}
-				return err
-			}
-			args = append(args, pos)
-			where += c.cond + strconv.Itoa(len(args))
-			if c.name == "ending_before" {
-				order = "ASC"
-			}
-		}
-		args = append(args, p.Limit+1)
-		var err error
-		out, err = queryIntents(ctx, q, where+` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+		out, err = queryAll(ctx, q, scan, selectFrom+clause, args...)
 		return err
 	})
 	if err != nil {
@@ -153,6 +141,45 @@ func (s *Service) List(ctx context.Context, who Who, p ListParams) ([]Intent, bo
 	}
 	out, more := TrimPage(out, p)
 	return out, more, nil
+}
+
+// pages describes a v1 list whose cursors (starting_after, ending_before) name rows of table by its
+// column idCol, one of the merchant's: payment intents by pi_ id, refunds by re_ id.
+type pages struct {
+	table, idCol string
+	rowID        string // the row id in the list's query, which orders it
+	noun         string // what the cursors name, for the error: "payment intents"
+}
+
+var intentPages = pages{table: "payment_intents", idCol: "intent_id", rowID: "id", noun: "payment intents"}
+
+// clause completes where (with its args, the merchant id first) with p's cursors, the order and the
+// limit of one row beyond p.Limit (TrimPage makes the page of them). A cursor that names none of the
+// merchant's rows is a 400 naming it.
+func (pg pages) clause(ctx context.Context, q store.Querier, merchantID string, p ListParams, where string, args []any) (string, []any, error) {
+	order := "DESC"
+	for _, c := range []struct{ name, id, cond string }{
+		{"starting_after", p.StartingAfter, " < $"}, {"ending_before", p.EndingBefore, " > $"},
+	} {
+		if c.id == "" {
+			continue
+		}
+		var pos int64
+		if err := q.QueryRowContext(ctx, `SELECT id FROM `+pg.table+` WHERE merchant_id = $1 AND `+pg.idCol+` = $2`,
+			merchantID, c.id).Scan(&pos); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return "", nil, fault.Invalid(c.name, "%s must be the id of one of this account's %s; %s is not", c.name, pg.noun, clip(c.id))
+			}
+			return "", nil, err
+		}
+		args = append(args, pos)
+		where += " AND " + pg.rowID + c.cond + strconv.Itoa(len(args))
+		if c.name == "ending_before" {
+			order = "ASC"
+		}
+	}
+	args = append(args, p.Limit+1)
+	return where + ` ORDER BY ` + pg.rowID + ` ` + order + ` LIMIT $` + strconv.Itoa(len(args)), args, nil
 }
 
 // TrimPage makes a page of p from rows read one beyond p.Limit, in id order from where p starts

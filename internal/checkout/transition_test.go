@@ -83,7 +83,8 @@ func TestConfirmAutomatic(t *testing.T) {
 	})
 }
 
-// requires_payment_method --confirm--> requires_capture --capture--> succeeded, for all or part of it.
+// requires_payment_method --confirm--> requires_capture --capture--> succeeded, for all or part of it;
+// latest_charge is the authorization, then the capture that collected the money.
 func TestConfirmManualThenCapture(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := start(t, db, server.Config{})
@@ -110,10 +111,13 @@ func TestConfirmManualThenCapture(t *testing.T) {
 				}
 				wantError(t, a.do(t, "POST", path(in.Str("id"), "capture"), map[string]any{"amount": 1}), 400, "unknown_field", "amount")
 				done := status(t, a.do(t, "POST", path(in.Str("id"), "capture"), tc.body), "succeeded")
-				if num(done, "amount_received") != tc.capture || num(done, "amount_capturable") != 0 || done.Str("latest_charge") != held.Str("latest_charge") {
+				if num(done, "amount_received") != tc.capture || num(done, "amount_capturable") != 0 || done.Str("latest_charge") == held.Str("latest_charge") {
 					t.Fatalf("captured %s", done.Raw)
 				}
 				txs := transactions(t, a)
+				if c := txs[done.Str("latest_charge")]; c["transaction_type"] != "CAPTURE" || c["original_transaction_id"] != held.Str("latest_charge") {
+					t.Fatalf("latest_charge after the capture: %v", c)
+				}
 				if auth := txs[held.Str("latest_charge")]; auth["transaction_type"] != "AUTHORIZATION" || auth["transaction_source"] != "E_COMMERCE" {
 					t.Fatalf("authorization %v", auth)
 				}

@@ -188,18 +188,24 @@ func TestSettingsKeysAndOrigins(t *testing.T) {
 		resp, body = b.post("/dashboard/settings/ecommerce/card-key/rotate", url.Values{"csrf_token": {csrf}, "grace": {"5h"}})
 		wantStatus(t, "a grace not offered", resp, body, http.StatusBadRequest)
 
+		// The form offers every permission, the refunds' included (issue 19, point 7).
+		for _, p := range []string{"payment_intents:write", "refunds:read", "refunds:write"} {
+			if !strings.Contains(body, `name="permission" type="checkbox" value="`+p+`"`) {
+				t.Errorf("the API-key form offers no %s", p)
+			}
+		}
 		resp, body = b.post("/dashboard/settings/ecommerce/api-keys", url.Values{"csrf_token": {csrf}})
 		wantStatus(t, "a key without permissions", resp, body, http.StatusBadRequest)
 		resp, body = b.post("/dashboard/settings/ecommerce/api-keys", url.Values{"csrf_token": {csrf},
-			"permission": {"payment_intents:read", "payment_intents:write"}})
+			"permission": {"payment_intents:read", "payment_intents:write", "refunds:read"}})
 		wantStatus(t, "make a key", resp, body, http.StatusOK)
 		secret := regexp.MustCompile(`id="new-api-key">(kk_[^<]+)<`).FindStringSubmatch(body)
 		id := regexp.MustCompile(`/api-keys/(key_[^/]+)/revoke`).FindStringSubmatch(body)
-		if secret == nil || id == nil || !strings.Contains(body, "payment_intents:read payment_intents:write") {
+		if secret == nil || id == nil || !strings.Contains(body, "payment_intents:read payment_intents:write refunds:read") {
 			t.Fatalf("the new key's page: %s", body)
 		}
-		v1 := func() int {
-			req, _ := http.NewRequest("GET", s.srv.URL+"/v1/payment-intents", nil)
+		get := func(path string) int {
+			req, _ := http.NewRequest("GET", s.srv.URL+path, nil)
 			req.Header.Set("payments-api-key", secret[1])
 			req.Header.Set("payments-account", "acct_"+s.merchantID)
 			resp, err := http.DefaultClient.Do(req)
@@ -209,8 +215,12 @@ func TestSettingsKeysAndOrigins(t *testing.T) {
 			resp.Body.Close()
 			return resp.StatusCode
 		}
+		v1 := func() int { return get("/v1/payment-intents") }
 		if st := v1(); st != http.StatusOK {
 			t.Fatalf("the v1 API with the dashboard's key: %d", st)
+		}
+		if st := get("/v1/refunds"); st != http.StatusOK {
+			t.Fatalf("the refunds with the dashboard's key holding refunds:read: %d", st)
 		}
 		_, body = b.get("/dashboard/settings/ecommerce")
 		if strings.Contains(body, secret[1]) {

@@ -29,6 +29,9 @@ const (
 	PaymentIntentRequiresAction          = "payment_intent.requires_action"
 	PaymentIntentAmountCapturableUpdated = "payment_intent.amount_capturable_updated"
 	PaymentIntentCanceled                = "payment_intent.canceled"
+	// PaymentIntentRefunded: a refund of the intent through the v1 API succeeded; amount_refunded
+	// has grown (issue 19, point 7).
+	PaymentIntentRefunded = "payment_intent.refunded"
 
 	HostedPageSessionCompleted = "hosted_page.session.completed"
 	HostedPageSessionExpired   = "hosted_page.session.expired"
@@ -58,7 +61,7 @@ const (
 var Types = []string{
 	TransactionApproved, TransactionDeclined, TransactionCaptured, TransactionRefunded, TransactionVoided,
 	PaymentIntentCreated, PaymentIntentSucceeded, PaymentIntentPaymentFailed, PaymentIntentRequiresAction,
-	PaymentIntentAmountCapturableUpdated, PaymentIntentCanceled,
+	PaymentIntentAmountCapturableUpdated, PaymentIntentCanceled, PaymentIntentRefunded,
 	HostedPageSessionCompleted, HostedPageSessionExpired,
 	CustomerCreated, CustomerUpdated, CustomerDeleted,
 	CardAdded, CardUpdated, CardDeleted,

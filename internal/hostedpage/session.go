@@ -288,7 +288,8 @@ func (s *Service) record(ctx context.Context, ss Session, in checkout.Intent, a 
 }
 
 // billingRequest is a session's billing_details as sent: "name (string) and address (object with
-// city, state, zip, country, all strings)". It is read strictly, like every v1 body.
+// city, state, zip, country, all strings)". It is read strictly, like every v1 body. The zip may be
+// sent as postal_code, the payment method's name for it (issue 19, point 7).
 type billingRequest struct {
 	Name    *string         `json:"name"`
 	Address *addressRequest `json:"address"`
@@ -301,10 +302,11 @@ func (b *billingRequest) UnmarshalJSON(raw []byte) error {
 }
 
 type addressRequest struct {
-	City    *string `json:"city"`
-	State   *string `json:"state"`
-	Zip     *string `json:"zip"`
-	Country *string `json:"country"`
+	City       *string `json:"city"`
+	State      *string `json:"state"`
+	Zip        *string `json:"zip"`
+	PostalCode *string `json:"postal_code"` // zip under the payment method's name
+	Country    *string `json:"country"`
 }
 
 // UnmarshalJSON reads an address strictly.
@@ -324,8 +326,12 @@ func parseBilling(raw json.RawMessage) (Billing, error) {
 	text := t.Read
 	out.Name = text("billing_details.name", b.Name, 200)
 	if a := b.Address; a != nil {
+		name, zip, err := httpapi.OneOf("billing_details.address.postal_code", a.PostalCode, "billing_details.address.zip", a.Zip)
+		if err != nil {
+			return Billing{}, err
+		}
 		out.Address = BillingAddress{City: text("billing_details.address.city", a.City, 100),
-			State: text("billing_details.address.state", a.State, 100), Zip: text("billing_details.address.zip", a.Zip, 20),
+			State: text("billing_details.address.state", a.State, 100), Zip: text(name, zip, 20),
 			Country: strings.ToUpper(text("billing_details.address.country", a.Country, 2))}
 	}
 	return out, t.Err

@@ -175,6 +175,12 @@ func TestCreateSession(t *testing.T) {
 			{map[string]any{"amount": 100, "currency": "cad", "billing_details": map[string]any{"address": map[string]any{"line1": "1 Main"}}}, "billing_details.address.line1"},
 			{map[string]any{"amount": 100, "currency": "cad", "billing_details": map[string]any{"name": strings.Repeat("n", 201)}}, "billing_details.name"},
 			{map[string]any{"amount": 100, "currency": "cad", "billing_details": "Ada"}, "billing_details"},
+			{map[string]any{"amount": 100, "currency": "cad", "billing_details": map[string]any{"address": map[string]any{"zip": "1", "postal_code": "2"}}},
+				"billing_details.address.postal_code"},
+			{map[string]any{"amount": 100, "currency": "cad", "billing_details": map[string]any{"address": map[string]any{"zip": strings.Repeat("9", 21)}}},
+				"billing_details.address.zip"},
+			{map[string]any{"amount": 100, "currency": "cad", "billing_details": map[string]any{"address": map[string]any{"postal_code": strings.Repeat("9", 21)}}},
+				"billing_details.address.postal_code"},
 			{map[string]any{"amount": 100, "currency": "cad", "expand": []any{"customer"}}, "expand"},
 		} {
 			if r := s.do(t, "POST", sessionsPath, tc.body); r.Status != 400 || r.Str("field") != tc.field {
@@ -310,4 +316,21 @@ func TestAttemptsAreBounded(t *testing.T) {
 	if r := s.srv.Do(t, "POST", path, card); r.Status != 429 || r.Str("error") != "too_many_attempts" {
 		t.Fatalf("one try more: %d %s", r.Status, r.Raw)
 	}
+}
+
+// A session's billing address takes its postal code as zip (the spec's name) or as postal_code (the
+// payment method's), or both when they agree; the page is prefilled with it either way.
+func TestSessionPostalCode(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db)
+		for _, addr := range []map[string]any{
+			{"zip": "M5V 2T6"}, {"postal_code": "M5V 2T6"}, {"zip": "M5V 2T6", "postal_code": "M5V 2T6"},
+		} {
+			r := s.session(t, map[string]any{"amount": 1000, "currency": "cad", "billing_details": map[string]any{"address": addr}})
+			_, _, body := page(t, r.Str("url"), "")
+			if st := state(t, body); st["prefill"].(map[string]any)["postal_code"] != "M5V 2T6" {
+				t.Fatalf("%v: page state %v", addr, st)
+			}
+		}
+	})
 }

@@ -171,3 +171,16 @@ func (t *Texts) Read(name string, v *string, max int) string {
 	}
 	return s
 }
+
+// OneOf reads a field that a body may send under either of two names, name and alias (a billing
+// address's postal_code and zip): it returns the name and value of the one sent, or name and nil when
+// neither is. Both sent with the same value are that value; with different values, a 400 naming name.
+func OneOf(name string, v *string, alias string, a *string) (string, *string, error) {
+	switch {
+	case v != nil && a != nil && *v != *a:
+		return name, nil, fault.Invalid(name, "%s and %s name the same field and differ; send one", name, alias)
+	case v == nil && a != nil:
+		return alias, a, nil
+	}
+	return name, v, nil
+}

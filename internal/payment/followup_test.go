@@ -180,3 +180,54 @@ func TestInsufficientScope(t *testing.T) {
 		t.Fatalf("token without ecom: %d %s", r.Status, r.Raw)
 	}
 }
+
+// A refund or void that the transaction's state forbids names the transaction to act on and the call
+// that works, and that call works: no answer sends the caller from refund to void and back.
+func TestRefundVoidErrorsNameTheTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, simulator.Config{})
+		m := f.m
+		names := func(r servertest.Response, code string, want ...string) {
+			t.Helper()
+			if r.Status != 409 || r.Str("error") != code {
+				t.Fatalf("want a 409 %s: %d %s", code, r.Status, r.Raw)
+			}
+			for _, w := range want {
+				if !strings.Contains(r.Str("message"), w) {
+					t.Fatalf("%q does not name %q", r.Str("message"), w)
+				}
+			}
+		}
+		// An open authorization: void it (the call named works after a refund is refused).
+		open := ok(t, post(t, m, "authorize", card(cardtest.Visa, "amount", "40.00")), "AUTHORIZATION", "40.00")
+		oid := open.Str("transaction_id")
+		names(post(t, m, "refund/"+oid, map[string]any{"amount": "1.00"}), "refund_not_allowed",
+			"POST /transaction-service/void/"+oid, "POST /transaction-service/capture/"+oid)
+		ok(t, post(t, m, "void/"+oid, nil), "VOID", "40.00")
+
+		// A captured authorization: refund and void both name the capture, and its refund works.
+		auth := ok(t, post(t, m, "authorize", card(cardtest.Visa, "amount", "50.00")), "AUTHORIZATION", "50.00")
+		capture := ok(t, post(t, m, "capture/"+auth.Num("id"), nil), "CAPTURE", "50.00")
+		cid := capture.Str("transaction_id")
+		names(post(t, m, "refund/"+auth.Num("id"), map[string]any{"amount": "1.00"}), "refund_not_allowed", cid, "POST /transaction-service/refund/"+cid)
+		names(post(t, m, "void/"+auth.Num("id"), nil), "already_captured", cid, "POST /transaction-service/refund/"+cid)
+		names(post(t, m, "capture/"+auth.Num("id"), nil), "already_captured", cid)
+		names(post(t, m, "void/"+cid, nil), "void_not_allowed", "POST /transaction-service/refund/"+cid)
+		refund := ok(t, post(t, m, "refund/"+cid, map[string]any{"amount": "1.00"}), "REFUND", "1.00")
+
+		// A sale: void names its refund; a refund names the sale or capture it refunds.
+		sale := ok(t, post(t, m, "sale", card(cardtest.Visa, "amount", "20.00")), "SALE", "20.00")
+		sid := sale.Str("transaction_id")
+		names(post(t, m, "void/"+sid, nil), "void_not_allowed", "POST /transaction-service/refund/"+sid)
+		names(post(t, m, "refund/"+refund.Str("transaction_id"), map[string]any{"amount": "1.00"}), "refund_not_allowed",
+			"POST /transaction-service/refund/"+cid)
+
+		// A voided authorization: nothing to refund, and the void is named.
+		names(post(t, m, "refund/"+oid, map[string]any{"amount": "1.00"}), "refund_not_allowed", "voided")
+
+		// A declined payment: nothing to refund or void.
+		declined := post(t, m, "sale", card(cardtest.Declined))
+		names(post(t, m, "refund/"+declined.Str("transaction_id"), map[string]any{"amount": "1.00"}), "refund_not_allowed", "declined")
+		names(post(t, m, "void/"+declined.Str("transaction_id"), nil), "void_not_allowed", "declined")
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
@@ -315,7 +316,7 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
 // conditional UPDATE, so that concurrent requests cannot together exceed it: the refunded sum stays
 // within the amount, and an authorization is captured or voided once.
 func (l *Ledger) reserve(ctx context.Context, tx *store.Tx, parent *Transaction, kind string, amount int64, now time.Time) error {
-	if err := conflict(*parent, kind, amount); err != nil {
+	if err := l.conflict(ctx, tx, *parent, kind, amount); err != nil {
 		return err
 	}
 	var res sql.Result
@@ -345,24 +346,53 @@ func (l *Ledger) reserve(ctx context.Context, tx *store.Tx, parent *Transaction,
 	if err != nil {
 		return err
 	}
-	if err := conflict(fresh, kind, amount); err != nil {
+	if err := l.conflict(ctx, tx, fresh, kind, amount); err != nil {
 		return err
 	}
 	return fault.Busy("concurrent_update", "The transaction changed while this request ran; retry it.")
 }
 
-// conflict says why parent's state forbids the follow-up, or returns nil.
-func conflict(p Transaction, kind string, amount int64) error {
+// conflict says why parent's state forbids the follow-up, or returns nil. An authorization that was
+// captured or voided is named with the transaction that closed it, read in q, so that the answer
+// names the call that works instead of sending the caller from refund to void and back (issue 19,
+// point 7: "the error messages for refund vs void name the transaction to act on").
+func (l *Ledger) conflict(ctx context.Context, q store.Querier, p Transaction, kind string, amount int64) error {
+	closer := ""
+	if p.Kind == KindAuthorization && p.ClosedBy != "" {
+		err := q.QueryRowContext(ctx, `SELECT transaction_id FROM transactions WHERE merchant_id = $1 AND parent_id = $2 AND kind = $3
+			AND status <> 'DECLINED' ORDER BY id DESC LIMIT 1`, p.MerchantID, p.ID, p.ClosedBy).Scan(&closer)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	return conflict(p, closer, kind, amount)
+}
+
+// conflict says why parent's state forbids the follow-up, or returns nil; closer is the
+// transaction_id of the capture or void that closed an authorization ("" for none). Each refusal of a
+// refund or a void names the transaction and the call that works.
+func conflict(p Transaction, closer, kind string, amount int64) error {
 	amt := func(v int64) string { return money.Format(v, p.Currency) }
+	if p.Status == StatusDeclined {
+		return fault.Conflict(kind2code(kind), "%s %s was declined: it moved and held no funds, so there is nothing to %s.",
+			p.Kind, p.TransactionID, operation(kind))
+	}
 	switch kind {
 	case KindRefund:
 		switch {
+		case p.Kind == KindAuthorization && p.ClosedBy == KindCapture:
+			return fault.Conflict("refund_not_allowed", "Authorization %s moved no funds itself: capture %s collected them. Refund the capture: POST /transaction-service/refund/%s.",
+				p.TransactionID, closer, closer)
+		case p.Kind == KindAuthorization && p.ClosedBy == KindVoid:
+			return fault.Conflict("refund_not_allowed", "Authorization %s was voided by %s: no funds moved, and nothing remains to refund.", p.TransactionID, closer)
 		case p.Kind == KindAuthorization:
-			return fault.Conflict("refund_not_allowed", "An authorization cannot be refunded because no funds moved; void it instead (POST /transaction-service/void/%d).", p.ID)
+			return fault.Conflict("refund_not_allowed", "Authorization %s cannot be refunded because no funds moved; void it instead (POST /transaction-service/void/%s), or capture it (POST /transaction-service/capture/%s) and refund the capture.",
+				p.TransactionID, p.TransactionID, p.TransactionID)
+		case p.Kind == KindRefund:
+			return fault.Conflict("refund_not_allowed", "Only a sale or a capture can be refunded; %s is a REFUND of %s, which is refunded with POST /transaction-service/refund/%s.",
+				p.TransactionID, p.ParentTransactionID, p.ParentTransactionID)
 		case p.Kind != KindSale && p.Kind != KindCapture:
-			return fault.Conflict("refund_not_allowed", "Only a sale or a capture can be refunded; this is a %s.", p.Kind)
-		case p.Status != StatusApproved:
-			return fault.Conflict("refund_not_allowed", "A declined transaction cannot be refunded.")
+			return fault.Conflict("refund_not_allowed", "Only a sale or a capture can be refunded; %s is a %s.", p.TransactionID, p.Kind)
 		case p.Reserved+amount > p.Amount:
 			return &fault.Error{Status: http.StatusConflict, Code: "amount_exceeds_refundable", Field: "amount",
 				Message: "The refund of " + amt(amount) + " exceeds the " + amt(p.Amount-p.Reserved) + " that remains refundable."}
@@ -373,20 +403,22 @@ func conflict(p Transaction, kind string, amount int64) error {
 			verb = "voided"
 		}
 		switch {
+		case (p.Kind == KindSale || p.Kind == KindCapture) && kind == KindVoid:
+			return fault.Conflict("void_not_allowed", "Only an authorization can be voided; %s is a %s, whose funds moved: refund a %s instead (POST /transaction-service/refund/%s).",
+				p.TransactionID, p.Kind, strings.ToLower(p.Kind), p.TransactionID)
 		case p.Kind != KindAuthorization && kind == KindVoid:
-			return fault.Conflict("void_not_allowed", "Only an authorization can be voided; refund a %s instead.", p.Kind)
+			return fault.Conflict("void_not_allowed", "Only an authorization can be voided; %s is a %s.", p.TransactionID, p.Kind)
 		case p.Kind != KindAuthorization:
 			return fault.Conflict("capture_not_allowed", "Only an authorization can be captured; this is a %s.", p.Kind)
-		case p.Status != StatusApproved:
-			return fault.Conflict(kind2code(kind), "A declined authorization cannot be %s.", verb)
 		case p.Amount == 0:
 			return fault.Conflict(kind2code(kind), "A card verification (an authorization of 0) holds nothing to be %s.", verb)
 		case p.ClosedBy == KindCapture && kind == KindVoid:
-			return fault.Conflict("already_captured", "This authorization has been captured; refund the capture instead.")
+			return fault.Conflict("already_captured", "Authorization %s has been captured by %s; refund the capture instead (POST /transaction-service/refund/%s).",
+				p.TransactionID, closer, closer)
 		case p.ClosedBy == KindCapture:
-			return fault.Conflict("already_captured", "This authorization has already been captured; it can be captured once.")
+			return fault.Conflict("already_captured", "Authorization %s has already been captured, by %s; it can be captured once.", p.TransactionID, closer)
 		case p.ClosedBy == KindVoid:
-			return fault.Conflict("already_voided", "This authorization has been voided.")
+			return fault.Conflict("already_voided", "Authorization %s has been voided, by %s.", p.TransactionID, closer)
 		case kind == KindCapture && amount > p.Amount:
 			return &fault.Error{Status: http.StatusConflict, Code: "amount_exceeds_authorized", Field: "amount",
 				Message: "The capture of " + amt(amount) + " exceeds the authorized " + amt(p.Amount) + "."}
@@ -395,11 +427,9 @@ func conflict(p Transaction, kind string, amount int64) error {
 	return nil
 }
 
+// kind2code is the error code of a follow-up of kind that the parent's state forbids.
 func kind2code(kind string) string {
-	if kind == KindVoid {
-		return "void_not_allowed"
-	}
-	return "capture_not_allowed"
+	return operation(kind) + "_not_allowed"
 }
 
 // prior finds the transaction that an earlier request with the same idempotency key created. A key

@@ -17,6 +17,9 @@ import (
 //	 "billing_details": {"name", "email", "phone",
 //	                     "address": {"line1", "line2", "city", "state", "postal_code", "country"}}}
 //
+// The address's postal_code may be sent as zip, the hosted-page session's name for it (issue 19,
+// point 7); responses spell it postal_code.
+//
 // It is read strictly, like every v1 body: an unknown field or a value of another JSON type is a 400
 // naming the field by its path.
 
@@ -62,6 +65,7 @@ type Address struct {
 	City       *string `json:"city"`
 	State      *string `json:"state"`
 	PostalCode *string `json:"postal_code"`
+	Zip        *string `json:"zip"` // postal_code under the hosted-page session's name
 	Country    *string `json:"country"`
 }
 
@@ -181,7 +185,11 @@ func (d BillingDetails) validate() (Billing, error) {
 		b.Line2 = text(pa+"line2", a.Line2, 200)
 		b.City = text(pa+"city", a.City, 100)
 		b.State = text(pa+"state", a.State, 100)
-		b.PostalCode = text(pa+"postal_code", a.PostalCode, 20)
+		name, postal, err := httpapi.OneOf(pa+"postal_code", a.PostalCode, pa+"zip", a.Zip)
+		if t.Err == nil {
+			t.Err = err
+		}
+		b.PostalCode = text(name, postal, 20)
 		b.Country = strings.ToUpper(text(pa+"country", a.Country, 2))
 		if t.Err == nil && b.Country != "" && (len(b.Country) != 2 || b.Country[0] < 'A' || b.Country[0] > 'Z' || b.Country[1] < 'A' || b.Country[1] > 'Z') {
 			t.Err = fault.Invalid(pa+"country", "%scountry must be a two-letter country code (ISO 3166-1 alpha-2), such as CA", pa)
