@@ -93,6 +93,9 @@ type Config struct {
 	// WebhooksAllowPrivate lets webhooks go to loopback and private addresses, and to http:// URLs
 	// (`kassa serve --webhooks-allow-private`: development and tests).
 	WebhooksAllowPrivate bool
+	// Wrap, when set, wraps the server's handler, outside all of its middleware, given the routes it
+	// registered: tests hold every response to api/openapi.yaml with it (api/apitest).
+	Wrap func(h http.Handler, routes []httpapi.Route) http.Handler
 }
 
 // Server is a configured Kassa server.
@@ -221,6 +224,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate})
 	s.handler = httpapi.Middleware(cfg.Logger, r)
+	if cfg.Wrap != nil {
+		s.handler = cfg.Wrap(s.handler, r.Routes())
+	}
 	return s, nil
 }
 
