@@ -140,12 +140,16 @@ func check(t testing.TB, v validator.Validator, req *http.Request, status int, h
 		}
 		msgs = append(msgs, m)
 	}
-	const most = 600
-	if len(body) > most {
-		body = append(body[:most:most], "…"...)
+	// A JSON body is shown, shortened; any other only by its type and size.
+	shown := fmt.Sprintf("%d bytes of %q", len(body), header.Get("Content-Type"))
+	if strings.HasPrefix(header.Get("Content-Type"), "application/json") {
+		const most = 600
+		if shown = string(body); len(body) > most {
+			shown = string(body[:most]) + "…"
+		}
 	}
 	t.Errorf("%s %s → %d does not match api/openapi.yaml:\n  %s\n  body: %s", req.Method, req.URL.Path, status,
-		strings.Join(msgs, "\n  "), body)
+		strings.Join(msgs, "\n  "), shown)
 }
 
 // recorder passes a response through and keeps its status and a copy of its body.
