@@ -12,6 +12,8 @@ package apitest
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +23,11 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	liberrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/helpers"
 	"github.com/pb33f/libopenapi-validator/paths"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/kassapay/kassa/api"
@@ -35,10 +41,12 @@ func Undescribed(route httpapi.Route) bool {
 	return strings.HasPrefix(route.Pattern, "/dashboard") || route.Pattern == "/{$}"
 }
 
-// description is openapi.yaml's model and a validator over it.
+// description is openapi.yaml's model and validators over it.
 type description struct {
-	model *v3.Document
-	v     validator.Validator
+	model       *v3.Document
+	v           validator.Validator
+	schemas     schema_validation.SchemaValidator
+	errorSchema *base.Schema // components/schemas/Error
 }
 
 // load builds the validator once per test binary: parsing the description and compiling its schemas
@@ -52,7 +60,12 @@ var load = sync.OnceValues(func() (*description, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api/openapi.yaml: %w", err)
 	}
-	return &description{model: &m.Model, v: validator.NewValidatorFromV3Model(&m.Model)}, nil
+	errorSchema := m.Model.Components.Schemas.GetOrZero("Error")
+	if errorSchema == nil {
+		return nil, errors.New("api/openapi.yaml: no components/schemas/Error")
+	}
+	return &description{model: &m.Model, v: validator.NewValidatorFromV3Model(&m.Model), schemas: schema_validation.NewSchemaValidator(),
+		errorSchema: errorSchema.Schema()}, nil
 })
 
 // Middleware returns a wrapper of a server's handler, for server.Config.Wrap: routes are the routes
@@ -86,7 +99,7 @@ func Handler(t testing.TB, h http.Handler, routes []httpapi.Route) http.Handler 
 		}
 		rec := &recorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
-		check(t, d.v, req, rec.status(), w.Header(), rec.body.Bytes())
+		d.check(t, req, rec.status(), w.Header(), rec.body.Bytes())
 	})
 }
 
@@ -100,7 +113,7 @@ func Check(t testing.TB, req *http.Request, status int, header http.Header, body
 		t.Fatal(err)
 	}
 	if req = described(req); d.documented(req) {
-		check(t, d.v, req, status, header, body)
+		d.check(t, req, status, header, body)
 	}
 }
 
@@ -121,12 +134,32 @@ func (d *description) documented(r *http.Request) bool {
 	return item != nil && len(errs) == 0
 }
 
+// serves reports whether req's operation documents a response of the media type.
+func (d *description) serves(req *http.Request, mediaType string) bool {
+	item, _, _ := paths.FindPath(req, d.model, nil)
+	op := helpers.ExtractOperation(req, item)
+	if op == nil || op.Responses == nil {
+		return false
+	}
+	for r := range op.Responses.Codes.ValuesFromOldest() {
+		if r.Content.GetOrZero(mediaType) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // check fails t unless the response matches the operation of req in openapi.yaml.
-func check(t testing.TB, v validator.Validator, req *http.Request, status int, header http.Header, body []byte) {
+func (d *description) check(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
 	t.Helper()
-	resp := &http.Response{StatusCode: status, Header: header.Clone(), Body: io.NopCloser(bytes.NewReader(body)), Request: req}
-	ok, errs := v.ValidateHttpResponse(req, resp)
-	if ok {
+	var errs []*liberrors.ValidationError
+	if status == http.StatusInternalServerError {
+		errs = d.internalError(req, header, body)
+	} else {
+		resp := &http.Response{StatusCode: status, Header: header.Clone(), Body: io.NopCloser(bytes.NewReader(body)), Request: req}
+		_, errs = d.v.ValidateHttpResponse(req, resp)
+	}
+	if len(errs) == 0 {
 		return
 	}
 	var msgs []string
@@ -150,6 +183,29 @@ func check(t testing.TB, v validator.Validator, req *http.Request, status int, h
 	}
 	t.Errorf("%s %s → %d does not match api/openapi.yaml:\n  %s\n  body: %s", req.Method, req.URL.Path, status,
 		strings.Join(msgs, "\n  "), shown)
+}
+
+// internalError checks a 500, which openapi.yaml documents once, in its introduction, rather than
+// on every operation: "Any operation may answer 500 … the JSON error internal_error, or an error page
+// where the operation serves HTML". It is never the answer to anything a client sent ("Never a 500
+// for anything a client sent", wire-contract.md), so only tests that break the database on purpose
+// see one.
+func (d *description) internalError(req *http.Request, header http.Header, body []byte) []*liberrors.ValidationError {
+	ct := header.Get("Content-Type")
+	if strings.HasPrefix(ct, "text/html") && d.serves(req, "text/html") {
+		return nil // an error page of a page for browsers
+	}
+	if !strings.HasPrefix(ct, "application/json") {
+		return []*liberrors.ValidationError{{Message: "a 500 is sent as " + ct + ", not application/json"}}
+	}
+	if _, errs := d.schemas.ValidateSchemaBytes(d.errorSchema, body); len(errs) > 0 {
+		return errs
+	}
+	var e struct{ Error string }
+	if json.Unmarshal(body, &e); e.Error != "internal_error" {
+		return []*liberrors.ValidationError{{Message: fmt.Sprintf("a 500's error is %q, not internal_error", e.Error)}}
+	}
+	return nil
 }
 
 // recorder passes a response through and keeps its status and a copy of its body.

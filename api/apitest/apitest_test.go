@@ -61,7 +61,8 @@ func jsonHandler(status int, body string) http.HandlerFunc {
 }
 
 // A response that matches its schema passes; one of the wrong shape, an undocumented status or an
-// undocumented content type fails, naming the method, path, status and what is wrong.
+// undocumented content type fails, naming the method, path, status and what is wrong. A 500, which
+// any operation may answer, must be the JSON error internal_error.
 func TestMiddlewareCatchesAMismatch(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -78,6 +79,21 @@ func TestMiddlewareCatchesAMismatch(t *testing.T) {
 			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, "ok")
 		}, []string{"GET /healthz → 200", "text/plain"}},
+		{"internal error", "/healthz", jsonHandler(500, `{"error":"internal_error","message":"Something went wrong."}`), nil},
+		{"internal error of another shape", "/healthz", jsonHandler(500, `{"error":"oops"}`), []string{"GET /healthz → 500", "message"}},
+		{"internal error with another code", "/healthz", jsonHandler(500, `{"error":"oops","message":"m"}`), []string{"GET /healthz → 500", "internal_error"}},
+		{"internal error page of a page", "/oauth/authorize", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(500)
+			io.WriteString(w, "<!doctype html><title>Something went wrong</title>")
+		}, nil},
+		{"internal error page of JSON", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(500)
+		}, []string{"GET /healthz → 500", "text/html"}},
+		{"internal error in plain text", "/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "oops", 500)
+		}, []string{"GET /healthz → 500", "text/plain"}},
 		{"wrong shape on a path with a parameter", "/v1/payment-intents/pi_1", jsonHandler(200, `{"id":"pi_1"}`),
 			[]string{"GET /v1/payment-intents/pi_1 → 200", "missing"}},
 	} {
