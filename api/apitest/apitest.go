@@ -7,7 +7,8 @@
 // status and content type, and the headers documented for it must match theirs. A request the server
 // routes to one of its registered routes that openapi.yaml does not describe fails too, unless the
 // route is left out on purpose (Undescribed). Requests that match no route (the JSON 404 and 405 of
-// an unknown path or method) are not checked.
+// an unknown path or method) are not checked. A 500, which the description documents once for every
+// operation, must be the JSON error internal_error (or an error page where the operation serves HTML).
 package apitest
 
 import (
@@ -50,7 +51,7 @@ type description struct {
 }
 
 // load builds the validator once per test binary: parsing the description and compiling its schemas
-// takes a noticeable fraction of a second.
+// takes about a second of CPU.
 var load = sync.OnceValues(func() (*description, error) {
 	doc, err := libopenapi.NewDocument(api.OpenAPI)
 	if err != nil {
