@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kassapay/kassa/api/apitest"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/web"
@@ -36,7 +37,7 @@ func TestServeScripts(t *testing.T) {
 	t.Parallel()
 	r := httpapi.NewRouter()
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
-	srv := httptest.NewServer(r)
+	srv := httptest.NewServer(apitest.Handler(t, r, r.Routes()))
 	defer srv.Close()
 	s := web.CardEncryption
 	get := func(path, etag string) (*http.Response, string) {

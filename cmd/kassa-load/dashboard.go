@@ -21,6 +21,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/httpapi"
 	merchants "github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/report"
 	"github.com/kassapay/kassa/internal/server"
@@ -51,6 +52,9 @@ type dashConfig struct {
 	exportRows              int
 	pageLimit, exportLimit  time.Duration
 	jsonOut                 bool
+	// wrap, when set, wraps the server's handler (server.Config.Wrap): the test holds the
+	// server's responses to api/openapi.yaml with it.
+	wrap func(h http.Handler, routes []httpapi.Route) http.Handler
 }
 
 // dashboardMain runs "kassa-load dashboard" and returns the exit code: 1 when a target is missed or a
@@ -151,7 +155,7 @@ func dashBackend(ctx context.Context, c dashConfig, backend string, rep *dashRep
 		return false, fmt.Errorf("roll the overview up: %w", err)
 	}
 	loaded := time.Since(start)
-	srv, err := startBenchServer(ctx, db)
+	srv, err := startBenchServer(ctx, db, c.wrap)
 	if err != nil {
 		return false, err
 	}
@@ -224,7 +228,7 @@ type benchServer struct {
 	done   chan error
 }
 
-func startBenchServer(ctx context.Context, db *store.DB) (*benchServer, error) {
+func startBenchServer(ctx context.Context, db *store.DB, wrap func(http.Handler, []httpapi.Route) http.Handler) (*benchServer, error) {
 	kek, err := envelope.ParseKEK(envelope.NewKEKText())
 	if err != nil {
 		return nil, err
@@ -240,7 +244,7 @@ func startBenchServer(ctx context.Context, db *store.DB) (*benchServer, error) {
 	}
 	base := "http://" + ln.Addr().String()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(ctx, server.Config{DB: db, KEK: kek, Logger: logger, PublicURL: base})
+	srv, err := server.New(ctx, server.Config{DB: db, KEK: kek, Logger: logger, PublicURL: base, Wrap: wrap})
 	if err != nil {
 		ln.Close()
 		bg.Close()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/api/apitest"
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/pgcluster"
 	"github.com/kassapay/kassa/internal/store/storetest"
@@ -31,7 +32,7 @@ func TestDashboardBenchmarkReportsEveryPage(t *testing.T) {
 	}
 	var out bytes.Buffer
 	c := dashConfig{backends: []string{"sqlite", "postgres"}, transactions: 3000, customers: 300, carded: 5, requests: 8,
-		exportRows: 600, pageLimit: 100 * time.Millisecond, exportLimit: 5 * time.Second, jsonOut: true}
+		exportRows: 600, pageLimit: 100 * time.Millisecond, exportLimit: 5 * time.Second, jsonOut: true, wrap: apitest.Middleware(t)}
 	ok, err := runDashboard(context.Background(), c, &out)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())

@@ -132,17 +132,10 @@ func token(t *testing.T, base string, m map[string]any) string {
 // 200.
 func callJSON(t *testing.T, method, url, tok, body string) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := jsonDecode(resp, &out); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%s %s: %d %v %v", method, url, resp.StatusCode, out, err)
+	resp, out := getJSON(t, method, url, strings.NewReader(body), map[string]string{"Authorization": "Bearer " + tok,
+		"Content-Type": "application/json"})
+	if out == nil || resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d %v", method, url, resp.StatusCode, out)
 	}
 	return out
 }

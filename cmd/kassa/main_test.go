@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/api/apitest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/store/storetest"
@@ -178,7 +179,7 @@ func decodeOne(t *testing.T, stdout string) map[string]any {
 	return out
 }
 
-// getJSON sends a request and decodes the JSON answer.
+// getJSON sends a request and decodes the JSON answer. The answer must match api/openapi.yaml.
 func getJSON(t *testing.T, method, url string, body io.Reader, hdr map[string]string) (*http.Response, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, body)
@@ -189,9 +190,14 @@ func getJSON(t *testing.T, method, url string, body io.Reader, hdr map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apitest.Check(t, req, resp.StatusCode, resp.Header, raw)
 	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
+	json.Unmarshal(raw, &out)
 	return resp, out
 }
 

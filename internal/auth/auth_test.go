@@ -19,6 +19,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/kassapay/kassa/api/apitest"
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
@@ -76,7 +77,8 @@ func newFixture(t testing.TB, db *store.DB) *fixture {
 		c := auth.ClaimsFrom(r.Context())
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"merchant_id": c.MerchantID, "client_id": c.ClientIDString()})
 	})))
-	f.srv = httptest.NewServer(httpapi.Middleware(slog.New(slog.DiscardHandler), nil, r))
+	// The token service's routes answer as api/openapi.yaml says; /protected is the test's own.
+	f.srv = httptest.NewServer(apitest.Handler(t, httpapi.Middleware(slog.New(slog.DiscardHandler), nil, r), nil))
 	t.Cleanup(f.srv.Close)
 	f.creds = f.newMerchant(t, "shop@example.com", auth.DefaultValidity)
 	return f

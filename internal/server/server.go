@@ -97,6 +97,9 @@ type Config struct {
 	// Metrics, when not nil, is where the server's parts count what they do, and what the exposition
 	// reads from the database at every scrape (kassa serve --metrics-addr).
 	Metrics *metrics.Set
+	// Wrap, when set, wraps the server's handler, outside all of its middleware, given the routes it
+	// registered: tests hold every response to api/openapi.yaml with it (api/apitest).
+	Wrap func(h http.Handler, routes []httpapi.Route) http.Handler
 }
 
 // Server is a configured Kassa server.
@@ -233,6 +236,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		backend := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[cfg.DB.Dialect()]
 		cfg.DB.ObserveBatches(func(n int) { cfg.Metrics.WriteBatch(backend, n) })
 		cfg.Metrics.Observe(5*time.Second, s.state)
+	}
+	if cfg.Wrap != nil {
+		s.handler = cfg.Wrap(s.handler, r.Routes())
 	}
 	return s, nil
 }

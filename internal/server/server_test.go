@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/kassapay/kassa/api/apitest"
 	"github.com/kassapay/kassa/internal/server/servertest"
 
 	"github.com/kassapay/kassa/internal/server"
@@ -17,7 +18,8 @@ import (
 func TestReadiness(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
-	srv, err := server.New(context.Background(), server.Config{DB: db, Logger: slog.New(slog.DiscardHandler), KEK: servertest.NewKEK(t)})
+	srv, err := server.New(context.Background(), server.Config{DB: db, Logger: slog.New(slog.DiscardHandler), KEK: servertest.NewKEK(t),
+		Wrap: apitest.Middleware(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

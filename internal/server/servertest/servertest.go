@@ -1,7 +1,7 @@
 // Package servertest runs a whole Kassa server in-process for tests: a real HTTP server over a real
 // database, merchants with client credentials, bearer tokens from the real token endpoint, and log
 // capture. Every log line and every response body is checked for test card numbers: one that appears
-// in full fails the test.
+// in full fails the test. Every response is checked against api/openapi.yaml.
 package servertest
 
 import (
@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/kassapay/kassa/api/apitest"
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/checkout"
@@ -44,13 +45,17 @@ type Server struct {
 }
 
 // Start runs a server over db. cfg's DB and Logger are filled in; background work (revocation
-// reloads, recovery sweeps) runs until the test ends.
+// reloads, recovery sweeps) runs until the test ends. Unless cfg.Wrap is set, every response is
+// checked against api/openapi.yaml, and one that does not match fails t (api/apitest).
 func Start(t testing.TB, db *store.DB, cfg server.Config) *Server {
 	t.Helper()
 	log, logs := cardtest.Logger(t)
 	cfg.DB, cfg.Logger = db, slog.New(httpapi.LogHandler(log.Handler()))
 	if cfg.KEK == nil {
 		cfg.KEK = NewKEK(t)
+	}
+	if cfg.Wrap == nil {
+		cfg.Wrap = apitest.Middleware(t)
 	}
 	if cfg.MerchantCacheTTL == 0 {
 		cfg.MerchantCacheTTL = time.Nanosecond // tests change settings and expect them at once
