@@ -133,7 +133,7 @@ func Example_paymentIntent() {
 
 	created, err := kassa.CreatePaymentIntentWithResponse(ctx, nil, client.CreatePaymentIntentJSONRequestBody{
 		Amount: 5999, Currency: "cad", CaptureMethod: new(client.CreatePaymentIntentJSONBodyCaptureMethod("manual")),
-		Metadata: &map[string]string{"order_id": "1001"},
+		Metadata: &client.Metadata{"order_id": "1001"},
 	})
 	if err != nil || created.JSON200 == nil {
 		log.Fatalf("payment intent: %v %s", err, created.Body)
@@ -152,9 +152,18 @@ func Example_paymentIntent() {
 		log.Fatalf("capture: %v %s", err, captured.Body)
 	}
 	fmt.Println(captured.JSON200.Status, captured.JSON200.AmountReceived)
+
+	// Part of it back to the customer, through the payments API's refunds.
+	refund, err := kassa.CreateRefundWithResponse(ctx, nil, client.CreateRefundJSONRequestBody{PaymentIntent: intent.Id, Amount: new(2000),
+		Reason: new(client.CreateRefundJSONBodyReason("requested_by_customer"))})
+	if err != nil || refund.JSON200 == nil {
+		log.Fatalf("refund: %v %s", err, refund.Body)
+	}
+	fmt.Println(refund.JSON200.Object, refund.JSON200.Status, refund.JSON200.Amount, refund.JSON200.Charge == *captured.JSON200.LatestCharge)
 	// Output:
 	// visa 4242
 	// requires_payment_method 5999 cad
 	// requires_capture 5999
 	// succeeded 5999
+	// refund succeeded 2000 true
 }

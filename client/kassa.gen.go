@@ -122,6 +122,27 @@ func (e HostedPageResultOutcome) Valid() bool {
 	}
 }
 
+// Defines values for HostedPageSessionAppearance.
+const (
+	HostedPageSessionAppearanceAuto  HostedPageSessionAppearance = "auto"
+	HostedPageSessionAppearanceDark  HostedPageSessionAppearance = "dark"
+	HostedPageSessionAppearanceLight HostedPageSessionAppearance = "light"
+)
+
+// Valid indicates whether the value is a known member of the HostedPageSessionAppearance enum.
+func (e HostedPageSessionAppearance) Valid() bool {
+	switch e {
+	case HostedPageSessionAppearanceAuto:
+		return true
+	case HostedPageSessionAppearanceDark:
+		return true
+	case HostedPageSessionAppearanceLight:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HostedPageSessionObject.
 const (
 	HostedPageSessionObjectHostedPaymentPageSession HostedPageSessionObject = "hosted_payment_page.session"
@@ -401,6 +422,8 @@ const (
 	PaymentIntentsWrite Permission = "payment_intents:write"
 	PaymentMethodsRead  Permission = "payment_methods:read"
 	PaymentMethodsWrite Permission = "payment_methods:write"
+	RefundsRead         Permission = "refunds:read"
+	RefundsWrite        Permission = "refunds:write"
 	WebhooksRead        Permission = "webhooks:read"
 	WebhooksWrite       Permission = "webhooks:write"
 )
@@ -421,6 +444,10 @@ func (e Permission) Valid() bool {
 	case PaymentMethodsRead:
 		return true
 	case PaymentMethodsWrite:
+		return true
+	case RefundsRead:
+		return true
+	case RefundsWrite:
 		return true
 	case WebhooksRead:
 		return true
@@ -485,6 +512,84 @@ func (e PlanFieldsFrequency) Valid() bool {
 	case PlanFieldsFrequencyWEEKLY:
 		return true
 	case PlanFieldsFrequencyYEARLY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundObject.
+const (
+	RefundObjectRefund RefundObject = "refund"
+)
+
+// Valid indicates whether the value is a known member of the RefundObject enum.
+func (e RefundObject) Valid() bool {
+	switch e {
+	case RefundObjectRefund:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundReason.
+const (
+	RefundReasonDuplicate           RefundReason = "duplicate"
+	RefundReasonFraudulent          RefundReason = "fraudulent"
+	RefundReasonLessThannil         RefundReason = "<nil>"
+	RefundReasonRequestedByCustomer RefundReason = "requested_by_customer"
+)
+
+// Valid indicates whether the value is a known member of the RefundReason enum.
+func (e RefundReason) Valid() bool {
+	switch e {
+	case RefundReasonDuplicate:
+		return true
+	case RefundReasonFraudulent:
+		return true
+	case RefundReasonLessThannil:
+		return true
+	case RefundReasonRequestedByCustomer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundStatus.
+const (
+	RefundStatusCanceled  RefundStatus = "canceled"
+	RefundStatusFailed    RefundStatus = "failed"
+	RefundStatusPending   RefundStatus = "pending"
+	RefundStatusSucceeded RefundStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RefundStatus enum.
+func (e RefundStatus) Valid() bool {
+	switch e {
+	case RefundStatusCanceled:
+		return true
+	case RefundStatusFailed:
+		return true
+	case RefundStatusPending:
+		return true
+	case RefundStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundListObject.
+const (
+	RefundListObjectList RefundListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the RefundListObject enum.
+func (e RefundListObject) Valid() bool {
+	switch e {
+	case RefundListObjectList:
 		return true
 	default:
 		return false
@@ -941,6 +1046,27 @@ func (e CreateHostedPageSessionParamsExpand) Valid() bool {
 	}
 }
 
+// Defines values for CreateHostedPageSessionJSONBodyAppearance.
+const (
+	CreateHostedPageSessionJSONBodyAppearanceAuto  CreateHostedPageSessionJSONBodyAppearance = "auto"
+	CreateHostedPageSessionJSONBodyAppearanceDark  CreateHostedPageSessionJSONBodyAppearance = "dark"
+	CreateHostedPageSessionJSONBodyAppearanceLight CreateHostedPageSessionJSONBodyAppearance = "light"
+)
+
+// Valid indicates whether the value is a known member of the CreateHostedPageSessionJSONBodyAppearance enum.
+func (e CreateHostedPageSessionJSONBodyAppearance) Valid() bool {
+	switch e {
+	case CreateHostedPageSessionJSONBodyAppearanceAuto:
+		return true
+	case CreateHostedPageSessionJSONBodyAppearanceDark:
+		return true
+	case CreateHostedPageSessionJSONBodyAppearanceLight:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateHostedPageSessionJSONBodyCaptureMethod.
 const (
 	CreateHostedPageSessionJSONBodyCaptureMethodAutomatic CreateHostedPageSessionJSONBodyCaptureMethod = "automatic"
@@ -983,6 +1109,27 @@ const (
 func (e CreateHostedPageSessionJSONBodyPaymentMethodTypes) Valid() bool {
 	switch e {
 	case CreateHostedPageSessionJSONBodyPaymentMethodTypesCard:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateHostedPageSession200JSONResponseBodyAppearance.
+const (
+	CreateHostedPageSession200JSONResponseBodyAppearanceAuto  CreateHostedPageSession200JSONResponseBodyAppearance = "auto"
+	CreateHostedPageSession200JSONResponseBodyAppearanceDark  CreateHostedPageSession200JSONResponseBodyAppearance = "dark"
+	CreateHostedPageSession200JSONResponseBodyAppearanceLight CreateHostedPageSession200JSONResponseBodyAppearance = "light"
+)
+
+// Valid indicates whether the value is a known member of the CreateHostedPageSession200JSONResponseBodyAppearance enum.
+func (e CreateHostedPageSession200JSONResponseBodyAppearance) Valid() bool {
+	switch e {
+	case CreateHostedPageSession200JSONResponseBodyAppearanceAuto:
+		return true
+	case CreateHostedPageSession200JSONResponseBodyAppearanceDark:
+		return true
+	case CreateHostedPageSession200JSONResponseBodyAppearanceLight:
 		return true
 	default:
 		return false
@@ -1039,22 +1186,43 @@ func (e CreatePaymentIntentJSONBodyPaymentMethodTypes) Valid() bool {
 
 // Defines values for CancelPaymentIntentJSONBodyCancellationReason.
 const (
-	Abandoned           CancelPaymentIntentJSONBodyCancellationReason = "abandoned"
-	Duplicate           CancelPaymentIntentJSONBodyCancellationReason = "duplicate"
-	Fraudulent          CancelPaymentIntentJSONBodyCancellationReason = "fraudulent"
-	RequestedByCustomer CancelPaymentIntentJSONBodyCancellationReason = "requested_by_customer"
+	CancelPaymentIntentJSONBodyCancellationReasonAbandoned           CancelPaymentIntentJSONBodyCancellationReason = "abandoned"
+	CancelPaymentIntentJSONBodyCancellationReasonDuplicate           CancelPaymentIntentJSONBodyCancellationReason = "duplicate"
+	CancelPaymentIntentJSONBodyCancellationReasonFraudulent          CancelPaymentIntentJSONBodyCancellationReason = "fraudulent"
+	CancelPaymentIntentJSONBodyCancellationReasonRequestedByCustomer CancelPaymentIntentJSONBodyCancellationReason = "requested_by_customer"
 )
 
 // Valid indicates whether the value is a known member of the CancelPaymentIntentJSONBodyCancellationReason enum.
 func (e CancelPaymentIntentJSONBodyCancellationReason) Valid() bool {
 	switch e {
-	case Abandoned:
+	case CancelPaymentIntentJSONBodyCancellationReasonAbandoned:
 		return true
-	case Duplicate:
+	case CancelPaymentIntentJSONBodyCancellationReasonDuplicate:
 		return true
-	case Fraudulent:
+	case CancelPaymentIntentJSONBodyCancellationReasonFraudulent:
 		return true
-	case RequestedByCustomer:
+	case CancelPaymentIntentJSONBodyCancellationReasonRequestedByCustomer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRefundJSONBodyReason.
+const (
+	CreateRefundJSONBodyReasonDuplicate           CreateRefundJSONBodyReason = "duplicate"
+	CreateRefundJSONBodyReasonFraudulent          CreateRefundJSONBodyReason = "fraudulent"
+	CreateRefundJSONBodyReasonRequestedByCustomer CreateRefundJSONBodyReason = "requested_by_customer"
+)
+
+// Valid indicates whether the value is a known member of the CreateRefundJSONBodyReason enum.
+func (e CreateRefundJSONBodyReason) Valid() bool {
+	switch e {
+	case CreateRefundJSONBodyReasonDuplicate:
+		return true
+	case CreateRefundJSONBodyReasonFraudulent:
+		return true
+	case CreateRefundJSONBodyReasonRequestedByCustomer:
 		return true
 	default:
 		return false
@@ -1131,6 +1299,10 @@ type Address struct {
 	Line2      *string `json:"line2,omitempty"`
 	PostalCode *string `json:"postal_code,omitempty"`
 	State      *string `json:"state,omitempty"`
+
+	// Zip postal_code under the hosted-page session's name, accepted in requests (both with different
+	// values is a 400 naming postal_code); answers always spell it postal_code.
+	Zip *string `json:"zip,omitempty"`
 }
 
 // ApiKey defines model for ApiKey.
@@ -1354,15 +1526,26 @@ type HostedPageResultOutcome string
 
 // HostedPageSession A hosted-page session as its events carry it, its payment intent expanded
 type HostedPageSession struct {
+	Appearance *HostedPageSessionAppearance `json:"appearance,omitempty"`
+
 	// ExpiresAt Unix seconds
 	ExpiresAt     int                     `json:"expires_at"`
 	Id            string                  `json:"id"`
 	Object        HostedPageSessionObject `json:"object"`
 	PaymentIntent PaymentIntent           `json:"payment_intent"`
+
+	// ReturnUrl The session's return_url; null for none
+	ReturnUrl *string `json:"return_url,omitempty"`
 }
+
+// HostedPageSessionAppearance defines model for HostedPageSession.Appearance.
+type HostedPageSessionAppearance string
 
 // HostedPageSessionObject defines model for HostedPageSession.Object.
 type HostedPageSessionObject string
+
+// Metadata defines model for Metadata.
+type Metadata map[string]string
 
 // OAuthError defines model for OAuthError.
 type OAuthError struct {
@@ -1393,9 +1576,12 @@ type PaymentError struct {
 
 // PaymentIntent defines model for PaymentIntent.
 type PaymentIntent struct {
-	Amount             int                        `json:"amount"`
-	AmountCapturable   int                        `json:"amount_capturable"`
-	AmountReceived     int                        `json:"amount_received"`
+	Amount           int `json:"amount"`
+	AmountCapturable int `json:"amount_capturable"`
+	AmountReceived   int `json:"amount_received"`
+
+	// AmountRefunded What the ledger's approved refunds of latest_charge returned, through either API
+	AmountRefunded     int                        `json:"amount_refunded"`
 	CanceledAt         *int                       `json:"canceled_at"`
 	CancellationReason *string                    `json:"cancellation_reason"`
 	CaptureMethod      PaymentIntentCaptureMethod `json:"capture_method"`
@@ -1407,7 +1593,9 @@ type PaymentIntent struct {
 	Id               string        `json:"id"`
 	LastPaymentError *PaymentError `json:"last_payment_error"`
 
-	// LatestCharge The transaction_id of the latest sale or authorization in the ledger
+	// LatestCharge The transaction_id of the latest sale or authorization in the ledger, and once an
+	// authorization is captured, of its capture: the transaction that captured the money, which
+	// refunds act on
 	LatestCharge *string           `json:"latest_charge"`
 	Livemode     bool              `json:"livemode"`
 	Metadata     map[string]string `json:"metadata"`
@@ -1448,9 +1636,9 @@ type PaymentIntentFields struct {
 	CaptureMethod *PaymentIntentFieldsCaptureMethod `json:"capture_method,omitempty"`
 
 	// Currency ISO 4217 in lower case, enabled for the account
-	Currency    *string            `json:"currency,omitempty"`
-	Description *string            `json:"description,omitempty"`
-	Metadata    *map[string]string `json:"metadata,omitempty"`
+	Currency    *string   `json:"currency,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	Metadata    *Metadata `json:"metadata,omitempty"`
 
 	// PaymentMethod pm_…; the intent becomes requires_confirmation
 	PaymentMethod             *string                                  `json:"payment_method,omitempty"`
@@ -1561,6 +1749,55 @@ type PlanFields struct {
 
 // PlanFieldsFrequency MOTHLY and YEARLY are aliases
 type PlanFieldsFrequency string
+
+// Refund defines model for Refund.
+type Refund struct {
+	// Amount Minor units of the currency
+	Amount int `json:"amount"`
+
+	// Charge transaction_id of the sale or capture refunded: the intent's latest_charge
+	Charge string `json:"charge"`
+
+	// Created Unix seconds
+	Created  int    `json:"created"`
+	Currency string `json:"currency"`
+
+	// FailureReason The ledger's decline code of a failed refund
+	FailureReason *string           `json:"failure_reason"`
+	Id            string            `json:"id"`
+	Livemode      bool              `json:"livemode"`
+	Metadata      map[string]string `json:"metadata"`
+	Object        RefundObject      `json:"object"`
+	PaymentIntent string            `json:"payment_intent"`
+	Reason        *RefundReason     `json:"reason"`
+
+	// Status pending until the processor answers; failed when it declined (failure_reason); canceled when
+	// it was never sent, a node having died first: nothing was refunded
+	Status RefundStatus `json:"status"`
+
+	// Transaction transaction_id of the ledger's REFUND, once it has an outcome
+	Transaction *string `json:"transaction"`
+}
+
+// RefundObject defines model for Refund.Object.
+type RefundObject string
+
+// RefundReason defines model for Refund.Reason.
+type RefundReason string
+
+// RefundStatus pending until the processor answers; failed when it declined (failure_reason); canceled when
+// it was never sent, a node having died first: nothing was refunded
+type RefundStatus string
+
+// RefundList defines model for RefundList.
+type RefundList struct {
+	Data    []Refund         `json:"data"`
+	HasMore bool             `json:"has_more"`
+	Object  RefundListObject `json:"object"`
+}
+
+// RefundListObject defines model for RefundList.Object.
+type RefundListObject string
 
 // Status defines model for Status.
 type Status struct {
@@ -2182,13 +2419,19 @@ type DeleteApiKey200JSONResponseBodyObject string
 // CreateHostedPageSessionJSONBody defines parameters for CreateHostedPageSession.
 type CreateHostedPageSessionJSONBody struct {
 	// Amount Minor units of the currency (1000 is 10.00 CAD), at most the account's maximum
-	Amount         int `json:"amount"`
+	Amount int `json:"amount"`
+
+	// Appearance The page's colours, to match the shop's; `auto` follows the customer's system setting.
+	Appearance     *CreateHostedPageSessionJSONBodyAppearance `json:"appearance,omitempty"`
 	BillingDetails *struct {
 		Address *struct {
 			City    *string `json:"city,omitempty"`
 			Country *string `json:"country,omitempty"`
-			State   *string `json:"state,omitempty"`
-			Zip     *string `json:"zip,omitempty"`
+
+			// PostalCode zip under the payment method's name; both with different values is a 400 naming postal_code
+			PostalCode *string `json:"postal_code,omitempty"`
+			State      *string `json:"state,omitempty"`
+			Zip        *string `json:"zip,omitempty"`
 		} `json:"address,omitempty"`
 		Name *string `json:"name,omitempty"`
 	} `json:"billing_details,omitempty"`
@@ -2198,13 +2441,19 @@ type CreateHostedPageSessionJSONBody struct {
 	Currency    string                                   `json:"currency"`
 	Description *string                                  `json:"description,omitempty"`
 	Expand      *[]CreateHostedPageSessionJSONBodyExpand `json:"expand,omitempty"`
-	Metadata    *map[string]string                       `json:"metadata,omitempty"`
+	Metadata    *Metadata                                `json:"metadata,omitempty"`
 
 	// PaymentMethod pm_…; the intent becomes requires_confirmation
-	PaymentMethod             *string                                              `json:"payment_method,omitempty"`
-	PaymentMethodTypes        *[]CreateHostedPageSessionJSONBodyPaymentMethodTypes `json:"payment_method_types,omitempty"`
-	ReceiptEmail              *string                                              `json:"receipt_email,omitempty"`
-	StatementDescriptorSuffix *string                                              `json:"statement_descriptor_suffix,omitempty"`
+	PaymentMethod      *string                                              `json:"payment_method,omitempty"`
+	PaymentMethodTypes *[]CreateHostedPageSessionJSONBodyPaymentMethodTypes `json:"payment_method_types,omitempty"`
+	ReceiptEmail       *string                                              `json:"receipt_email,omitempty"`
+
+	// ReturnUrl Where the page, opened on its own rather than in the shop's frame, offers to lead back to
+	// after a payment, a cancellation or the expiry: an https URL (http only on localhost or a
+	// loopback address), without a user name or password, and at one of the merchant's allowed
+	// origins when it has set them. A bad one is a 400 naming `return_url`.
+	ReturnUrl                 *string `json:"return_url,omitempty"`
+	StatementDescriptorSuffix *string `json:"statement_descriptor_suffix,omitempty"`
 }
 
 // CreateHostedPageSessionParams defines parameters for CreateHostedPageSession.
@@ -2219,6 +2468,9 @@ type CreateHostedPageSessionParams struct {
 // CreateHostedPageSessionParamsExpand defines parameters for CreateHostedPageSession.
 type CreateHostedPageSessionParamsExpand string
 
+// CreateHostedPageSessionJSONBodyAppearance defines parameters for CreateHostedPageSession.
+type CreateHostedPageSessionJSONBodyAppearance string
+
 // CreateHostedPageSessionJSONBodyCaptureMethod defines parameters for CreateHostedPageSession.
 type CreateHostedPageSessionJSONBodyCaptureMethod string
 
@@ -2227,6 +2479,9 @@ type CreateHostedPageSessionJSONBodyExpand string
 
 // CreateHostedPageSessionJSONBodyPaymentMethodTypes defines parameters for CreateHostedPageSession.
 type CreateHostedPageSessionJSONBodyPaymentMethodTypes string
+
+// CreateHostedPageSession200JSONResponseBodyAppearance defines parameters for CreateHostedPageSession.
+type CreateHostedPageSession200JSONResponseBodyAppearance string
 
 // CreateHostedPageSession200JSONResponseBodyObject defines parameters for CreateHostedPageSession.
 type CreateHostedPageSession200JSONResponseBodyObject string
@@ -2276,9 +2531,9 @@ type CreatePaymentIntentJSONBody struct {
 	CaptureMethod *CreatePaymentIntentJSONBodyCaptureMethod `json:"capture_method,omitempty"`
 
 	// Currency ISO 4217 in lower case, enabled for the account
-	Currency    string             `json:"currency"`
-	Description *string            `json:"description,omitempty"`
-	Metadata    *map[string]string `json:"metadata,omitempty"`
+	Currency    string    `json:"currency"`
+	Description *string   `json:"description,omitempty"`
+	Metadata    *Metadata `json:"metadata,omitempty"`
 
 	// PaymentMethod pm_…; the intent becomes requires_confirmation
 	PaymentMethod             *string                                          `json:"payment_method,omitempty"`
@@ -2350,6 +2605,40 @@ type CreatePaymentMethodParams struct {
 	// API key) and the account it acts for, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
+
+// ListRefundsParams defines parameters for ListRefunds.
+type ListRefundsParams struct {
+	// PaymentIntent Only the refunds of this intent (pi_…); one not of the account is a 400
+	PaymentIntent *string `form:"payment_intent,omitempty" json:"payment_intent,omitempty"`
+	Limit         *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter A refund's id: the page of older refunds after it
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// EndingBefore A refund's id: the page of newer refunds before it
+	EndingBefore *string `form:"ending_before,omitempty" json:"ending_before,omitempty"`
+}
+
+// CreateRefundJSONBody defines parameters for CreateRefund.
+type CreateRefundJSONBody struct {
+	// Amount Minor units; default all that remains refundable
+	Amount   *int      `json:"amount,omitempty"`
+	Metadata *Metadata `json:"metadata,omitempty"`
+
+	// PaymentIntent pi_… of a succeeded intent
+	PaymentIntent string                      `json:"payment_intent"`
+	Reason        *CreateRefundJSONBodyReason `json:"reason,omitempty"`
+}
+
+// CreateRefundParams defines parameters for CreateRefund.
+type CreateRefundParams struct {
+	// IdempotencyKey Up to 255 printable ASCII characters; scoped to the credential that sends it (client, grant or
+	// API key) and the account it acts for, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateRefundJSONBodyReason defines parameters for CreateRefund.
+type CreateRefundJSONBodyReason string
 
 // ListWebhookEndpoints200JSONResponseBodyObject defines parameters for ListWebhookEndpoints.
 type ListWebhookEndpoints200JSONResponseBodyObject string
@@ -2511,6 +2800,9 @@ type ConfirmPaymentIntentJSONRequestBody ConfirmPaymentIntentJSONBody
 
 // CreatePaymentMethodJSONRequestBody defines body for CreatePaymentMethod for application/json ContentType.
 type CreatePaymentMethodJSONRequestBody = PaymentMethodRequest
+
+// CreateRefundJSONRequestBody defines body for CreateRefund for application/json ContentType.
+type CreateRefundJSONRequestBody CreateRefundJSONBody
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody CreateWebhookEndpointJSONBody
@@ -3822,7 +4114,8 @@ type ClientInterface interface {
 	// The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 	// `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 	// name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-	// and works for an hour.
+	// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+	// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3834,7 +4127,8 @@ type ClientInterface interface {
 	// The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 	// `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 	// name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-	// and works for an hour.
+	// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+	// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3899,7 +4193,8 @@ type ClientInterface interface {
 
 	// CancelPaymentIntentWithBody Cancel the intent, voiding its authorization (permission payment_intents:write)
 	//
-	// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+	// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+	// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3908,7 +4203,8 @@ type ClientInterface interface {
 
 	// CancelPaymentIntent Cancel the intent, voiding its authorization (permission payment_intents:write)
 	//
-	// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+	// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+	// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3977,6 +4273,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/payment-methods/{id} (the `GetPaymentMethod` operationId).
 	GetPaymentMethod(ctx context.Context, id PaymentMethodRef, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRefunds The account's refunds, newest first (permission refunds:read)
+	//
+	// Corresponds with GET /v1/refunds (the `ListRefunds` operationId).
+	ListRefunds(ctx context.Context, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRefundWithBody Refund all or part of a succeeded payment intent (permission refunds:write)
+	//
+	// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+	// remains is a 400 naming `amount`, and an intent refunded in full a 409
+	// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+	// requires_capture names its authorization and the cancel and capture calls that work on it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+	CreateRefundWithBody(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRefund Refund all or part of a succeeded payment intent (permission refunds:write)
+	//
+	// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+	// remains is a 400 naming `amount`, and an intent refunded in full a 409
+	// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+	// requires_capture names its authorization and the cancel and capture calls that work on it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+	CreateRefund(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRefund One refund (permission refunds:read); another account's is a 404
+	//
+	// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+	GetRefund(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookEndpoints Every endpoint of the account, newest first (permission webhooks:read)
 	//
@@ -5342,7 +5672,8 @@ func (c *Client) DeleteApiKey(ctx context.Context, id string, reqEditors ...Requ
 // The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 // `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 // name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-// and works for an hour.
+// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5364,7 +5695,8 @@ func (c *Client) CreateHostedPageSessionWithBody(ctx context.Context, params *Cr
 // The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 // `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 // name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-// and works for an hour.
+// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5519,7 +5851,8 @@ func (c *Client) UpdatePaymentIntent(ctx context.Context, id PaymentIntentRef, b
 
 // CancelPaymentIntentWithBody Cancel the intent, voiding its authorization (permission payment_intents:write)
 //
-// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5538,7 +5871,8 @@ func (c *Client) CancelPaymentIntentWithBody(ctx context.Context, id PaymentInte
 
 // CancelPaymentIntent Cancel the intent, voiding its authorization (permission payment_intents:write)
 //
-// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5678,6 +6012,80 @@ func (c *Client) CreatePaymentMethod(ctx context.Context, params *CreatePaymentM
 // Corresponds with GET /v1/payment-methods/{id} (the `GetPaymentMethod` operationId).
 func (c *Client) GetPaymentMethod(ctx context.Context, id PaymentMethodRef, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPaymentMethodRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRefunds The account's refunds, newest first (permission refunds:read)
+//
+// Corresponds with GET /v1/refunds (the `ListRefunds` operationId).
+func (c *Client) ListRefunds(ctx context.Context, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRefundsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRefundWithBody Refund all or part of a succeeded payment intent (permission refunds:write)
+//
+// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+// remains is a 400 naming `amount`, and an intent refunded in full a 409
+// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+// requires_capture names its authorization and the cancel and capture calls that work on it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+func (c *Client) CreateRefundWithBody(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRefundRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRefund Refund all or part of a succeeded payment intent (permission refunds:write)
+//
+// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+// remains is a 400 naming `amount`, and an intent refunded in full a 409
+// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+// requires_capture names its authorization and the cancel and capture calls that work on it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+func (c *Client) CreateRefund(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRefundRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRefund One refund (permission refunds:read); another account's is a 404
+//
+// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+func (c *Client) GetRefund(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRefundRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -9480,6 +9888,185 @@ func NewGetPaymentMethodRequest(server string, id PaymentMethodRef) (*http.Reque
 	return req, nil
 }
 
+// NewListRefundsRequest constructs an http.Request for the ListRefunds method
+func NewListRefundsRequest(server string, params *ListRefundsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/refunds")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.PaymentIntent != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "payment_intent", *params.PaymentIntent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StartingAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "starting_after", *params.StartingAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndingBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ending_before", *params.EndingBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateRefundRequest calls the generic CreateRefund builder with application/json body
+func NewCreateRefundRequest(server string, params *CreateRefundParams, body CreateRefundJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRefundRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateRefundRequestWithBody constructs an http.Request for the CreateRefund method, with any body, and a specified content type
+func NewCreateRefundRequestWithBody(server string, params *CreateRefundParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/refunds")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRefundRequest constructs an http.Request for the GetRefund method
+func NewGetRefundRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/refunds/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListWebhookEndpointsRequest constructs an http.Request for the ListWebhookEndpoints method
 func NewListWebhookEndpointsRequest(server string) (*http.Request, error) {
 	var err error
@@ -10545,7 +11132,8 @@ type ClientWithResponsesInterface interface {
 	// The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 	// `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 	// name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-	// and works for an hour.
+	// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+	// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10557,7 +11145,8 @@ type ClientWithResponsesInterface interface {
 	// The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 	// `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 	// name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-	// and works for an hour.
+	// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+	// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10630,7 +11219,8 @@ type ClientWithResponsesInterface interface {
 
 	// CancelPaymentIntentWithBodyWithResponse Cancel the intent, voiding its authorization (permission payment_intents:write)
 	//
-	// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+	// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+	// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10639,7 +11229,8 @@ type ClientWithResponsesInterface interface {
 
 	// CancelPaymentIntentWithResponse Cancel the intent, voiding its authorization (permission payment_intents:write)
 	//
-	// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+	// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+	// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10710,6 +11301,44 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/payment-methods/{id} (the `GetPaymentMethod` operationId).
 	GetPaymentMethodWithResponse(ctx context.Context, id PaymentMethodRef, reqEditors ...RequestEditorFn) (*GetPaymentMethodResponse, error)
+
+	// ListRefundsWithResponse The account's refunds, newest first (permission refunds:read)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/refunds (the `ListRefunds` operationId).
+	ListRefundsWithResponse(ctx context.Context, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*ListRefundsResponse, error)
+
+	// CreateRefundWithBodyWithResponse Refund all or part of a succeeded payment intent (permission refunds:write)
+	//
+	// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+	// remains is a 400 naming `amount`, and an intent refunded in full a 409
+	// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+	// requires_capture names its authorization and the cancel and capture calls that work on it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+	CreateRefundWithBodyWithResponse(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
+
+	// CreateRefundWithResponse Refund all or part of a succeeded payment intent (permission refunds:write)
+	//
+	// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+	// remains is a 400 naming `amount`, and an intent refunded in full a 409
+	// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+	// requires_capture names its authorization and the cancel and capture calls that work on it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+	CreateRefundWithResponse(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error)
+
+	// GetRefundWithResponse One refund (permission refunds:read); another account's is a 404
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+	GetRefundWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetRefundResponse, error)
 
 	// ListWebhookEndpointsWithResponse Every endpoint of the account, newest first (permission webhooks:read)
 	//
@@ -10846,6 +11475,8 @@ type ListCustomersResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10868,6 +11499,11 @@ func (r ListCustomersResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListCustomersResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListCustomersResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10920,6 +11556,8 @@ type CreateCustomerResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -10945,6 +11583,11 @@ func (r CreateCustomerResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateCustomerResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateCustomerResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11013,6 +11656,8 @@ type PlanCustomersResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -11032,6 +11677,11 @@ func (r PlanCustomersResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r PlanCustomersResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PlanCustomersResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11090,6 +11740,8 @@ type DeleteCustomerResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11111,6 +11763,11 @@ func (r DeleteCustomerResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeleteCustomerResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteCustomerResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11173,6 +11830,8 @@ type GetCustomerResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11198,6 +11857,11 @@ func (r GetCustomerResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetCustomerResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetCustomerResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11265,6 +11929,8 @@ type UpdateCustomerResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11290,6 +11956,11 @@ func (r UpdateCustomerResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateCustomerResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateCustomerResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11357,6 +12028,8 @@ type StoreCardOrPayResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11380,6 +12053,11 @@ func (r StoreCardOrPayResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r StoreCardOrPayResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StoreCardOrPayResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11442,6 +12120,8 @@ type DeleteCardResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11467,6 +12147,11 @@ func (r DeleteCardResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeleteCardResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteCardResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11534,6 +12219,8 @@ type UpdateCardResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11559,6 +12246,11 @@ func (r UpdateCardResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateCardResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateCardResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11748,6 +12440,8 @@ type SubscribeResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11773,6 +12467,11 @@ func (r SubscribeResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SubscribeResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SubscribeResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11840,6 +12539,8 @@ type GetSubscriptionResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11863,6 +12564,11 @@ func (r GetSubscriptionResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetSubscriptionResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSubscriptionResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11925,6 +12631,8 @@ type UpdateSubscriptionResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11948,6 +12656,11 @@ func (r UpdateSubscriptionResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdateSubscriptionResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateSubscriptionResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12706,6 +13419,8 @@ type ListPlansResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12728,6 +13443,11 @@ func (r ListPlansResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListPlansResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListPlansResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -12780,6 +13500,8 @@ type CreatePlanResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12803,6 +13525,11 @@ func (r CreatePlanResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreatePlanResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePlanResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12866,6 +13593,8 @@ type DeletePlanResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12887,6 +13616,11 @@ func (r DeletePlanResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeletePlanResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeletePlanResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12949,6 +13683,8 @@ type GetPlanResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12972,6 +13708,11 @@ func (r GetPlanResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetPlanResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetPlanResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -13034,6 +13775,8 @@ type PatchPlanResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -13057,6 +13800,11 @@ func (r PatchPlanResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r PatchPlanResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PatchPlanResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -13119,6 +13867,8 @@ type UpdatePlanResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -13142,6 +13892,11 @@ func (r UpdatePlanResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r UpdatePlanResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdatePlanResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14228,6 +14983,8 @@ type ListTransactionsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14247,6 +15004,11 @@ func (r ListTransactionsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListTransactionsResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTransactionsResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -14299,6 +15061,8 @@ type ListTransactionsPostResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14318,6 +15082,11 @@ func (r ListTransactionsPostResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListTransactionsPostResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTransactionsPostResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -14375,6 +15144,8 @@ type LookupTransactionResponse struct {
 	JSON200 *Transaction
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14393,6 +15164,11 @@ func (r LookupTransactionResponse) GetJSON200() *Transaction {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r LookupTransactionResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r LookupTransactionResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14455,6 +15231,8 @@ type GetTransactionResponse struct {
 	JSON200 *Transaction
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14473,6 +15251,11 @@ func (r GetTransactionResponse) GetJSON200() *Transaction {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetTransactionResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTransactionResponse) GetJSON403() *Error {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -14918,12 +15701,17 @@ type CreateHostedPageSessionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		Appearance *CreateHostedPageSession200JSONResponseBodyAppearance `json:"appearance,omitempty"`
+
 		// ExpiresAt Unix seconds
 		ExpiresAt     int                                                      `json:"expires_at"`
 		Id            string                                                   `json:"id"`
 		Object        *CreateHostedPageSession200JSONResponseBodyObject        `json:"object,omitempty"`
 		PaymentIntent CreateHostedPageSession200JSONResponseBody_PaymentIntent `json:"payment_intent"`
-		Url           string                                                   `json:"url"`
+
+		// ReturnUrl The session's return_url; null for none
+		ReturnUrl *string `json:"return_url,omitempty"`
+		Url       string  `json:"url"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
@@ -14945,12 +15733,17 @@ type CreateHostedPageSessionResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CreateHostedPageSessionResponse) GetJSON200() *struct {
+	Appearance *CreateHostedPageSession200JSONResponseBodyAppearance `json:"appearance,omitempty"`
+
 	// ExpiresAt Unix seconds
 	ExpiresAt     int                                                      `json:"expires_at"`
 	Id            string                                                   `json:"id"`
 	Object        *CreateHostedPageSession200JSONResponseBodyObject        `json:"object,omitempty"`
 	PaymentIntent CreateHostedPageSession200JSONResponseBody_PaymentIntent `json:"payment_intent"`
-	Url           string                                                   `json:"url"`
+
+	// ReturnUrl The session's return_url; null for none
+	ReturnUrl *string `json:"return_url,omitempty"`
+	Url       string  `json:"url"`
 } {
 	return r.JSON200
 }
@@ -16114,6 +16907,282 @@ func (r GetPaymentMethodResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetPaymentMethodResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRefundsResponse429Headers the declared response headers of an HTTP 429 response for ListRefunds
+type ListRefundsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ListRefundsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RefundList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRefundsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRefundsResponse) GetJSON200() *RefundList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListRefundsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListRefundsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListRefundsResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListRefundsResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListRefundsResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRefundsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRefundsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRefundsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRefundsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateRefundResponse429Headers the declared response headers of an HTTP 429 response for CreateRefund
+type CreateRefundResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CreateRefundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Refund
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateRefundResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateRefundResponse) GetJSON200() *Refund {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateRefundResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateRefundResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateRefundResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateRefundResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateRefundResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateRefundResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateRefundResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r CreateRefundResponse) GetJSON502() *Error {
+	return r.JSON502
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRefundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRefundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRefundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRefundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRefundResponse429Headers the declared response headers of an HTTP 429 response for GetRefund
+type GetRefundResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetRefundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Refund
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRefundResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRefundResponse) GetJSON200() *Refund {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetRefundResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetRefundResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRefundResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRefundResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetRefundResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRefundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRefundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRefundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRefundResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17942,7 +19011,8 @@ func (c *ClientWithResponses) DeleteApiKeyWithResponse(ctx context.Context, id s
 // The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 // `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 // name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-// and works for an hour.
+// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17960,7 +19030,8 @@ func (c *ClientWithResponses) CreateHostedPageSessionWithBodyWithResponse(ctx co
 // The body is a payment-intent creation; `billing_details` is taken out and prefills the form;
 // `payment_method_types` is always `["card"]`. `expand` (in the query string or the body) may
 // name `payment_intent` to have the intent as an object. The `url` is the page's only credential
-// and works for an hour.
+// and works for an hour. `return_url` and `appearance` are the page's: where it leads back to
+// once checkout ends when it is opened on its own rather than in a frame, and its colours.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18087,7 +19158,8 @@ func (c *ClientWithResponses) UpdatePaymentIntentWithResponse(ctx context.Contex
 
 // CancelPaymentIntentWithBodyWithResponse Cancel the intent, voiding its authorization (permission payment_intents:write)
 //
-// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18102,7 +19174,8 @@ func (c *ClientWithResponses) CancelPaymentIntentWithBodyWithResponse(ctx contex
 
 // CancelPaymentIntentWithResponse Cancel the intent, voiding its authorization (permission payment_intents:write)
 //
-// From requires_payment_method, requires_confirmation, requires_action or requires_capture.
+// From requires_payment_method, requires_confirmation, requires_action or requires_capture. A
+// succeeded intent is a 409 that names its `latest_charge` and `POST /v1/refunds`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18220,6 +19293,68 @@ func (c *ClientWithResponses) GetPaymentMethodWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetPaymentMethodResponse(rsp)
+}
+
+// ListRefundsWithResponse The account's refunds, newest first (permission refunds:read)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/refunds (the `ListRefunds` operationId).
+func (c *ClientWithResponses) ListRefundsWithResponse(ctx context.Context, params *ListRefundsParams, reqEditors ...RequestEditorFn) (*ListRefundsResponse, error) {
+	rsp, err := c.ListRefunds(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRefundsResponse(rsp)
+}
+
+// CreateRefundWithBodyWithResponse Refund all or part of a succeeded payment intent (permission refunds:write)
+//
+// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+// remains is a 400 naming `amount`, and an intent refunded in full a 409
+// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+// requires_capture names its authorization and the cancel and capture calls that work on it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+func (c *ClientWithResponses) CreateRefundWithBodyWithResponse(ctx context.Context, params *CreateRefundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error) {
+	rsp, err := c.CreateRefundWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRefundResponse(rsp)
+}
+
+// CreateRefundWithResponse Refund all or part of a succeeded payment intent (permission refunds:write)
+//
+// `amount` defaults to all that remains (`amount_received` less `amount_refunded`); more than
+// remains is a 400 naming `amount`, and an intent refunded in full a 409
+// `charge_already_refunded`. An intent in another status is a 409 naming it; one in
+// requires_capture names its authorization and the cancel and capture calls that work on it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/refunds (the `CreateRefund` operationId).
+func (c *ClientWithResponses) CreateRefundWithResponse(ctx context.Context, params *CreateRefundParams, body CreateRefundJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRefundResponse, error) {
+	rsp, err := c.CreateRefund(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRefundResponse(rsp)
+}
+
+// GetRefundWithResponse One refund (permission refunds:read); another account's is a 404
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/refunds/{id} (the `GetRefund` operationId).
+func (c *ClientWithResponses) GetRefundWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetRefundResponse, error) {
+	rsp, err := c.GetRefund(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRefundResponse(rsp)
 }
 
 // ListWebhookEndpointsWithResponse Every endpoint of the account, newest first (permission webhooks:read)
@@ -18453,6 +19588,13 @@ func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18526,6 +19668,13 @@ func ParseCreateCustomerResponse(rsp *http.Response) (*CreateCustomerResponse, e
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -18618,6 +19767,13 @@ func ParsePlanCustomersResponse(rsp *http.Response) (*PlanCustomersResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18694,6 +19850,13 @@ func ParseDeleteCustomerResponse(rsp *http.Response) (*DeleteCustomerResponse, e
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -18782,6 +19945,13 @@ func ParseGetCustomerResponse(rsp *http.Response) (*GetCustomerResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -18878,6 +20048,13 @@ func ParseUpdateCustomerResponse(rsp *http.Response) (*UpdateCustomerResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18973,6 +20150,13 @@ func ParseStoreCardOrPayResponse(rsp *http.Response) (*StoreCardOrPayResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19060,6 +20244,13 @@ func ParseDeleteCardResponse(rsp *http.Response) (*DeleteCardResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -19155,6 +20346,13 @@ func ParseUpdateCardResponse(rsp *http.Response) (*UpdateCardResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -19391,6 +20589,13 @@ func ParseSubscribeResponse(rsp *http.Response) (*SubscribeResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19486,6 +20691,13 @@ func ParseGetSubscriptionResponse(rsp *http.Response) (*GetSubscriptionResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19573,6 +20785,13 @@ func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionRes
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -20200,6 +21419,13 @@ func ParseListPlansResponse(rsp *http.Response) (*ListPlansResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20273,6 +21499,13 @@ func ParseCreatePlanResponse(rsp *http.Response) (*CreatePlanResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -20357,6 +21590,13 @@ func ParseDeletePlanResponse(rsp *http.Response) (*DeletePlanResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -20446,6 +21686,13 @@ func ParseGetPlanResponse(rsp *http.Response) (*GetPlanResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20534,6 +21781,13 @@ func ParsePatchPlanResponse(rsp *http.Response) (*PatchPlanResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20621,6 +21875,13 @@ func ParseUpdatePlanResponse(rsp *http.Response) (*UpdatePlanResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -21863,6 +23124,13 @@ func ParseListTransactionsResponse(rsp *http.Response) (*ListTransactionsRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21937,6 +23205,13 @@ func ParseListTransactionsPostResponse(rsp *http.Response) (*ListTransactionsPos
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22003,6 +23278,13 @@ func ParseLookupTransactionResponse(rsp *http.Response) (*LookupTransactionRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -22101,6 +23383,13 @@ func ParseGetTransactionResponse(rsp *http.Response) (*GetTransactionResponse, e
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -22603,12 +23892,17 @@ func ParseCreateHostedPageSessionResponse(rsp *http.Response) (*CreateHostedPage
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			Appearance *CreateHostedPageSession200JSONResponseBodyAppearance `json:"appearance,omitempty"`
+
 			// ExpiresAt Unix seconds
 			ExpiresAt     int                                                      `json:"expires_at"`
 			Id            string                                                   `json:"id"`
 			Object        *CreateHostedPageSession200JSONResponseBodyObject        `json:"object,omitempty"`
 			PaymentIntent CreateHostedPageSession200JSONResponseBody_PaymentIntent `json:"payment_intent"`
-			Url           string                                                   `json:"url"`
+
+			// ReturnUrl The session's return_url; null for none
+			ReturnUrl *string `json:"return_url,omitempty"`
+			Url       string  `json:"url"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -23893,6 +25187,291 @@ func ParseGetPaymentMethodResponse(rsp *http.Response) (*GetPaymentMethodRespons
 	switch {
 	case rsp.StatusCode == 429:
 		var headers GetPaymentMethodResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRefundsResponse parses an HTTP response from a ListRefundsWithResponse call
+func ParseListRefundsResponse(rsp *http.Response) (*ListRefundsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRefundsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RefundList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRefundsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateRefundResponse parses an HTTP response from a CreateRefundWithResponse call
+func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRefundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Refund
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateRefundResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRefundResponse parses an HTTP response from a GetRefundWithResponse call
+func ParseGetRefundResponse(rsp *http.Response) (*GetRefundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRefundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Refund
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRefundResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

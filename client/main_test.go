@@ -56,7 +56,7 @@ func run(m *testing.M) int {
 			return 1, err
 		}
 		key, err := operator("apikey", "create", "--account-id", merchant["account_id"],
-			"--permissions", "payment_intents:read,payment_intents:write,payment_methods:read,payment_methods:write")
+			"--permissions", "payment_intents:read,payment_intents:write,payment_methods:read,payment_methods:write,refunds:read,refunds:write")
 		if err != nil {
 			return 1, err
 		}
