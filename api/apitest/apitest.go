@@ -154,9 +154,12 @@ func (d *description) serves(req *http.Request, mediaType string) bool {
 func (d *description) check(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
 	t.Helper()
 	var errs []*liberrors.ValidationError
-	if status == http.StatusInternalServerError {
-		errs = d.internalError(req, header, body)
-	} else {
+	switch {
+	case status == http.StatusInternalServerError:
+		errs = d.documentedOnce(req, header, body, status, "internal_error")
+	case status == http.StatusServiceUnavailable && errorCode(body) == "storage_unavailable":
+		errs = d.documentedOnce(req, header, body, status, "storage_unavailable")
+	default:
 		resp := &http.Response{StatusCode: status, Header: header.Clone(), Body: io.NopCloser(bytes.NewReader(body)), Request: req}
 		_, errs = d.v.ValidateHttpResponse(req, resp)
 	}
@@ -186,27 +189,33 @@ func (d *description) check(t testing.TB, req *http.Request, status int, header 
 		strings.Join(msgs, "\n  "), shown)
 }
 
-// internalError checks a 500, which openapi.yaml documents once, in its introduction, rather than
+// documentedOnce checks an answer that openapi.yaml documents once, in its introduction, rather than
 // on every operation: "Any operation may answer 500 … the JSON error internal_error, or an error page
-// where the operation serves HTML". It is never the answer to anything a client sent ("Never a 500
-// for anything a client sent", wire-contract.md), so only tests that break the database on purpose
-// see one.
-func (d *description) internalError(req *http.Request, header http.Header, body []byte) []*liberrors.ValidationError {
+// where the operation serves HTML", and 503 storage_unavailable when a write fails for want of
+// storage. Neither is the answer to anything a client sent ("Never a 500 for anything a client
+// sent", wire-contract.md), so only tests that break the database or its disk on purpose see one.
+func (d *description) documentedOnce(req *http.Request, header http.Header, body []byte, status int, code string) []*liberrors.ValidationError {
 	ct := header.Get("Content-Type")
 	if strings.HasPrefix(ct, "text/html") && d.serves(req, "text/html") {
 		return nil // an error page of a page for browsers
 	}
 	if !strings.HasPrefix(ct, "application/json") {
-		return []*liberrors.ValidationError{{Message: "a 500 is sent as " + ct + ", not application/json"}}
+		return []*liberrors.ValidationError{{Message: fmt.Sprintf("a %d is sent as %s, not application/json", status, ct)}}
 	}
 	if _, errs := d.schemas.ValidateSchemaBytes(d.errorSchema, body); len(errs) > 0 {
 		return errs
 	}
-	var e struct{ Error string }
-	if json.Unmarshal(body, &e); e.Error != "internal_error" {
-		return []*liberrors.ValidationError{{Message: fmt.Sprintf("a 500's error is %q, not internal_error", e.Error)}}
+	if got := errorCode(body); got != code {
+		return []*liberrors.ValidationError{{Message: fmt.Sprintf("a %d's error is %q, not %s", status, got, code)}}
 	}
 	return nil
+}
+
+// errorCode is the error of a JSON error body, or "".
+func errorCode(body []byte) string {
+	var e struct{ Error string }
+	json.Unmarshal(body, &e)
+	return e.Error
 }
 
 // recorder passes a response through and keeps its status and a copy of its body.

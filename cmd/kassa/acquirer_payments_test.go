@@ -198,11 +198,13 @@ func TestISO8583PaymentIntentsAndHostedPage(t *testing.T) {
 			if auth.MTI != "0100" || auth.Amount != 5999 || auth.EntryMode != "010" || auth.Condition != "59" || auth.CVV2 || auth.ResponseCode != "00" {
 				t.Fatalf("the confirmation was sent as %+v", auth)
 			}
-			// A capture and a void are transactions of their own, acting on the confirmation's.
+			// A capture and a void are transactions of their own, acting on the confirmation's; a
+			// captured intent's latest_charge is its capture, a canceled one's its authorization.
 			followUp := func(kind string, in map[string]any) acquirer.Entry {
 				t.Helper()
 				for _, tx := range shop.get(t, "/transaction-service/transaction?limit=100")["entities"].([]any) {
-					if tx := tx.(map[string]any); tx["transaction_type"] == kind && tx["original_transaction_id"] == in["latest_charge"] {
+					if tx := tx.(map[string]any); tx["transaction_type"] == kind &&
+						(tx["transaction_id"] == in["latest_charge"] || tx["original_transaction_id"] == in["latest_charge"]) {
 						return host.sent(t, tx)
 					}
 				}

@@ -182,7 +182,11 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			}
 		}
 		return srv.Serve(ctx, ln, func() {
-			log.Info("listening", "addr", ln.Addr().String(), "public_url", base, "database", db.String(), "metrics", metricsURL)
+			attrs := []any{"addr", ln.Addr().String(), "public_url", base, "database", db.String()}
+			if metricsURL != "" {
+				attrs = append(attrs, "metrics", metricsURL)
+			}
+			log.Info("listening", attrs...)
 			fmt.Fprintf(e.stdout, "Kassa is listening on %s (%s)\n", base, db.String())
 			if metricsURL != "" {
 				fmt.Fprintf(e.stdout, "Prometheus metrics: %s\n", metricsURL)
