@@ -360,12 +360,13 @@ func TestRefundAfterCrash(t *testing.T) {
 		var row, attempts int64
 		db.Reader().QueryRowContext(ctx, `SELECT id, attempts FROM payment_intents WHERE intent_id = $1`, id).Scan(&row, &attempts)
 		exec(`UPDATE payment_intents SET pending_op = 'refund', attempts = $2, lease_until = $3 WHERE intent_id = $1`, id, attempts+1, expired)
+		const lostID = "re_LOSTLOSTLOSTLOSTLOSTLOST"
 		exec(`INSERT INTO refunds (refund_id, merchant_id, intent_id, attempt, amount, currency, metadata, status, charge, created_at, updated_at)
-			VALUES ('re_LOST', $1, $2, $3, 4000, 'CAD', '{}', 'pending', 'x', $4, $4)`, a.m.ID, row, attempts+1, expired)
+			VALUES ($5, $1, $2, $3, 4000, 'CAD', '{}', 'pending', $6, $4, $4)`, a.m.ID, row, attempts+1, expired, lostID, done.Str("charge"))
 		if err := srv.Checkout().Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
-		lost := a.ok(t, "GET", "/v1/refunds/re_LOST", nil)
+		lost := a.ok(t, "GET", "/v1/refunds/"+lostID, nil)
 		if lost.Str("status") != "canceled" || lost.Body["transaction"] != nil {
 			t.Fatalf("a refund the ledger never saw: %s", lost.Raw)
 		}
