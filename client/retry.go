@@ -21,8 +21,10 @@ import (
 // Retried: a network error, and a 502, 503 or 504, after a backoff (or the answer's Retry-After, when
 // longer), for a POST and for the methods that RFC 9110 calls idempotent (GET, HEAD, OPTIONS, PUT,
 // DELETE) — not for a PATCH, which Kassa takes without an Idempotency-Key and may have applied; a
-// 429 after its Retry-After, whatever the method, since the server refused it without running it.
-// Never retried: any other answer, 4xx and 5xx alike, and an OAuth token endpoint's refusal.
+// 429 after its Retry-After, whatever the method, since the server refused it without running it; a
+// 409 of a POST that carries Retry-After (the operation its key names is still in progress) after
+// that wait, with the same key. Never retried: any other answer, 4xx and 5xx alike, and an OAuth
+// token endpoint's refusal.
 type Retry struct {
 	// MaxAttempts bounds the attempts of one call, the first included; 1 (or less) never retries.
 	MaxAttempts int
@@ -128,6 +130,11 @@ func (p Retry) wait(req *http.Request, attempt int, resp *http.Response, err err
 		}
 		wait = backoff
 	case resp.StatusCode == http.StatusTooManyRequests:
+		wait = retryAfter(resp, backoff)
+	case resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != "" && req.Method == http.MethodPost:
+		// "A 409 that passes, because an operation the request waits on is still in progress
+		// (idempotency_key_in_use, operation_in_progress, concurrent_update), carries Retry-After, and a
+		// retry with the same Idempotency-Key runs afresh" (api/openapi.yaml).
 		wait = retryAfter(resp, backoff)
 	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable,
 		resp.StatusCode == http.StatusGatewayTimeout:

@@ -283,7 +283,9 @@ func TestRetryPolicy(t *testing.T) {
 		{"400", "POST", "", []answer{status(400), ok}, 1, 400},
 		{"401", "GET", "", []answer{status(401), ok}, 1, 401},
 		{"404", "GET", "", []answer{status(404), ok}, 1, 404},
-		{"409 with Retry-After", "POST", "", []answer{status(409, "Retry-After", "1"), ok}, 1, 409},
+		{"409 with Retry-After: in progress", "POST", "", []answer{status(409, "Retry-After", "0"), ok}, 2, 200},
+		{"409 without Retry-After", "POST", "", []answer{status(409), ok}, 1, 409},
+		{"409 with Retry-After on a PATCH", "PATCH", "", []answer{status(409, "Retry-After", "0"), ok}, 1, 409},
 		{"422", "POST", "", []answer{status(422), ok}, 1, 422},
 		{"500", "POST", "", []answer{status(500), ok}, 1, 500},
 	}
