@@ -392,7 +392,7 @@ func (e *environment) open(ctx context.Context, name string) (*store.DB, error) 
 // warpSubscriptions makes a day pass for the subscriptions every d until ctx is done: the start of
 // every active subscription whose current cycle is paid moves back a day, and its next run with it, so
 // that the billing engine finds its next daily cycle due. This is the drill's fast schedule, written
-// into the database as an operator's clock would move: the engine runs as in production.
+// into the database rather than added to the server: the engine runs as in production.
 func warpSubscriptions(ctx context.Context, db *store.DB, d time.Duration) {
 	const day = int64(24 * time.Hour / time.Millisecond)
 	for {
