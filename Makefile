@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test check deps build fuzz bench microbench generate
+.PHONY: run test check deps build fuzz bench microbench generate drill
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
 run: build
@@ -45,6 +45,13 @@ bench: build microbench
 	bin/kassa-load $(BENCH_FLAGS)
 	bin/kassa-load dashboard $(DASHBOARD_BENCH_FLAGS)
 	bin/kassa-load webhooks $(WEBHOOKS_BENCH_FLAGS)
+
+## drill: the reliability drill — mixed load from 64 clients for 2 minutes per backend while nodes are killed, then the books (see README, Reliability drill)
+DRILL_FLAGS ?=
+drill: build
+	$(GO) build -o bin/kassa-load ./cmd/kassa-load
+	@scripts/test-deps.sh
+	bin/kassa-load drill $(DRILL_FLAGS)
 
 ## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and dashboard page views
 microbench:

@@ -22,9 +22,12 @@ type acquirer struct {
 	done      chan error
 }
 
-func startAcquirer(ctx context.Context, bin, dir string) (*acquirer, error) {
+// startAcquirer starts kassa-acquirer with its journal in dir/acquirer, on ports of its choosing
+// unless extra names them (a later flag wins), and with the flags extra.
+func startAcquirer(ctx context.Context, bin, dir string, extra ...string) (*acquirer, error) {
 	a := &acquirer{done: make(chan error, 1)}
-	a.cmd = exec.Command(bin, "--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "acquirer"))
+	args := append([]string{"--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "acquirer")}, extra...)
+	a.cmd = exec.Command(bin, args...)
 	// The host stands in for an acquirer's own machine, and here shares Kassa's: one processor for its
 	// Go scheduler (its work is a reader per connection and a commit loop, one after the other) keeps
 	// its idle threads from spinning and its goroutines from waking threads on Kassa's cores. It cost
@@ -101,11 +104,12 @@ func (a *acquirer) stop() {
 	}
 }
 
-// connect points merchant m at the acquirer's host as a test account.
-func (k *kassa) connect(ctx context.Context, m merchant, a *acquirer, dir string) error {
+// connect points merchant m at the acquirer's host as a test account whose calls wait timeout for an
+// answer.
+func (k *kassa) connect(ctx context.Context, m merchant, a *acquirer, dir string, timeout time.Duration) error {
 	config := filepath.Join(dir, "iso8583-"+m.ID+".json")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`{"address":%q,"merchant_id":"KASSALOAD000001","terminal_id":"LOAD0001",`+
-		`"acquirer_id":"1","timeout":"10s","test":true}`, a.addr)), 0o600); err != nil {
+		`"acquirer_id":"1","timeout":%q,"test":true}`, a.addr, timeout)), 0o600); err != nil {
 		return err
 	}
 	args := append([]string{"merchant", "update", "--merchant-id", m.ID, "--processor", "iso8583", "--processor-config", config}, k.dbArgs...)

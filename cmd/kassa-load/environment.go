@@ -177,6 +177,7 @@ func cpuSeconds(p *os.Process) (float64, error) {
 // merchant is the merchant the scenarios act for.
 type merchant struct {
 	ID, ClientID, ClientSecret string
+	AccountID                  string // the account of the v1 payments API and its API keys
 }
 
 // newMerchant creates a merchant called name (its e-mail is name@example.com).
@@ -190,6 +191,7 @@ func (k *kassa) newMerchant(ctx context.Context, name string) (merchant, error) 
 		MerchantID   string `json:"merchant_id"`
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
+		AccountID    string `json:"account_id"`
 	}
 	if err := json.Unmarshal(out, &m); err != nil {
 		return merchant{}, err
@@ -201,5 +203,5 @@ func (k *kassa) newMerchant(ctx context.Context, name string) (merchant, error) 
 	if out, err := exec.CommandContext(ctx, k.bin, args...).CombinedOutput(); err != nil {
 		return merchant{}, fmt.Errorf("kassa merchant update: %w: %s", err, out)
 	}
-	return merchant{ID: m.MerchantID, ClientID: m.ClientID, ClientSecret: m.ClientSecret}, nil
+	return merchant{ID: m.MerchantID, ClientID: m.ClientID, ClientSecret: m.ClientSecret, AccountID: m.AccountID}, nil
 }

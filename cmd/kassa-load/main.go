@@ -63,6 +63,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "dashboard" {
 		os.Exit(dashboardMain(os.Args[2:], os.Stdout))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "drill" {
+		os.Exit(drillMain(os.Args[2:], os.Stdout))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
 		os.Exit(webhooksMain(os.Args[2:], os.Stdout))
 	}
@@ -136,7 +139,7 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 			if isoMerchant, err = cli.newMerchant(ctx, "acquirer"); err != nil {
 				return err
 			}
-			if err := cli.connect(ctx, isoMerchant, acq, env.dir); err != nil {
+			if err := cli.connect(ctx, isoMerchant, acq, env.dir, 10*time.Second); err != nil {
 				return err
 			}
 		}

@@ -22,8 +22,9 @@ import (
 
 // Cluster is a running throwaway cluster.
 type Cluster struct {
-	dir string
-	cmd *exec.Cmd
+	dir  string
+	cmd  *exec.Cmd
+	logf *os.File // the server's log, which a restart appends to
 	// URL connects to its "postgres" database as the superuser "kassa".
 	URL string
 }
@@ -124,6 +125,7 @@ func Start(o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	c.URL = "postgres://kassa@/postgres?host=" + dir + "&sslmode=disable"
+	c.logf = logf
 	if err := c.waitReady(30 * time.Second); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
 		c.Stop()
@@ -148,6 +150,25 @@ func (c *Cluster) waitReady(limit time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Restart stops the server with a fast shutdown, as "pg_ctl restart -m fast" does (SIGINT: roll back
+// open transactions, disconnect every client, write a shutdown checkpoint), and starts it again on the
+// same data directory with the same settings. It returns once the server accepts connections again.
+// The reliability drill restarts PostgreSQL this way mid-run (issue 20, point 1).
+func (c *Cluster) Restart() error {
+	old := c.cmd
+	old.Process.Signal(syscall.SIGINT)
+	old.Wait()
+	c.cmd = exec.Command(old.Path, old.Args[1:]...)
+	c.cmd.SysProcAttr = old.SysProcAttr
+	if c.logf != nil {
+		c.cmd.Stdout, c.cmd.Stderr = c.logf, c.logf
+	}
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("restart postgres: %w", err)
+	}
+	return c.waitReady(60 * time.Second)
 }
 
 // Stop shuts the cluster down (fast shutdown) and removes its directory.
