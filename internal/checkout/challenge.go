@@ -2,6 +2,7 @@ package checkout
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kassapay/kassa/internal/processor"
@@ -43,6 +44,9 @@ func (s *Service) CompleteChallenge(ctx context.Context, who Who, id string, pas
 		in.Status = StatusProcessing
 		return true, nil
 	})
+	if errors.Is(err, errAnswered) {
+		return in, nil
+	}
 	if err != nil {
 		return Intent{}, err
 	}

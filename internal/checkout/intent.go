@@ -94,11 +94,14 @@ type Intent struct {
 	CancellationReason string
 	Attempts           int    // money operations begun; the last one's ledger key is attemptKey(Attempts)
 	PendingOp          string // the operation running, or ""
-	LeaseUntil         time.Time
-	ClientID           string
-	Livemode           bool // created while the merchant's payments went to a live processor account
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	// OpRequest is the operation last claimed with an Idempotency-Key and that key, "op credential/key"
+	// (opRequest), or "".
+	OpRequest  string
+	LeaseUntil time.Time
+	ClientID   string
+	Livemode   bool // created while the merchant's payments went to a live processor account
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 
 	// Limit is the velocity limit that declined the confirmation just made without asking the
 	// processor, for the response's rate-limit headers; nil otherwise. It is not stored.
@@ -154,7 +157,7 @@ const intentColumns = `id, intent_id, merchant_id, status, amount, currency, cap
 	COALESCE(payment_method, ''), COALESCE(last_error_code, ''), COALESCE(last_error_decline_code, ''),
 	COALESCE(last_error_message, ''), COALESCE(charge_id, 0), COALESCE(latest_charge, ''), COALESCE(canceled_at, 0),
 	COALESCE(cancellation_reason, ''), attempts, COALESCE(pending_op, ''), COALESCE(lease_until, 0), COALESCE(client_id, ''),
-	livemode, created_at, updated_at`
+	livemode, created_at, updated_at, COALESCE(op_request, '')`
 
 func scanIntent(s interface{ Scan(...any) error }) (Intent, error) {
 	var in Intent
@@ -164,7 +167,7 @@ func scanIntent(s interface{ Scan(...any) error }) (Intent, error) {
 	err := s.Scan(&in.ID, &in.IntentID, &in.MerchantID, &in.Status, &in.Amount, &in.Currency.Code, &in.CaptureMethod,
 		&in.AmountCapturable, &in.AmountReceived, &in.AmountRefunded, &in.Description, &in.ReceiptEmail, &in.StatementDescriptorSuffix, &metadata,
 		&in.PaymentMethod, &errCode, &errDecline, &errMessage, &in.ChargeID, &in.LatestCharge, &canceled,
-		&in.CancellationReason, &in.Attempts, &in.PendingOp, &lease, &in.ClientID, &in.Livemode, &created, &updated)
+		&in.CancellationReason, &in.Attempts, &in.PendingOp, &lease, &in.ClientID, &in.Livemode, &created, &updated, &in.OpRequest)
 	if err != nil {
 		return Intent{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
@@ -93,6 +94,9 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 		in.PaymentMethod, in.Status = pmID, StatusProcessing
 		return true, nil
 	})
+	if errors.Is(err, errAnswered) {
+		return in, nil
+	}
 	if err != nil {
 		return Intent{}, err
 	}
@@ -170,6 +174,9 @@ func (s *Service) Capture(ctx context.Context, who Who, id string, amount *int64
 		}
 		return true, nil
 	})
+	if errors.Is(err, errAnswered) {
+		return in, nil
+	}
 	if err != nil {
 		return Intent{}, err
 	}
@@ -208,6 +215,9 @@ func (s *Service) Cancel(ctx context.Context, who Who, id, reason string) (Inten
 		}
 		return false, unexpected(*in, "cancel")
 	})
+	if errors.Is(err, errAnswered) {
+		return in, nil
+	}
 	if err != nil || in.PendingOp == "" {
 		return in, err
 	}
@@ -227,6 +237,7 @@ var errStale = errors.New("checkout: a pending operation's lease has run out")
 // recorded with op pending under the next attempt number; otherwise the change is final (a cancel that
 // holds no money) and recorded as it stands.
 func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(*store.Tx, *Intent) (bool, error)) (Intent, error) {
+	request := opRequest(ctx, op)
 	for range 2 {
 		var in Intent
 		err := s.db.Write(ctx, func(tx *store.Tx) error {
@@ -238,10 +249,16 @@ func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(
 			if in.stale(now) {
 				return errStale
 			}
+			if request != "" && in.OpRequest == request && in.PendingOp == "" {
+				return errAnswered
+			}
 			if in.PendingOp != "" {
 				return unexpected(in, op)
 			}
 			before := in
+			if request != "" {
+				in.OpRequest = request
+			}
 			ledger, err := check(tx, &in)
 			if err != nil {
 				return err
@@ -267,6 +284,24 @@ func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(
 		}
 	}
 	return Intent{}, fault.Busy("operation_in_progress", "An operation on payment intent %s is in progress; retry shortly.", clip(id))
+}
+
+// errAnswered is claim's answer to a retry of the request whose operation the intent already
+// settled: the caller answers with the intent as it stands.
+var errAnswered = errors.New("checkout: the operation of this request is done")
+
+// opRequest is what an intent remembers of the request claiming op: the operation and the request's
+// Idempotency-Key, as scoped to its credential; "" without a key, or for a refund, which is an object
+// of its own that remembers its key itself. A client whose node died after settling the operation and
+// before answering retries with the same key after the HTTP layer has given up the first answer
+// (issue 20's drill: a confirmation retried so was answered 409 "its status is succeeded"); the retry
+// is then answered with the intent, as the first attempt would have been, and nothing runs again.
+func opRequest(ctx context.Context, op string) string {
+	key := idempotency.Key(ctx)
+	if key == "" || op == opRefund {
+		return ""
+	}
+	return op + " " + key
 }
 
 // afterFailure handles an operation whose ledger step failed or never ran, from what the ledger holds

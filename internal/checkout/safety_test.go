@@ -275,3 +275,45 @@ func TestConfirmAfterCrash(t *testing.T) {
 		}
 	})
 }
+
+// A confirmation, a capture or a cancellation whose node died after settling it and before its answer
+// was stored is retried by its client with the same Idempotency-Key once the HTTP layer has let the
+// first attempt go; the retry is answered with the intent the operation settled — as the first attempt
+// would have been — and nothing runs again. Issue 20's drill found such retries answered 409 ("its
+// status is succeeded") or 400 (the payment method already used). Another key is another request, and
+// meets the state as it is.
+func TestRetryAfterALostAnswerFindsTheSettledIntent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := start(t, db, server.Config{})
+		a := newAccount(t, srv)
+		lost := func() { execSQL(t, db, `DELETE FROM idempotency_keys`) } // the first answer went with its node
+
+		in := a.intent(t, map[string]any{"amount": 4200, "currency": "cad", "capture_method": "manual"})
+		id := in.Str("id")
+		confirm := map[string]any{"payment_method": a.method(t, cardtest.Visa)}
+		held := status(t, a.do(t, "POST", path(id, "confirm"), confirm, "Idempotency-Key", "conf-1"), "requires_capture")
+		lost()
+		again := a.do(t, "POST", path(id, "confirm"), confirm, "Idempotency-Key", "conf-1")
+		if again.Status != 200 || again.Str("status") != "requires_capture" || again.Str("latest_charge") != held.Str("latest_charge") {
+			t.Fatalf("the confirmation retried after its answer was lost: %d %s", again.Status, again.Raw)
+		}
+		wantError(t, a.do(t, "POST", path(id, "confirm"), confirm, "Idempotency-Key", "conf-2"), 409, "payment_intent_unexpected_state", "")
+
+		done := status(t, a.do(t, "POST", path(id, "capture"), map[string]any{"amount_to_capture": 4000}, "Idempotency-Key", "cap-1"), "succeeded")
+		lost()
+		again = a.do(t, "POST", path(id, "capture"), map[string]any{"amount_to_capture": 4000}, "Idempotency-Key", "cap-1")
+		if again.Status != 200 || again.Str("status") != "succeeded" || again.Str("latest_charge") != done.Str("latest_charge") {
+			t.Fatalf("the capture retried after its answer was lost: %d %s", again.Status, again.Raw)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM transactions WHERE merchant_id = $1 AND kind IN ('AUTHORIZATION', 'CAPTURE')`, a.m.ID); n != 2 {
+			t.Fatalf("%d authorizations and captures in the ledger, want 2", n)
+		}
+
+		open := a.intent(t, map[string]any{"amount": 1000, "currency": "cad"}).Str("id")
+		status(t, a.do(t, "POST", path(open, "cancel"), nil, "Idempotency-Key", "can-1"), "canceled")
+		lost()
+		if again := a.do(t, "POST", path(open, "cancel"), nil, "Idempotency-Key", "can-1"); again.Status != 200 || again.Str("status") != "canceled" {
+			t.Fatalf("the cancellation retried after its answer was lost: %d %s", again.Status, again.Raw)
+		}
+	})
+}

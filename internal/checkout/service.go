@@ -268,11 +268,12 @@ func saveIntent(ctx context.Context, tx *store.Tx, before, in Intent) error {
 		amount_capturable = $6, amount_received = $7, description = $8, receipt_email = $9, statement_descriptor_suffix = $10,
 		metadata = $11, payment_method = $12, last_error_code = $13, last_error_decline_code = $14, last_error_message = $15,
 		charge_id = $16, latest_charge = $17, canceled_at = $18, cancellation_reason = $19, attempts = $20, pending_op = $21,
-		lease_until = $22, updated_at = $23 WHERE id = $1`,
+		lease_until = $22, updated_at = $23, op_request = $24 WHERE id = $1`,
 		in.ID, in.Status, in.Amount, in.Currency.Code, in.CaptureMethod, in.AmountCapturable, in.AmountReceived,
 		nullable(in.Description), nullable(in.ReceiptEmail), nullable(in.StatementDescriptorSuffix), string(md),
 		nullable(in.PaymentMethod), nullable(code), nullable(decline), nullable(msg), charge, nullable(in.LatestCharge),
-		canceled, nullable(in.CancellationReason), in.Attempts, nullable(in.PendingOp), lease, in.UpdatedAt.UnixMilli())
+		canceled, nullable(in.CancellationReason), in.Attempts, nullable(in.PendingOp), lease, in.UpdatedAt.UnixMilli(),
+		nullable(in.OpRequest))
 	if err != nil {
 		return err
 	}
