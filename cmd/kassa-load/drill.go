@@ -170,7 +170,8 @@ func drill(ctx context.Context, c drillConfig, backend string, progress io.Write
 	defer stopRun()
 	var wg sync.WaitGroup
 	faultErr := make(chan error, 4)
-	wg.Go(func() { faultErr <- killNodes(runCtx, nodes, c, rand.New(rand.NewPCG(rng.Uint64(), 1))) })
+	killRNG := rand.New(rand.NewPCG(rng.Uint64(), 1)) // drawn here: rng is this goroutine's alone
+	wg.Go(func() { faultErr <- killNodes(runCtx, nodes, c, killRNG) })
 	wg.Go(func() { faultErr <- once(runCtx, c.duration/2, func() error { return acq.restart(ctx) }) })
 	if env.cluster != nil {
 		wg.Go(func() {

@@ -204,7 +204,13 @@ func resultOf(ss Session, in checkout.Intent, outcome string) result {
 
 // act runs one of the page's actions on the session of the URL's secret, records what it did to the
 // payment, and answers with the result.
-func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error)) {
+//
+// A payment (pay, or the challenge that completes one) sent again to a session it already completed —
+// the page's retry after its first answer was lost with a node that died, a double submission — is
+// answered with that completed result, and nothing is charged: the session is the payment's key
+// (issue 20's drill found such retries told "session_ended", as if the payment had failed). Any other
+// action on an ended session is a 409.
+func (s *Service) act(w http.ResponseWriter, r *http.Request, payment bool, do func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error)) {
 	ctx := r.Context()
 	var ss Session
 	err := s.db.Read(ctx, func(q store.Querier) error {
@@ -218,6 +224,9 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 		return
 	case err != nil:
 		httpapi.WriteError(w, r, err)
+		return
+	case ss.Outcome == "completed" && payment:
+		s.answerCompleted(w, r, ss)
 		return
 	case ss.Outcome != "":
 		httpapi.WriteError(w, r, fault.Conflict("session_ended", "This payment page has ended (%s).", ss.Outcome))
@@ -282,6 +291,24 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, do func(ctx contex
 	httpapi.WriteJSON(w, http.StatusOK, resultOf(ss, in, answer))
 }
 
+// answerCompleted answers with the result of the session ss, which a payment completed.
+func (s *Service) answerCompleted(w http.ResponseWriter, r *http.Request, ss Session) {
+	ctx := r.Context()
+	m, err := s.merchants.Get(ctx, ss.MerchantID)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	var in checkout.Intent
+	if ss.IntentID != "" {
+		if in, err = s.checkout.Get(ctx, s.who(r, m, ss), ss.IntentID); err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, resultOf(ss, in, "completed"))
+}
+
 // MaxAttempts bounds the tries of one session, so that its URL cannot serve to test stolen cards.
 const MaxAttempts = 10
 
@@ -294,7 +321,7 @@ const MaxAttempts = 10
 // named, if it named one. A save-only session stores the card on its customer, with no payment: the
 // vault verifies no card it stores (the customer service's API does not either), so neither does it.
 func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
-	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
+	s.act(w, r, true, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
 		if len(ss.Attempts) >= MaxAttempts {
 			return checkout.Intent{}, fault.New(http.StatusTooManyRequests, "too_many_attempts",
 				"This payment page has had %d tries; start the checkout again.", MaxAttempts)
@@ -337,7 +364,7 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 
 // handleChallenge serves the simulated issuer's challenge: {"result": "complete" | "fail"}.
 func (s *Service) handleChallenge(w http.ResponseWriter, r *http.Request) {
-	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
+	s.act(w, r, true, func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error) {
 		var b struct {
 			Result *string `json:"result"`
 		}
@@ -354,7 +381,7 @@ func (s *Service) handleChallenge(w http.ResponseWriter, r *http.Request) {
 // handleCancel serves the cancel button: the customer leaves, and the intent is canceled as
 // abandoned.
 func (s *Service) handleCancel(w http.ResponseWriter, r *http.Request) {
-	s.act(w, r, func(ctx context.Context, ss Session, who checkout.Who, _ []byte) (checkout.Intent, error) {
+	s.act(w, r, false, func(ctx context.Context, ss Session, who checkout.Who, _ []byte) (checkout.Intent, error) {
 		if ss.Purpose == PurposeSaveCard {
 			return checkout.Intent{Status: checkout.StatusCanceled}, nil // nothing to cancel but the form
 		}

@@ -334,3 +334,34 @@ func TestSessionPostalCode(t *testing.T) {
 		}
 	})
 }
+
+// The page's payment sent again to a session it completed — a retry after the first answer was lost
+// with its node, a double submission — is answered with the completed result, and charges nothing;
+// canceling a completed session is still a 409 (issue 20's drill found retries told session_ended).
+func TestPayingACompletedSessionAgain(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db)
+		path := strings.Replace(s.session(t, map[string]any{"amount": 1500, "currency": "cad"}).Str("url"), s.srv.URL, "", 1)
+		card := map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Visa, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}
+		first := s.srv.Do(t, "POST", path+"/pay", card)
+		if first.Status != 200 || first.Str("outcome") != "completed" {
+			t.Fatalf("pay: %d %s", first.Status, first.Raw)
+		}
+		again := s.srv.Do(t, "POST", path+"/pay", card)
+		pi := func(r servertest.Response) map[string]any {
+			m, _ := r.Body["payment_intent"].(map[string]any)
+			return m
+		}
+		if again.Status != 200 || again.Str("outcome") != "completed" || pi(again)["id"] != pi(first)["id"] ||
+			pi(again)["latest_charge"] != pi(first)["latest_charge"] || pi(again)["status"] != "succeeded" {
+			t.Fatalf("paying the completed session again: %d %s\nfirst: %s", again.Status, again.Raw, first.Raw)
+		}
+		var sales int
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM transactions WHERE merchant_id = $1`, s.m.ID).Scan(&sales); err != nil || sales != 1 {
+			t.Fatalf("%d transactions after paying twice, want 1 (%v)", sales, err)
+		}
+		if c := s.srv.Do(t, "POST", path+"/cancel", map[string]any{}); c.Status != 409 || c.Str("error") != "session_ended" {
+			t.Fatalf("canceling the completed session: %d %s", c.Status, c.Raw)
+		}
+	})
+}
