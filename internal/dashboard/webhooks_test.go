@@ -153,8 +153,11 @@ func TestWebhooksPages(t *testing.T) {
 		if !strings.Contains(body, "queued for delivery again") {
 			t.Fatalf("after the resend: %s", body)
 		}
+		// The server's own deliverer may have tried the resent delivery by now (shop.example does not
+		// resolve here: "no answer"); either attempt is the last one, but "none yet" is wrong.
 		_, body = b.get(webhooksPath)
-		if !strings.Contains(body, "https://shop.example/v2") || !strings.Contains(body, "HTTP 503") {
+		if !strings.Contains(body, "https://shop.example/v2") ||
+			!regexp.MustCompile(`<td data-label="Last delivery">(HTTP 503|no answer[^<]*), 20`).MatchString(body) {
 			t.Fatalf("the list does not show the endpoint and its last delivery: %s", body)
 		}
 
