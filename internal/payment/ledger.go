@@ -264,10 +264,31 @@ func (l *Ledger) Void(ctx context.Context, f FollowUp) (Transaction, error) {
 func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
 	call func(processor.Processor, context.Context, processor.FollowUp) (processor.Result, error)) (Transaction, error) {
 	now := l.now()
+	// The account and the processor's trace come before the transaction that records the follow-up: a
+	// processor.Preparer may write to the database (the ISO 8583 connector reserves its next block of
+	// numbers there), and on SQLite a write begun inside another write waits for that one — for ever.
+	// A transaction's account never changes, so the one read here is the one that took the parent.
+	var accountID string
+	err := l.db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT COALESCE(processor_account, '') FROM transactions WHERE merchant_id = $1 AND id = $2`,
+			f.MerchantID, f.ParentID).Scan(&accountID)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Transaction{}, fault.NotFound("No transaction %d.", f.ParentID)
+	} else if err != nil {
+		return Transaction{}, err
+	}
+	acct, err := l.procs.Account(ctx, accountID)
+	if err != nil {
+		return Transaction{}, err
+	}
+	trace, err := l.prepare(ctx, acct, f.Actor)
+	if err != nil {
+		return Transaction{}, err
+	}
 	var t, parent Transaction
-	var acct processor.Account
 	var prior *Transaction
-	err := l.db.Write(ctx, func(tx *store.Tx) error {
+	err = l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		if parent, err = l.get(ctx, tx, f.MerchantID, f.ParentID); err != nil {
 			return err
@@ -287,12 +308,7 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
 		if err := l.reserve(ctx, tx, &parent, kind, amount, now); err != nil {
 			return err
 		}
-		if acct, err = l.procs.Account(ctx, parent.ProcessorAccount); err != nil {
-			return err
-		}
-		if t.ProcessorTrace, err = l.prepare(ctx, acct, f.Actor); err != nil {
-			return err
-		}
+		t.ProcessorTrace = trace
 		return l.insert(ctx, tx, &t, now)
 	})
 	var rejected *fault.Error
