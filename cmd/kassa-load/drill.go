@@ -59,15 +59,28 @@ func drillMain(args []string, out io.Writer) int {
 	fs.DurationVar(&c.warpEvery, "warp-every", 3*time.Second, "how often a day passes for the subscriptions")
 	fs.DurationVar(&c.retryBound, "retry-bound", time.Minute, "how long a client retries one request before it gives up")
 	fs.DurationVar(&c.settle, "settle", 2*time.Minute, "how long recovery may take after the run")
+	fs.DurationVar(&c.soak.duration, "soak", 0, "instead of the drill, the soak: the mixed load without faults at half its measured maximum for this long, the server sampled (make drill SOAK=10m)")
+	fs.DurationVar(&c.soak.interval, "soak-interval", time.Minute, "how often the soak samples the server")
+	fs.DurationVar(&c.soak.probe, "soak-probe", 30*time.Second, "how long the soak's unpaced load runs to find the maximum")
+	fs.Float64Var(&c.soak.growth, "soak-growth", 10, "the most, in per cent, the server's resident memory or goroutines may grow over the soak")
 	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the kill times and of the clients' choices")
 	fs.Parse(args)
 	c.backends = split(backends)
+	if c.soak.duration > 0 {
+		if c.soak.interval <= 0 || c.soak.probe <= 0 || c.soak.duration < 2*c.soak.interval {
+			fmt.Fprintln(os.Stderr, "kassa-load drill: --soak-interval > 0, --soak-probe > 0, and --soak at least two intervals")
+			return 2
+		}
+	}
 	if c.clients < 1 || c.duration <= 0 || c.killMin <= 0 || c.killMax < c.killMin || c.dropRate < 0 || c.dropRate > 1 {
 		fmt.Fprintln(os.Stderr, "kassa-load drill: --clients >= 1, --duration > 0, 0 < --kill-min <= --kill-max, 0 <= --drop-rate <= 1")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.soak.duration > 0 {
+		return soakMain(ctx, c, out)
+	}
 	fmt.Fprintf(out, "drill: %d clients for %v per backend, a node killed every %v–%v, %.0f %% of the acquirer's answers dropped, seed %d\n",
 		c.clients, c.duration, c.killMin, c.killMax, 100*c.dropRate, c.seed)
 	balanced := true
@@ -100,6 +113,7 @@ type drillConfig struct {
 	retryBound       time.Duration
 	settle           time.Duration
 	seed             uint64
+	soak             soakConfig
 }
 
 // drillServeArgs are the nodes' flags: abandoned attempts are looked for every second and due
@@ -112,79 +126,138 @@ var drillServeArgs = []string{"--recovery-interval", "1s", "--billing-interval",
 // a dropped answer costs its client that long.
 const drillProcessorTimeout = 2 * time.Second
 
-// drill runs the drill on one backend and returns its books.
-func drill(ctx context.Context, c drillConfig, backend string, progress io.Writer) (*books, error) {
+// rig is what the drill and the soak run against: kassa-acquirer dropping a share of its answers, a
+// merchant connected to it through the ISO 8583 connector, its nodes, the database, and the clients.
+type rig struct {
+	backend string
+	env     *environment
+	out     *outages
+	acq     *acquirerNode
+	cli     *kassa
+	m       merchant
+	nodes   []*node
+	db      *store.DB
+	fleet   *fleet
+	subs    int
+	rng     *rand.Rand
+}
+
+// newRig starts a rig of n nodes on backend, each started with drillServeArgs and extra, and
+// subscribes c.subscriptions customers. close stops it.
+func newRig(ctx context.Context, c drillConfig, backend string, n int, extra ...string) (r *rig, err error) {
 	env, err := newEnvironment(backend)
 	if err != nil {
 		return nil, err
 	}
-	defer env.close()
-	out := &outages{}
-	acq := &acquirerNode{bin: c.acquirer, dir: env.dir, outages: out}
-	if err := acq.start(ctx, "--drop-rate", fmt.Sprint(c.dropRate)); err != nil {
+	r = &rig{backend: backend, env: env, out: &outages{}}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	r.acq = &acquirerNode{bin: c.acquirer, dir: env.dir, outages: r.out}
+	if err := r.acq.start(ctx, "--drop-rate", fmt.Sprint(c.dropRate)); err != nil {
+		r.acq = nil
 		return nil, err
 	}
-	defer acq.stop()
-	cli := &kassa{bin: c.kassa, dbArgs: env.dbArgs("api")}
-	m, err := cli.newMerchant(ctx, "drill")
+	r.cli = &kassa{bin: c.kassa, dbArgs: env.dbArgs("api")}
+	if r.m, err = r.cli.newMerchant(ctx, "drill"); err != nil {
+		return nil, err
+	}
+	if err := r.cli.connect(ctx, r.m, r.acq.a, env.dir, drillProcessorTimeout); err != nil {
+		return nil, err
+	}
+	apiKey, err := r.cli.apiKey(ctx, r.m)
 	if err != nil {
 		return nil, err
 	}
-	if err := cli.connect(ctx, m, acq.a, env.dir, drillProcessorTimeout); err != nil {
-		return nil, err
-	}
-	apiKey, err := cli.apiKey(ctx, m)
-	if err != nil {
-		return nil, err
-	}
-	nodes := make([]*node, 1)
-	if backend == "postgres" {
-		nodes = make([]*node, 2)
-	}
-	for i := range nodes {
-		nodes[i] = &node{name: fmt.Sprintf("kassa %d", i+1), bin: c.kassa, dbArgs: env.dbArgs("api"), outages: out}
-		if err := nodes[i].start(ctx); err != nil {
+	for i := range n {
+		nd := &node{name: fmt.Sprintf("kassa %d", i+1), bin: c.kassa, dbArgs: env.dbArgs("api"), extra: extra, outages: r.out}
+		if err := nd.start(ctx); err != nil {
 			return nil, err
 		}
-		defer nodes[i].stop()
+		r.nodes = append(r.nodes, nd)
 	}
-	db, err := env.open(ctx, "api")
-	if err != nil {
+	if r.db, err = env.open(ctx, "api"); err != nil {
 		return nil, err
 	}
-	defer db.Close()
-
-	rng := rand.New(rand.NewPCG(c.seed, 0))
-	fleet, err := newFleet(ctx, nodes, m, apiKey, c.retryBound, out)
-	if err != nil {
+	r.rng = rand.New(rand.NewPCG(c.seed, 0))
+	if r.fleet, err = newFleet(ctx, r.nodes, r.m, apiKey, c.retryBound, r.out); err != nil {
 		return nil, err
 	}
-	subs, err := fleet.subscribe(ctx, c.subscriptions)
-	if err != nil {
+	if r.subs, err = r.fleet.subscribe(ctx, c.subscriptions); err != nil {
 		return nil, fmt.Errorf("subscriptions: %w", err)
 	}
-	fmt.Fprintf(progress, "%s: %d node(s) up, %d subscriptions, load and faults for %v\n", backend, len(nodes), subs, c.duration)
+	return r, nil
+}
+
+// load runs c.clients clients and the subscriptions' fast schedule until ctx is done.
+func (r *rig) load(ctx context.Context, c drillConfig) {
+	var wg sync.WaitGroup
+	wg.Go(func() { warpSubscriptions(ctx, r.db, c.warpEvery) })
+	for i := range c.clients {
+		seed := r.rng.Uint64()
+		wg.Go(func() { r.fleet.client(ctx, i, rand.New(rand.NewPCG(seed, 2))) })
+	}
+	wg.Wait()
+}
+
+// books waits for recovery after a run that began at start and checks the books.
+func (r *rig) books(ctx context.Context, c drillConfig, start time.Time) (*books, error) {
+	ran := time.Since(start)
+	pending, err := settle(ctx, r.db, c.settle)
+	if err != nil {
+		return nil, err
+	}
+	b := &books{backend: r.backend, ran: ran, calls: r.fleet.calls(), outages: r.out.list(), pending: pending}
+	if err := b.check(ctx, r.db, r.cli, r.m, r.acq.a, start, r.env.dir); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (r *rig) close() {
+	if r.db != nil {
+		r.db.Close()
+	}
+	for _, n := range r.nodes {
+		n.stop()
+	}
+	if r.acq != nil {
+		r.acq.stop()
+	}
+	r.env.close()
+}
+
+// drill runs the drill on one backend and returns its books.
+func drill(ctx context.Context, c drillConfig, backend string, progress io.Writer) (*books, error) {
+	n := 1
+	if backend == "postgres" {
+		n = 2
+	}
+	r, err := newRig(ctx, c, backend, n)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	fmt.Fprintf(progress, "%s: %d node(s) up, %d subscriptions, load and faults for %v\n", backend, len(r.nodes), r.subs, c.duration)
 
 	start := time.Now()
 	runCtx, stopRun := context.WithTimeout(ctx, c.duration)
 	defer stopRun()
 	var wg sync.WaitGroup
 	faultErr := make(chan error, 4)
-	killRNG := rand.New(rand.NewPCG(rng.Uint64(), 1)) // drawn here: rng is this goroutine's alone
-	wg.Go(func() { faultErr <- killNodes(runCtx, nodes, c, killRNG) })
-	wg.Go(func() { faultErr <- once(runCtx, c.duration/2, func() error { return acq.restart(ctx) }) })
-	if env.cluster != nil {
+	killRNG := rand.New(rand.NewPCG(r.rng.Uint64(), 1)) // drawn here: rng is this goroutine's alone
+	wg.Go(func() { faultErr <- killNodes(runCtx, r.nodes, c, killRNG) })
+	wg.Go(func() { faultErr <- once(runCtx, c.duration/2, func() error { return r.acq.restart(ctx) }) })
+	if r.env.cluster != nil {
 		wg.Go(func() {
 			faultErr <- once(runCtx, c.duration*6/10, func() error {
-				return out.during(ctx, "postgres", env.cluster.Restart)
+				return r.out.during(ctx, "postgres", r.env.cluster.Restart)
 			})
 		})
 	}
-	wg.Go(func() { warpSubscriptions(runCtx, db, c.warpEvery) })
-	for i := range c.clients {
-		seed := rng.Uint64()
-		wg.Go(func() { fleet.client(runCtx, i, rand.New(rand.NewPCG(seed, 2))) })
-	}
+	wg.Go(func() { r.load(runCtx, c) })
 	wg.Wait()
 	close(faultErr)
 	for err := range faultErr {
@@ -193,16 +266,7 @@ func drill(ctx context.Context, c drillConfig, backend string, progress io.Write
 		}
 	}
 	// The faults are over: every node is up (a node killed last was restarted before killNodes returned).
-	ran := time.Since(start)
-	pending, err := settle(ctx, db, c.settle)
-	if err != nil {
-		return nil, err
-	}
-	b := &books{backend: backend, ran: ran, calls: fleet.calls(), outages: out.list(), pending: pending}
-	if err := b.check(ctx, db, cli, m, acq.a, start, env.dir); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return r.books(ctx, c, start)
 }
 
 // once runs f after d, unless ctx is done first.
@@ -284,6 +348,7 @@ func (o *outages) overlaps(t0, t1 time.Time) string {
 type node struct {
 	name, bin string
 	dbArgs    []string
+	extra     []string // flags of its own beside drillServeArgs
 	outages   *outages
 	mu        sync.Mutex
 	k         *kassa
@@ -291,9 +356,9 @@ type node struct {
 }
 
 func (n *node) start(ctx context.Context) error {
-	args := drillServeArgs
+	args := append(append([]string{}, drillServeArgs...), n.extra...)
 	if n.addr != "" {
-		args = append(append([]string{}, args...), "--addr", n.addr)
+		args = append(args, "--addr", n.addr)
 	}
 	// As a supervisor does (systemd's Restart=always), a node that exits at start — its database is
 	// restarting — is started again, for at most a minute.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // fleet is the drill's clients: shops that share the merchant's OAuth client and API key and take the
@@ -26,8 +28,10 @@ type fleet struct {
 	outages       *outages
 	http          *http.Client
 	next          atomic.Uint64
-	mu            sync.Mutex
-	log           []call
+	// pace, when set, spaces the calls out to its rate, over all the clients (the soak's).
+	pace *rate.Limiter
+	mu   sync.Mutex
+	log  []call
 }
 
 // drillRequestTimeout bounds one try: longer than the processor's timeout and a reversal, so that a
@@ -61,6 +65,9 @@ type call struct {
 	// last is the status of the last try, which for a call left without an answer says why.
 	last     int
 	lastBody []byte
+	// end is when the call got its answer (or gave up), took how long it took with its retries.
+	end  time.Time
+	took time.Duration
 }
 
 // failure is a 5xx answer.
@@ -87,8 +94,12 @@ func retryable(status int, h http.Header) bool {
 // call sends a request until it gets an answer, retrying with the same Idempotency-Key (key; none when
 // empty) on the next node, with a growing pause, for at most f.bound. It logs the call.
 func (f *fleet) call(ctx context.Context, flow, op, method, path string, body []byte, key string, auth authKind) call {
+	if f.pace != nil {
+		f.pace.Wait(ctx) // an error is ctx's end: the call goes ahead unpaced, as the flow finishes
+	}
 	c := call{flow: flow, op: op, key: key}
-	deadline := time.Now().Add(f.bound)
+	begin := time.Now()
+	deadline := begin.Add(f.bound)
 	pause := 50 * time.Millisecond
 	for {
 		c.tries++
@@ -112,6 +123,8 @@ func (f *fleet) call(ctx context.Context, flow, op, method, path string, body []
 		time.Sleep(pause)
 		pause = min(2*pause, time.Second)
 	}
+	c.end = time.Now()
+	c.took = c.end.Sub(begin)
 	f.mu.Lock()
 	f.log = append(f.log, c)
 	f.mu.Unlock()
