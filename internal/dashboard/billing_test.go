@@ -603,3 +603,33 @@ func TestBillingAndPaymentsAccessible(t *testing.T) {
 	visit("/dashboard/payments/sessions", "#sessions", "hosted-page sessions")
 	visit("/dashboard/payments/sessions/"+session, "#session", "a hosted-page session")
 }
+
+// retryFromPage sends the "retry now" form of a subscription's page as the page shows it, and
+// returns the answer's body.
+func retryFromPage(t *testing.T, b *browser, csrf, page string) string {
+	t.Helper()
+	_, body := b.get(page)
+	resp, body := b.post(page+"/retry", url.Values{"csrf_token": {csrf}, "cycle": {fieldValue(t, body, "cycle")},
+		"failed": {fieldValue(t, body, "failed")}})
+	wantStatus(t, "retry now", resp, body, http.StatusOK)
+	return body
+}
+
+// suspend retries the shop's subscription in RETRY on its declined card from the dashboard until
+// the engine has used up its retries, and checks that it is SUSPENDED: the way a real subscription
+// gets there, without waiting the retry schedule's days.
+func (s *billingShop) suspend(t *testing.T, b *browser, csrf, customer, sub string) {
+	t.Helper()
+	page, api := "/dashboard/subscriptions/"+customer+"/"+sub, "/customer-service/customer/"+customer+"/subscription/"+sub
+	for range 3 { // billing.DefaultRetrySchedule: three retries after the first decline
+		if r := s.a.must(t, "GET", api, nil); r.Str("status") != "RETRY" {
+			t.Fatalf("before a retry on the declined card: %s", r.Raw)
+		}
+		if body := retryFromPage(t, b, csrf, page); !strings.Contains(body, "The retry is declined") {
+			t.Fatalf("a retry on the declined card: %s", body)
+		}
+	}
+	if r := s.a.must(t, "GET", api, nil); r.Str("status") != "SUSPENDED" || r.Num("failed_attempts") != "4" {
+		t.Fatalf("after its retries were used up: %s", r.Raw)
+	}
+}
