@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -632,4 +633,112 @@ func (s *billingShop) suspend(t *testing.T, b *browser, csrf, customer, sub stri
 	if r := s.a.must(t, "GET", api, nil); r.Str("status") != "SUSPENDED" || r.Num("failed_attempts") != "4" {
 		t.Fatalf("after its retries were used up: %s", r.Raw)
 	}
+}
+
+// "Retry now" on a SUSPENDED subscription (its retries used up on a declined card, then its card
+// replaced with a good one): the form sent three times at once and once more after charges the unpaid
+// cycle once, through the engine, and the subscription is ACTIVE again. The status filter lists it
+// under SUSPENDED before and under ACTIVE after; CANCELED and EXPIRED list their own subscriptions.
+func TestRetryNowSuspendedAndStatusFilter(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newBillingShop(t, db)
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		s.suspend(t, b, csrf, s.bad, s.badSub)
+
+		// A canceled subscription, and one whose plan's single payment is made: EXPIRED.
+		once := s.a.must(t, "POST", "/plan-service/plan", map[string]any{"name": "Once", "amount": "4.00", "currency": "USD",
+			"frequency": "MONTHLY", "number_of_payments": 1}).Str("lookup_id")
+		expired, _ := s.a.customerWithCard(t, "hedy@example.com", cardtest.Visa)
+		expiredSub := s.a.subscribe(t, expired, once)
+		canceled, _ := s.a.customerWithCard(t, "ken@example.com", cardtest.Visa)
+		canceledSub := s.a.subscribe(t, canceled, s.plan)
+		s.a.must(t, "PATCH", "/customer-service/customer/"+canceled+"/subscription/"+canceledSub, map[string]any{"status": "CANCELED"})
+		if _, err := s.srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r := s.a.must(t, "GET", "/customer-service/customer/"+expired+"/subscription/"+expiredSub, nil); r.Str("status") != "EXPIRED" {
+			t.Fatalf("the single payment's subscription after it: %s", r.Raw)
+		}
+		listed := func(status string) []string {
+			t.Helper()
+			resp, body := b.get("/dashboard/subscriptions?status=" + status)
+			wantStatus(t, status+" subscriptions", resp, body, http.StatusOK)
+			var subs []string
+			for _, m := range regexp.MustCompile(`href="/dashboard/subscriptions/[^/"]+/([^"?]+)"`).FindAllStringSubmatch(body, -1) {
+				if !slices.Contains(subs, m[1]) {
+					subs = append(subs, m[1])
+				}
+			}
+			return subs
+		}
+		for status, want := range map[string]string{"SUSPENDED": s.badSub, "CANCELED": canceledSub, "EXPIRED": expiredSub} {
+			if got := listed(status); !slices.Equal(got, []string{want}) {
+				t.Fatalf("the %s list holds %v, want only %s", status, got, want)
+			}
+		}
+
+		card := s.a.must(t, "POST", "/customer-service/customer/"+s.bad+"/card", map[string]any{"card_number": cardtest.Mastercard,
+			"card_expiry_month": "12", "card_expiry_year": "2099"}).Body["cards"].([]any)
+		sub := "/customer-service/customer/" + s.bad + "/subscription/" + s.badSub
+		s.a.must(t, "PATCH", sub, map[string]any{"card_lookup_id": card[len(card)-1].(map[string]any)["lookup_id"]})
+		approved := s.recurring(t, "APPROVED") // the good customer's and the single payment
+		page := "/dashboard/subscriptions/" + s.bad + "/" + s.badSub
+		_, body := b.get(page)
+		form := url.Values{"csrf_token": {csrf}, "cycle": {fieldValue(t, body, "cycle")}, "failed": {fieldValue(t, body, "failed")}}
+		var wg sync.WaitGroup
+		bodies := make([]string, 3)
+		for i := range bodies {
+			wg.Go(func() {
+				resp, body := b.post(page+"/retry", form)
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("a submit of the retry answered %d: %s", resp.StatusCode, body)
+				}
+				bodies[i] = body
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		charged := 0
+		for _, body := range bodies {
+			if strings.Contains(body, "The retry is approved: 9.00 USD charged.") {
+				charged++
+			} else if !strings.Contains(body, "This retry was made already") {
+				t.Fatalf("a submit's answer: %s", body)
+			}
+		}
+		if charged != 1 {
+			t.Fatalf("%d of the submits say they charged", charged)
+		}
+		resp, body := b.post(page+"/retry", form)
+		wantStatus(t, "the reload", resp, body, http.StatusOK)
+		if !strings.Contains(body, "This retry was made already") {
+			t.Fatalf("the reload's answer: %s", body)
+		}
+		if n := s.recurring(t, "APPROVED"); n != approved+1 {
+			t.Fatalf("%d approved recurring charges, want %d: the retry of the suspended subscription charged %d times", n, approved+1, n-approved)
+		}
+		if n := s.recurring(t, "DECLINED"); n != 4 {
+			t.Fatalf("%d declined recurring charges, want the first and three retries", n)
+		}
+		r := s.a.must(t, "GET", sub, nil)
+		if r.Str("status") != "ACTIVE" || r.Num("failed_attempts") != "0" || r.Num("completed_cycles") != "1" {
+			t.Fatalf("after the retry: %s", r.Raw)
+		}
+		if got := listed("SUSPENDED"); len(got) != 0 {
+			t.Fatalf("the SUSPENDED list after the retry: %v", got)
+		}
+		if got := listed("ACTIVE"); !slices.Contains(got, s.badSub) {
+			t.Fatalf("the ACTIVE list after the retry lacks it: %v", got)
+		}
+		if _, err := s.srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.recurring(t, "APPROVED"); n != approved+1 {
+			t.Fatalf("the engine charged the retried cycle again: %d approved", n)
+		}
+	})
 }
