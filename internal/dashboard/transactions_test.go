@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -209,10 +210,11 @@ func refunded(t *testing.T, db *store.DB, id string) (sum int64, n int) {
 }
 
 // A partial refund from the detail page, behind a confirmation: submitted twice and reloaded, it moves
-// money once (the ledger holds one refund); what remains is shown; a refund beyond it is refused with
-// the API's sentence, not a 500; a capture of part of an authorization, then a second capture, is
-// refused; a void of another authorization. Reporting and sales get 403 on these POSTs; another
-// merchant's transaction is not found.
+// money once (the ledger holds one refund); what remains is shown, and the audit trail names the
+// refund and the admin who made it; a refund beyond it is refused with the API's sentence, not a 500;
+// a capture of part of an authorization, then a second capture, is refused; a void of another
+// authorization closes it with one VOID, and a second void moves nothing. Reporting and sales get 403
+// on these POSTs; another merchant's transaction is not found.
 func TestTransactionActions(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -226,9 +228,18 @@ func TestTransactionActions(t *testing.T) {
 			t.Fatalf("the sale's page: %s", page)
 		}
 		key := signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
+		var refundID string
 		for i := range 3 { // a double submit, then a reload of the confirmation's POST
 			resp, body := confirmFollowUp(t, b, csrf, sale, "refund", "30.00", key)
 			wantStatus(t, fmt.Sprintf("refund, submission %d", i+1), resp, body, http.StatusSeeOther)
+			id := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/")
+			if refundID != "" && id != refundID {
+				t.Fatalf("submission %d of one refund form lands on %s, the first on %s", i+1, id, refundID)
+			}
+			refundID = id
+		}
+		if r := a.get(t, refundID); r.Str("transaction_type") != "REFUND" || r.Num("amount") != "30.00" || r.Str("original_transaction_id") != sale {
+			t.Fatalf("the refund through the API: %s", r.Raw)
 		}
 		if sum, n := refunded(t, db, sale); sum != 3000 || n != 1 {
 			t.Fatalf("after three submissions of one refund form: %d refunds of %d", n, sum)
@@ -237,8 +248,15 @@ func TestTransactionActions(t *testing.T) {
 			t.Fatalf("the API's sale: %d", r.Status)
 		}
 		_, page = b.get("/dashboard/transactions/" + sale)
-		if !strings.Contains(page, "70.00 CAD remains to refund") || !strings.Contains(page, `id="trail"`) || !strings.Contains(page, "admin@maple.example") {
+		if !strings.Contains(page, "70.00 CAD remains to refund") {
 			t.Fatalf("the sale's page after the refund: %s", page)
+		}
+		// The trail records what was done to the sale, and by whom: the API client's sale, and the one
+		// refund of the admin's three submissions.
+		rows := trail(t, page)
+		if len(rows) != 2 || !strings.HasPrefix(rows[0][0], "API client ") || rows[0][1] != "sale "+sale+" 100.00 CAD (Approved)" ||
+			rows[1] != [3]string{"admin@maple.example", "refund " + refundID + " 30.00 CAD (Approved)", "approved"} {
+			t.Fatalf("the sale's audit trail after the refund: %q", rows)
 		}
 		// A new form: more than remains is refused, said on the page.
 		key = signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
@@ -274,11 +292,47 @@ func TestTransactionActions(t *testing.T) {
 		if !strings.Contains(body, "already been captured") {
 			t.Fatalf("the second capture's refusal: %s", body)
 		}
+		// A void: the ledger closes the authorization with one approved VOID, which the API shows; the
+		// form sent again lands on the same void, and a second void (a new form) is refused and moves
+		// nothing, as is a capture of what was voided.
 		hold := a.pay(t, payment.KindAuthorization, "20.00", cardtest.Visa, nil)
 		resp, body = confirmFollowUp(t, b, csrf, hold, "void", "", "k-void")
 		wantStatus(t, "void", resp, body, http.StatusSeeOther)
-		if r := a.get(t, hold); r.Status != 200 {
-			t.Fatal(r.Status)
+		void := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/")
+		if r := a.get(t, void); r.Str("transaction_type") != "VOID" || r.Str("transaction_result") != "APPROVED" || r.Str("original_transaction_id") != hold {
+			t.Fatalf("the void through the API: %s", r.Raw)
+		}
+		voided := func() (closedBy string, voids int) {
+			t.Helper()
+			if err := db.Reader().QueryRowContext(context.Background(), `SELECT COALESCE(closed_by, ''),
+				(SELECT COUNT(*) FROM transactions WHERE parent_transaction_id = $1 AND kind = 'VOID' AND status = 'APPROVED')
+				FROM transactions WHERE transaction_id = $1`, hold).Scan(&closedBy, &voids); err != nil {
+				t.Fatal(err)
+			}
+			return closedBy, voids
+		}
+		if closedBy, n := voided(); closedBy != "VOID" || n != 1 {
+			t.Fatalf("after the void the authorization is closed by %q with %d voids", closedBy, n)
+		}
+		resp, body = confirmFollowUp(t, b, csrf, hold, "void", "", "k-void")
+		wantStatus(t, "the void sent again", resp, body, http.StatusSeeOther)
+		if again := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/"); again != void {
+			t.Fatalf("the void sent again lands on %s, not %s", again, void)
+		}
+		resp, body = confirmFollowUp(t, b, csrf, hold, "void", "", "k-void-2")
+		wantStatus(t, "a second void", resp, body, http.StatusConflict)
+		if !strings.Contains(body, "has been voided") {
+			t.Fatalf("the second void's refusal: %s", body)
+		}
+		if r := a.do(t, "POST", "/transaction-service/capture/"+hold, map[string]string{"amount": "20.00"}); r.Status != http.StatusConflict {
+			t.Fatalf("a capture of the voided authorization: %d %s", r.Status, r.Raw)
+		}
+		if closedBy, n := voided(); closedBy != "VOID" || n != 1 {
+			t.Fatalf("after a second void the authorization is closed by %q with %d voids", closedBy, n)
+		}
+		_, body = b.get("/dashboard/transactions/" + hold)
+		if strings.Contains(body, `id="void-form"`) || strings.Contains(body, `id="capture-form"`) || !strings.Contains(body, void) {
+			t.Fatalf("the voided authorization's page: %s", body)
 		}
 
 		// Reporting and sales may not; another merchant's transaction is not found.
@@ -464,4 +518,19 @@ func TestTransactionDetail(t *testing.T) {
 			t.Errorf("the authorization's page: %s", page)
 		}
 	})
+}
+
+// trail reads the rows of a transaction page's audit trail: who, what, outcome.
+func trail(t *testing.T, page string) [][3]string {
+	t.Helper()
+	i := strings.Index(page, `<table id="trail"`)
+	if i < 0 {
+		t.Fatalf("the page has no audit trail: %s", page)
+	}
+	table := page[i : i+strings.Index(page[i:], "</table>")]
+	var rows [][3]string
+	for _, m := range regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>[^<]*</td></tr>`).FindAllStringSubmatch(table, -1) {
+		rows = append(rows, [3]string{html.UnescapeString(m[1]), html.UnescapeString(m[2]), m[3]})
+	}
+	return rows
 }
