@@ -11,10 +11,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor"
@@ -149,40 +152,43 @@ func TestTransactionsListFilters(t *testing.T) {
 	})
 }
 
-// Paging: 50 a page, Older then Newer return to the first page; a date-bounded list pages the same.
+// Paging, on both backends: 50 a page, Older then Newer return to the first page; a date-bounded list
+// pages the same.
 func TestTransactionsPaging(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	a := s.api(t, s.merchantID)
-	var all []string
-	for i := range 53 {
-		all = append(all, a.pay(t, payment.KindSale, fmt.Sprintf("%d.00", i+1), cardtest.Visa, nil))
-	}
-	slices.Reverse(all)
-	b := s.browser(t)
-	b.signIn("owner@maple.example")
-	for _, base := range []string{"", "from=2000-01-01&"} {
-		_, first := b.get("/dashboard/transactions?" + base)
-		if got := listed(first); !slices.Equal(got, all[:50]) {
-			t.Fatalf("%s first page: %v", base, got)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		a := s.api(t, s.merchantID)
+		var all []string
+		for i := range 53 {
+			all = append(all, a.pay(t, payment.KindSale, fmt.Sprintf("%d.00", i+1), cardtest.Visa, nil))
 		}
-		older := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="next"`).FindStringSubmatch(first)
-		if older == nil || strings.Contains(first, `rel="prev"`) {
-			t.Fatalf("%s first page's links: %s", base, first)
+		slices.Reverse(all)
+		b := s.browser(t)
+		b.signIn("owner@maple.example")
+		for _, base := range []string{"", "from=2000-01-01&"} {
+			_, first := b.get("/dashboard/transactions?" + base)
+			if got := listed(first); !slices.Equal(got, all[:50]) {
+				t.Fatalf("%s first page: %v", base, got)
+			}
+			older := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="next"`).FindStringSubmatch(first)
+			if older == nil || strings.Contains(first, `rel="prev"`) {
+				t.Fatalf("%s first page's links: %s", base, first)
+			}
+			_, second := b.get("/dashboard/transactions?" + strings.ReplaceAll(older[1], "&amp;", "&"))
+			if got := listed(second); !slices.Equal(got, all[50:]) || strings.Contains(second, `rel="next"`) {
+				t.Fatalf("%s second page: %v", base, got)
+			}
+			newer := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="prev"`).FindStringSubmatch(second)
+			if newer == nil {
+				t.Fatalf("%s no Newer link on the second page", base)
+			}
+			_, back := b.get("/dashboard/transactions?" + strings.ReplaceAll(newer[1], "&amp;", "&"))
+			if got := listed(back); !slices.Equal(got, all[:50]) || strings.Contains(back, `rel="prev"`) {
+				t.Fatalf("%s back to the first page: %v", base, got)
+			}
 		}
-		_, second := b.get("/dashboard/transactions?" + strings.ReplaceAll(older[1], "&amp;", "&"))
-		if got := listed(second); !slices.Equal(got, all[50:]) || strings.Contains(second, `rel="next"`) {
-			t.Fatalf("%s second page: %v", base, got)
-		}
-		newer := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="prev"`).FindStringSubmatch(second)
-		if newer == nil {
-			t.Fatalf("%s no Newer link on the second page", base)
-		}
-		_, back := b.get("/dashboard/transactions?" + strings.ReplaceAll(newer[1], "&amp;", "&"))
-		if got := listed(back); !slices.Equal(got, all[:50]) || strings.Contains(back, `rel="prev"`) {
-			t.Fatalf("%s back to the first page: %v", base, got)
-		}
-	}
+	})
 }
 
 // confirmFollowUp posts a follow-up form of a transaction's page, then its confirmation, as a browser
@@ -533,4 +539,121 @@ func trail(t *testing.T, page string) [][3]string {
 		rows = append(rows, [3]string{html.UnescapeString(m[1]), html.UnescapeString(m[2]), m[3]})
 	}
 	return rows
+}
+
+// The date filter's days are the merchant's (issue 17, point 2: "date range in the merchant's time
+// zone"): for a merchant in Pacific/Auckland, a sale a minute before its local midnight falls on the
+// day before and one a minute after on the day of, although both are on the same day in UTC (about
+// 11:00 UTC, so a filter read in UTC would put them both on the other side). The list shows the times
+// in the merchant's zone.
+func TestTransactionsDateRangeInMerchantZone(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := &clock{t: time.Now()}
+		s := newShop(t, db, server.Config{Now: clk.Now})
+		const zone = "Pacific/Auckland"
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write(context.Background(), func(tx *store.Tx) error {
+			_, err := merchant.ApplyUpdate(context.Background(), tx, s.merchantID, merchant.Update{Timezone: new(zone)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		a := s.api(t, s.merchantID)
+		y, m, d := time.Now().In(loc).Date()
+		midnight := time.Date(y, m, d-1, 0, 0, 0, 0, loc) // yesterday's, in Auckland: in the past
+		dayBefore, day := midnight.AddDate(0, 0, -1).Format(time.DateOnly), midnight.Format(time.DateOnly)
+		clk.t = midnight.Add(-time.Minute)
+		before := a.pay(t, payment.KindSale, "11.00", cardtest.Visa, nil)
+		clk.t = midnight.Add(time.Minute)
+		after := a.pay(t, payment.KindSale, "12.00", cardtest.Visa, nil)
+		if ub, ua := midnight.Add(-time.Minute).UTC(), midnight.Add(time.Minute).UTC(); ub.YearDay() != ua.YearDay() {
+			t.Fatalf("the two sales are on different UTC days (%v, %v): the test would not tell the zones apart", ub, ua)
+		}
+		clk.t = time.Now()
+
+		b := s.browser(t)
+		b.signIn("reporting@maple.example")
+		for _, tc := range []struct {
+			query string
+			want  []string
+		}{
+			{"from=" + day + "&to=" + day, []string{after}},
+			{"from=" + day, []string{after}},
+			{"to=" + dayBefore, []string{before}},
+			{"from=" + dayBefore + "&to=" + dayBefore, []string{before}},
+			{"from=" + dayBefore + "&to=" + day, []string{after, before}},
+			{"from=" + midnight.AddDate(0, 0, 1).Format(time.DateOnly), nil},
+		} {
+			resp, body := b.get("/dashboard/transactions?" + tc.query)
+			wantStatus(t, tc.query, resp, body, http.StatusOK)
+			if got := listed(body); !slices.Equal(got, tc.want) {
+				t.Errorf("?%s lists %v, want %v (the sale at 23:59 is %s, the one at 00:01 %s)", tc.query, got, tc.want, before, after)
+			}
+		}
+		_, body := b.get("/dashboard/transactions/" + after)
+		if want := midnight.Add(time.Minute).Format("2006-01-02 15:04"); !strings.Contains(body, want) {
+			t.Errorf("the sale's page does not show its time %s in %s: %s", want, zone, body)
+		}
+	})
+}
+
+// A refund's confirmation sent twice at the same moment (a double click that two connections carry
+// at once, with the form's one idempotency key) refunds once, three times over: the ledger holds one
+// refund, and each answer lands on it or says it is still being processed.
+func TestRefundDoubleSubmitAtOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		a := s.api(t, s.merchantID)
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		for round := range 3 {
+			sale := a.pay(t, payment.KindSale, "50.00", cardtest.Visa, nil)
+			_, page := b.get("/dashboard/transactions/" + sale)
+			key := signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
+			form := url.Values{"csrf_token": {csrf}, "key": {key}, "amount": {"20.00"}, "confirm": {"yes"}}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			statuses, locations, bodies := make([]int, 2), make([]string, 2), make([]string, 2)
+			for i := range statuses {
+				wg.Go(func() {
+					<-start
+					resp, body := b.post("/dashboard/transactions/"+sale+"/refund", form)
+					statuses[i], locations[i], bodies[i] = resp.StatusCode, resp.Header.Get("Location"), body
+				})
+			}
+			close(start)
+			wg.Wait()
+			if sum, n := refunded(t, db, sale); sum != 2000 || n != 1 {
+				t.Fatalf("round %d: two submits at once of one refund form made %d refunds of %d in all", round, n, sum)
+			}
+			var landed []string
+			for i, st := range statuses {
+				switch {
+				case st == http.StatusSeeOther && strings.HasPrefix(locations[i], "/dashboard/transactions/"):
+					landed = append(landed, locations[i])
+				case st == http.StatusConflict: // the other one's refund is being made, and the page says so
+					if !strings.Contains(bodies[i], "This refund is still being processed.") {
+						t.Fatalf("round %d: the submit that found the refund being made: %s", round, bodies[i])
+					}
+				default:
+					t.Fatalf("round %d: the submits answered %v %v", round, statuses, locations)
+				}
+			}
+			if len(landed) == 2 && landed[0] != landed[1] {
+				t.Fatalf("round %d: the submits land on %v", round, landed)
+			}
+			if len(landed) == 0 {
+				t.Fatalf("round %d: neither submit landed on the refund: %v", round, statuses)
+			}
+			_, page = b.get("/dashboard/transactions/" + sale)
+			if !strings.Contains(page, "30.00 CAD remains to refund") {
+				t.Fatalf("round %d: the sale's page after the refund: %s", round, page)
+			}
+		}
+	})
 }
