@@ -2,6 +2,8 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -357,7 +359,9 @@ func fieldValue(t *testing.T, body, name string) string {
 
 // Payment intents and hosted-page sessions: listed newest first, filtered by status, and each with
 // its attempts, last error, amount, mode and the ledger transactions they link to; a bad status
-// filter is refused naming it; another merchant's are 404; reporting reads them.
+// filter is refused naming it; another merchant's are 404; reporting reads them. A declined intent
+// shows the API's last error; a session a buyer tried a declined then a good card on shows both tries
+// and both ledger attempts.
 func TestPaymentIntentsAndSessions(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -469,6 +473,51 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 		for _, p := range []string{"/dashboard/payments/intents", "/dashboard/payments/sessions", "/dashboard/subscriptions", "/dashboard/plans"} {
 			resp, body = sales.get(p)
 			wantStatus(t, "sales at "+p, resp, body, http.StatusForbidden)
+		}
+
+		// An intent whose payment was declined: its page shows the API's last error, not "none", and
+		// the declined attempt.
+		failed := v1("POST", "/v1/payment-intents", map[string]any{"amount": 900, "currency": "usd", "payment_method": method(cardtest.Declined)}).Str("id")
+		r := v1("POST", "/v1/payment-intents/"+failed+"/confirm", nil)
+		lastErr, _ := r.Body["last_payment_error"].(map[string]any)
+		if r.Str("status") != "requires_payment_method" || lastErr == nil || lastErr["message"] == "" {
+			t.Fatalf("the declined intent through the API: %s", r.Raw)
+		}
+		_, body = b.get("/dashboard/payments/intents/" + failed)
+		want := fmt.Sprintf(`id="intent-error">%s (%s, %s)<`, html.EscapeString(lastErr["message"].(string)), lastErr["code"], lastErr["decline_code"])
+		if !strings.Contains(body, want) || !strings.Contains(body, `id="intent-status">requires_payment_method<`) {
+			t.Fatalf("the declined intent's page lacks %s: %s", want, body)
+		}
+		if links := regexp.MustCompile(`<td>DECLINED[^<]*</td>`).FindAllString(body, -1); len(links) != 1 {
+			t.Fatalf("the declined intent's attempts: %q", links)
+		}
+
+		// A session a buyer tried to pay on: a declined card, then a good one. Its page shows the tries
+		// on the page with their errors and the ledger's attempts, declined then approved.
+		paid := v1("POST", "/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 450, "currency": "usd"})
+		hpp := strings.Replace(paid.Str("url"), s.srv.URL, "", 1)
+		card := func(number string) map[string]any {
+			return map[string]any{"type": "card", "card": map[string]any{"number": number, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}
+		}
+		if got := s.srv.Do(t, "POST", hpp+"/pay", card(cardtest.Declined)); got.Str("outcome") != "failed" {
+			t.Fatalf("a declined try on the page: %s", got.Raw)
+		}
+		sessionPage := "/dashboard/payments/sessions/" + paid.Str("id")
+		_, body = b.get(sessionPage)
+		tries := regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td></tr>`)
+		if tried := tries.FindAllStringSubmatch(body, -1); len(tried) != 1 || tried[0][2] == "—" || strings.Contains(body, `id="page-attempts-empty"`) ||
+			strings.Contains(body, `id="session-error">none<`) {
+			t.Fatalf("the session after a declined try: tries %q: %s", tried, body)
+		}
+		if got := s.srv.Do(t, "POST", hpp+"/pay", card(cardtest.Visa)); got.Str("outcome") != "completed" {
+			t.Fatalf("a good card on the page: %s", got.Raw)
+		}
+		_, body = b.get(sessionPage)
+		tried := tries.FindAllStringSubmatch(body, -1)
+		results := regexp.MustCompile(`<td>(APPROVED|DECLINED)[^<]*</td>`).FindAllStringSubmatch(body, -1)
+		if len(tried) != 2 || tried[0][2] == tried[1][2] || !strings.Contains(body, `id="session-status">completed<`) ||
+			len(results) != 2 || results[0][1] != "DECLINED" || results[1][1] != "APPROVED" {
+			t.Fatalf("the paid session: tries %q, ledger attempts %q: %s", tried, results, body)
 		}
 	})
 }
