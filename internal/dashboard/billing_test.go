@@ -602,56 +602,59 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 }
 
 // Every page of Billing and Payments, checked with axe-core in light and dark, at desktop and phone
-// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px.
+// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px; on both
+// backends (issue 17, point 7: "Tests in Chromium on both backends").
 func TestBillingAndPaymentsAccessible(t *testing.T) {
 	t.Parallel()
-	s := newBillingShop(t, storetest.SQLite(t))
-	key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
-	v1 := func(path string, body any) servertest.Response {
-		r := s.srv.Do(t, "POST", path, body, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+s.merchantID)
-		if r.Status != http.StatusOK {
-			t.Fatalf("%s: %d %s", path, r.Status, r.Raw)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newBillingShop(t, db)
+		key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
+		v1 := func(path string, body any) servertest.Response {
+			r := s.srv.Do(t, "POST", path, body, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+s.merchantID)
+			if r.Status != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, r.Status, r.Raw)
+			}
+			return r
 		}
-		return r
-	}
-	pm := v1("/v1/payment-methods", map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Declined, "exp_month": 12,
-		"exp_year": 2040, "cvc": "123"}}).Str("id")
-	intent := v1("/v1/payment-intents", map[string]any{"amount": 1250, "currency": "usd", "payment_method": pm, "description": "A box of tea"}).Str("id")
-	v1("/v1/payment-intents/"+intent+"/confirm", nil)
-	session := v1("/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 300, "currency": "usd",
-		"billing_details": map[string]any{"name": "Ada Lovelace"}}).Str("id")
+		pm := v1("/v1/payment-methods", map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Declined, "exp_month": 12,
+			"exp_year": 2040, "cvc": "123"}}).Str("id")
+		intent := v1("/v1/payment-intents", map[string]any{"amount": 1250, "currency": "usd", "payment_method": pm, "description": "A box of tea"}).Str("id")
+		v1("/v1/payment-intents/"+intent+"/confirm", nil)
+		session := v1("/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 300, "currency": "usd",
+			"billing_details": map[string]any{"name": "Ada Lovelace"}}).Str("id")
 
-	ctx := browsertest.New(t)
-	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
-	visit := func(path, wait, name string, open ...string) {
-		t.Helper()
-		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
-		for _, sel := range open {
-			browsertest.Step(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS(sel+" summary")))
+		ctx := browsertest.New(t)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+		visit := func(path, wait, name string, open ...string) {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
+			for _, sel := range open {
+				browsertest.Step(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS(sel+" summary")))
+			}
+			browsertest.CheckAccessibilityEverywhere(t, ctx, name)
+			browsertest.Viewport(t, ctx, browsertest.Phone)
+			if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
+				t.Errorf("%s is %d px wide at 375", name, w)
+			}
+			browsertest.Viewport(t, ctx, browsertest.Desktop)
 		}
-		browsertest.CheckAccessibilityEverywhere(t, ctx, name)
-		browsertest.Viewport(t, ctx, browsertest.Phone)
-		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
-			t.Errorf("%s is %d px wide at 375", name, w)
-		}
-		browsertest.Viewport(t, ctx, browsertest.Desktop)
-	}
-	visit("/dashboard/subscriptions", "#subscriptions", "subscriptions")
-	visit("/dashboard/subscriptions?status=LATE", "[role=alert]", "subscriptions, a bad filter")
-	visit("/dashboard/subscriptions/"+s.bad+"/"+s.badSub, "#history", "a subscription in RETRY", "#retry", "#pause", "#amount", "#cancel")
-	visit("/dashboard/plans", "#plans", "plans")
-	visit("/dashboard/plans/new", "#plan-name", "new plan")
-	visit("/dashboard/plans/"+s.plan, "#plan-name", "a plan", "details.confirm")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.SetValue(chromedp.CSS("#plan-amount"), "1.234"),
-		chromedp.Click(chromedp.CSS(`form[action="/dashboard/plans/`+s.plan+`"] button`)),
-		chromedp.WaitVisible(chromedp.CSS("#error-amount")),
-	)
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "a plan, a refused amount")
-	visit("/dashboard/payments/intents", "#intents", "payment intents")
-	visit("/dashboard/payments/intents/"+intent, "#attempts", "a payment intent")
-	visit("/dashboard/payments/sessions", "#sessions", "hosted-page sessions")
-	visit("/dashboard/payments/sessions/"+session, "#session", "a hosted-page session")
+		visit("/dashboard/subscriptions", "#subscriptions", "subscriptions")
+		visit("/dashboard/subscriptions?status=LATE", "[role=alert]", "subscriptions, a bad filter")
+		visit("/dashboard/subscriptions/"+s.bad+"/"+s.badSub, "#history", "a subscription in RETRY", "#retry", "#pause", "#amount", "#cancel")
+		visit("/dashboard/plans", "#plans", "plans")
+		visit("/dashboard/plans/new", "#plan-name", "new plan")
+		visit("/dashboard/plans/"+s.plan, "#plan-name", "a plan", "details.confirm")
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.SetValue(chromedp.CSS("#plan-amount"), "1.234"),
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/plans/`+s.plan+`"] button`)),
+			chromedp.WaitVisible(chromedp.CSS("#error-amount")),
+		)
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "a plan, a refused amount")
+		visit("/dashboard/payments/intents", "#intents", "payment intents")
+		visit("/dashboard/payments/intents/"+intent, "#attempts", "a payment intent")
+		visit("/dashboard/payments/sessions", "#sessions", "hosted-page sessions")
+		visit("/dashboard/payments/sessions/"+session, "#session", "a hosted-page session")
+	})
 }
 
 // retryFromPage sends the "retry now" form of a subscription's page as the page shows it, and

@@ -340,24 +340,27 @@ func TestAddCardInBrowser(t *testing.T) {
 }
 
 // The terminal's pages with axe-core, light and dark, desktop and phone: the form, the form with its
-// errors, the card form's page (with the hosted form in it), the result page, and the customer's card form.
+// errors, the card form's page (with the hosted form in it), the result page, and the customer's card
+// form; on both backends.
 func TestTerminalAccessible(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	ctx := browsertest.New(t)
-	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard/terminal"), chromedp.WaitVisible(chromedp.CSS("#amount")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal")
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#amount"), "ten"), chromedp.Click(chromedp.CSS("#save-existing")),
-		chromedp.Click(chromedp.CSS("form button[type=submit].primary")), chromedp.WaitVisible(chromedp.CSS("#amount-error")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal with an error")
-	terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "5", "email": "ada@example.com"}, "save-new")
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal card form")
-	typeCard(t, ctx, cardtest.Visa)
-	waitPath(t, ctx, `^/dashboard/terminal/sessions/`)
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#saved")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal result")
-	customer := browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`)
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+customer+"/cards/new"), chromedp.WaitVisible(chromedp.CSS("#card-frame")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "add a card")
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		ctx := browsertest.New(t)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard/terminal"), chromedp.WaitVisible(chromedp.CSS("#amount")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal")
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#amount"), "ten"), chromedp.Click(chromedp.CSS("#save-existing")),
+			chromedp.Click(chromedp.CSS("form button[type=submit].primary")), chromedp.WaitVisible(chromedp.CSS("#amount-error")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal with an error")
+		terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "5", "email": "ada@example.com"}, "save-new")
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal card form")
+		typeCard(t, ctx, cardtest.Visa)
+		waitPath(t, ctx, `^/dashboard/terminal/sessions/`)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#saved")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal result")
+		customer := browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+customer+"/cards/new"), chromedp.WaitVisible(chromedp.CSS("#card-frame")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "add a card")
+	})
 }
