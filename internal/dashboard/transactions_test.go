@@ -566,14 +566,14 @@ func TestTransactionsDateRangeInMerchantZone(t *testing.T) {
 		y, m, d := time.Now().In(loc).Date()
 		midnight := time.Date(y, m, d-1, 0, 0, 0, 0, loc) // yesterday's, in Auckland: in the past
 		dayBefore, day := midnight.AddDate(0, 0, -1).Format(time.DateOnly), midnight.Format(time.DateOnly)
-		clk.t = midnight.Add(-time.Minute)
+		clk.Set(midnight.Add(-time.Minute))
 		before := a.pay(t, payment.KindSale, "11.00", cardtest.Visa, nil)
-		clk.t = midnight.Add(time.Minute)
+		clk.Set(midnight.Add(time.Minute))
 		after := a.pay(t, payment.KindSale, "12.00", cardtest.Visa, nil)
 		if ub, ua := midnight.Add(-time.Minute).UTC(), midnight.Add(time.Minute).UTC(); ub.YearDay() != ua.YearDay() {
 			t.Fatalf("the two sales are on different UTC days (%v, %v): the test would not tell the zones apart", ub, ua)
 		}
-		clk.t = time.Now()
+		clk.Set(time.Now())
 
 		b := s.browser(t)
 		b.signIn("reporting@maple.example")
