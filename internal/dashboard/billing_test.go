@@ -2,9 +2,12 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,7 +359,9 @@ func fieldValue(t *testing.T, body, name string) string {
 
 // Payment intents and hosted-page sessions: listed newest first, filtered by status, and each with
 // its attempts, last error, amount, mode and the ledger transactions they link to; a bad status
-// filter is refused naming it; another merchant's are 404; reporting reads them.
+// filter is refused naming it; another merchant's are 404; reporting reads them. A declined intent
+// shows the API's last error; a session a buyer tried a declined then a good card on shows both tries
+// and both ledger attempts.
 func TestPaymentIntentsAndSessions(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -469,6 +474,51 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 			resp, body = sales.get(p)
 			wantStatus(t, "sales at "+p, resp, body, http.StatusForbidden)
 		}
+
+		// An intent whose payment was declined: its page shows the API's last error, not "none", and
+		// the declined attempt.
+		failed := v1("POST", "/v1/payment-intents", map[string]any{"amount": 900, "currency": "usd", "payment_method": method(cardtest.Declined)}).Str("id")
+		r := v1("POST", "/v1/payment-intents/"+failed+"/confirm", nil)
+		lastErr, _ := r.Body["last_payment_error"].(map[string]any)
+		if r.Str("status") != "requires_payment_method" || lastErr == nil || lastErr["message"] == "" {
+			t.Fatalf("the declined intent through the API: %s", r.Raw)
+		}
+		_, body = b.get("/dashboard/payments/intents/" + failed)
+		want := fmt.Sprintf(`id="intent-error">%s (%s, %s)<`, html.EscapeString(lastErr["message"].(string)), lastErr["code"], lastErr["decline_code"])
+		if !strings.Contains(body, want) || !strings.Contains(body, `id="intent-status">requires_payment_method<`) {
+			t.Fatalf("the declined intent's page lacks %s: %s", want, body)
+		}
+		if links := regexp.MustCompile(`<td>DECLINED[^<]*</td>`).FindAllString(body, -1); len(links) != 1 {
+			t.Fatalf("the declined intent's attempts: %q", links)
+		}
+
+		// A session a buyer tried to pay on: a declined card, then a good one. Its page shows the tries
+		// on the page with their errors and the ledger's attempts, declined then approved.
+		paid := v1("POST", "/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 450, "currency": "usd"})
+		hpp := strings.Replace(paid.Str("url"), s.srv.URL, "", 1)
+		card := func(number string) map[string]any {
+			return map[string]any{"type": "card", "card": map[string]any{"number": number, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}
+		}
+		if got := s.srv.Do(t, "POST", hpp+"/pay", card(cardtest.Declined)); got.Str("outcome") != "failed" {
+			t.Fatalf("a declined try on the page: %s", got.Raw)
+		}
+		sessionPage := "/dashboard/payments/sessions/" + paid.Str("id")
+		_, body = b.get(sessionPage)
+		tries := regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td></tr>`)
+		if tried := tries.FindAllStringSubmatch(body, -1); len(tried) != 1 || tried[0][2] == "—" || strings.Contains(body, `id="page-attempts-empty"`) ||
+			strings.Contains(body, `id="session-error">none<`) {
+			t.Fatalf("the session after a declined try: tries %q: %s", tried, body)
+		}
+		if got := s.srv.Do(t, "POST", hpp+"/pay", card(cardtest.Visa)); got.Str("outcome") != "completed" {
+			t.Fatalf("a good card on the page: %s", got.Raw)
+		}
+		_, body = b.get(sessionPage)
+		tried := tries.FindAllStringSubmatch(body, -1)
+		results := regexp.MustCompile(`<td>(APPROVED|DECLINED)[^<]*</td>`).FindAllStringSubmatch(body, -1)
+		if len(tried) != 2 || tried[0][2] == tried[1][2] || !strings.Contains(body, `id="session-status">completed<`) ||
+			len(results) != 2 || results[0][1] != "DECLINED" || results[1][1] != "APPROVED" {
+			t.Fatalf("the paid session: tries %q, ledger attempts %q: %s", tried, results, body)
+		}
 	})
 }
 
@@ -552,54 +602,195 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 }
 
 // Every page of Billing and Payments, checked with axe-core in light and dark, at desktop and phone
-// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px.
+// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px; on both
+// backends (issue 17, point 7: "Tests in Chromium on both backends").
 func TestBillingAndPaymentsAccessible(t *testing.T) {
 	t.Parallel()
-	s := newBillingShop(t, storetest.SQLite(t))
-	key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
-	v1 := func(path string, body any) servertest.Response {
-		r := s.srv.Do(t, "POST", path, body, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+s.merchantID)
-		if r.Status != http.StatusOK {
-			t.Fatalf("%s: %d %s", path, r.Status, r.Raw)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newBillingShop(t, db)
+		key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
+		v1 := func(path string, body any) servertest.Response {
+			r := s.srv.Do(t, "POST", path, body, checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+s.merchantID)
+			if r.Status != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, r.Status, r.Raw)
+			}
+			return r
 		}
-		return r
-	}
-	pm := v1("/v1/payment-methods", map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Declined, "exp_month": 12,
-		"exp_year": 2040, "cvc": "123"}}).Str("id")
-	intent := v1("/v1/payment-intents", map[string]any{"amount": 1250, "currency": "usd", "payment_method": pm, "description": "A box of tea"}).Str("id")
-	v1("/v1/payment-intents/"+intent+"/confirm", nil)
-	session := v1("/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 300, "currency": "usd",
-		"billing_details": map[string]any{"name": "Ada Lovelace"}}).Str("id")
+		pm := v1("/v1/payment-methods", map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Declined, "exp_month": 12,
+			"exp_year": 2040, "cvc": "123"}}).Str("id")
+		intent := v1("/v1/payment-intents", map[string]any{"amount": 1250, "currency": "usd", "payment_method": pm, "description": "A box of tea"}).Str("id")
+		v1("/v1/payment-intents/"+intent+"/confirm", nil)
+		session := v1("/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 300, "currency": "usd",
+			"billing_details": map[string]any{"name": "Ada Lovelace"}}).Str("id")
 
-	ctx := browsertest.New(t)
-	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
-	visit := func(path, wait, name string, open ...string) {
-		t.Helper()
-		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
-		for _, sel := range open {
-			browsertest.Step(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS(sel+" summary")))
+		ctx := browsertest.New(t)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+		visit := func(path, wait, name string, open ...string) {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
+			for _, sel := range open {
+				browsertest.Step(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS(sel+" summary")))
+			}
+			browsertest.CheckAccessibilityEverywhere(t, ctx, name)
+			browsertest.Viewport(t, ctx, browsertest.Phone)
+			if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
+				t.Errorf("%s is %d px wide at 375", name, w)
+			}
+			browsertest.Viewport(t, ctx, browsertest.Desktop)
 		}
-		browsertest.CheckAccessibilityEverywhere(t, ctx, name)
-		browsertest.Viewport(t, ctx, browsertest.Phone)
-		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
-			t.Errorf("%s is %d px wide at 375", name, w)
+		visit("/dashboard/subscriptions", "#subscriptions", "subscriptions")
+		visit("/dashboard/subscriptions?status=LATE", "[role=alert]", "subscriptions, a bad filter")
+		visit("/dashboard/subscriptions/"+s.bad+"/"+s.badSub, "#history", "a subscription in RETRY", "#retry", "#pause", "#amount", "#cancel")
+		visit("/dashboard/plans", "#plans", "plans")
+		visit("/dashboard/plans/new", "#plan-name", "new plan")
+		visit("/dashboard/plans/"+s.plan, "#plan-name", "a plan", "details.confirm")
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.SetValue(chromedp.CSS("#plan-amount"), "1.234"),
+			chromedp.Click(chromedp.CSS(`form[action="/dashboard/plans/`+s.plan+`"] button`)),
+			chromedp.WaitVisible(chromedp.CSS("#error-amount")),
+		)
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "a plan, a refused amount")
+		visit("/dashboard/payments/intents", "#intents", "payment intents")
+		visit("/dashboard/payments/intents/"+intent, "#attempts", "a payment intent")
+		visit("/dashboard/payments/sessions", "#sessions", "hosted-page sessions")
+		visit("/dashboard/payments/sessions/"+session, "#session", "a hosted-page session")
+	})
+}
+
+// retryFromPage sends the "retry now" form of a subscription's page as the page shows it, and
+// returns the answer's body.
+func retryFromPage(t *testing.T, b *browser, csrf, page string) string {
+	t.Helper()
+	_, body := b.get(page)
+	resp, body := b.post(page+"/retry", url.Values{"csrf_token": {csrf}, "cycle": {fieldValue(t, body, "cycle")},
+		"failed": {fieldValue(t, body, "failed")}})
+	wantStatus(t, "retry now", resp, body, http.StatusOK)
+	return body
+}
+
+// suspend retries the shop's subscription in RETRY on its declined card from the dashboard until
+// the engine has used up its retries, and checks that it is SUSPENDED: the way a real subscription
+// gets there, without waiting the retry schedule's days.
+func (s *billingShop) suspend(t *testing.T, b *browser, csrf, customer, sub string) {
+	t.Helper()
+	page, api := "/dashboard/subscriptions/"+customer+"/"+sub, "/customer-service/customer/"+customer+"/subscription/"+sub
+	for range 3 { // billing.DefaultRetrySchedule: three retries after the first decline
+		if r := s.a.must(t, "GET", api, nil); r.Str("status") != "RETRY" {
+			t.Fatalf("before a retry on the declined card: %s", r.Raw)
 		}
-		browsertest.Viewport(t, ctx, browsertest.Desktop)
+		if body := retryFromPage(t, b, csrf, page); !strings.Contains(body, "The retry is declined") {
+			t.Fatalf("a retry on the declined card: %s", body)
+		}
 	}
-	visit("/dashboard/subscriptions", "#subscriptions", "subscriptions")
-	visit("/dashboard/subscriptions?status=LATE", "[role=alert]", "subscriptions, a bad filter")
-	visit("/dashboard/subscriptions/"+s.bad+"/"+s.badSub, "#history", "a subscription in RETRY", "#retry", "#pause", "#amount", "#cancel")
-	visit("/dashboard/plans", "#plans", "plans")
-	visit("/dashboard/plans/new", "#plan-name", "new plan")
-	visit("/dashboard/plans/"+s.plan, "#plan-name", "a plan", "details.confirm")
-	browsertest.Step(t, ctx, 30*time.Second,
-		chromedp.SetValue(chromedp.CSS("#plan-amount"), "1.234"),
-		chromedp.Click(chromedp.CSS(`form[action="/dashboard/plans/`+s.plan+`"] button`)),
-		chromedp.WaitVisible(chromedp.CSS("#error-amount")),
-	)
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "a plan, a refused amount")
-	visit("/dashboard/payments/intents", "#intents", "payment intents")
-	visit("/dashboard/payments/intents/"+intent, "#attempts", "a payment intent")
-	visit("/dashboard/payments/sessions", "#sessions", "hosted-page sessions")
-	visit("/dashboard/payments/sessions/"+session, "#session", "a hosted-page session")
+	if r := s.a.must(t, "GET", api, nil); r.Str("status") != "SUSPENDED" || r.Num("failed_attempts") != "4" {
+		t.Fatalf("after its retries were used up: %s", r.Raw)
+	}
+}
+
+// "Retry now" on a SUSPENDED subscription (its retries used up on a declined card, then its card
+// replaced with a good one): the form sent three times at once and once more after charges the unpaid
+// cycle once, through the engine, and the subscription is ACTIVE again. The status filter lists it
+// under SUSPENDED before and under ACTIVE after; CANCELED and EXPIRED list their own subscriptions.
+func TestRetryNowSuspendedAndStatusFilter(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newBillingShop(t, db)
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		s.suspend(t, b, csrf, s.bad, s.badSub)
+
+		// A canceled subscription, and one whose plan's single payment is made: EXPIRED.
+		once := s.a.must(t, "POST", "/plan-service/plan", map[string]any{"name": "Once", "amount": "4.00", "currency": "USD",
+			"frequency": "MONTHLY", "number_of_payments": 1}).Str("lookup_id")
+		expired, _ := s.a.customerWithCard(t, "hedy@example.com", cardtest.Visa)
+		expiredSub := s.a.subscribe(t, expired, once)
+		canceled, _ := s.a.customerWithCard(t, "ken@example.com", cardtest.Visa)
+		canceledSub := s.a.subscribe(t, canceled, s.plan)
+		s.a.must(t, "PATCH", "/customer-service/customer/"+canceled+"/subscription/"+canceledSub, map[string]any{"status": "CANCELED"})
+		if _, err := s.srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if r := s.a.must(t, "GET", "/customer-service/customer/"+expired+"/subscription/"+expiredSub, nil); r.Str("status") != "EXPIRED" {
+			t.Fatalf("the single payment's subscription after it: %s", r.Raw)
+		}
+		listed := func(status string) []string {
+			t.Helper()
+			resp, body := b.get("/dashboard/subscriptions?status=" + status)
+			wantStatus(t, status+" subscriptions", resp, body, http.StatusOK)
+			var subs []string
+			for _, m := range regexp.MustCompile(`href="/dashboard/subscriptions/[^/"]+/([^"?]+)"`).FindAllStringSubmatch(body, -1) {
+				if !slices.Contains(subs, m[1]) {
+					subs = append(subs, m[1])
+				}
+			}
+			return subs
+		}
+		for status, want := range map[string]string{"SUSPENDED": s.badSub, "CANCELED": canceledSub, "EXPIRED": expiredSub} {
+			if got := listed(status); !slices.Equal(got, []string{want}) {
+				t.Fatalf("the %s list holds %v, want only %s", status, got, want)
+			}
+		}
+
+		card := s.a.must(t, "POST", "/customer-service/customer/"+s.bad+"/card", map[string]any{"card_number": cardtest.Mastercard,
+			"card_expiry_month": "12", "card_expiry_year": "2099"}).Body["cards"].([]any)
+		sub := "/customer-service/customer/" + s.bad + "/subscription/" + s.badSub
+		s.a.must(t, "PATCH", sub, map[string]any{"card_lookup_id": card[len(card)-1].(map[string]any)["lookup_id"]})
+		approved := s.recurring(t, "APPROVED") // the good customer's and the single payment
+		page := "/dashboard/subscriptions/" + s.bad + "/" + s.badSub
+		_, body := b.get(page)
+		form := url.Values{"csrf_token": {csrf}, "cycle": {fieldValue(t, body, "cycle")}, "failed": {fieldValue(t, body, "failed")}}
+		var wg sync.WaitGroup
+		bodies := make([]string, 3)
+		for i := range bodies {
+			wg.Go(func() {
+				resp, body := b.post(page+"/retry", form)
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("a submit of the retry answered %d: %s", resp.StatusCode, body)
+				}
+				bodies[i] = body
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		charged := 0
+		for _, body := range bodies {
+			if strings.Contains(body, "The retry is approved: 9.00 USD charged.") {
+				charged++
+			} else if !strings.Contains(body, "This retry was made already") {
+				t.Fatalf("a submit's answer: %s", body)
+			}
+		}
+		if charged != 1 {
+			t.Fatalf("%d of the submits say they charged", charged)
+		}
+		resp, body := b.post(page+"/retry", form)
+		wantStatus(t, "the reload", resp, body, http.StatusOK)
+		if !strings.Contains(body, "This retry was made already") {
+			t.Fatalf("the reload's answer: %s", body)
+		}
+		if n := s.recurring(t, "APPROVED"); n != approved+1 {
+			t.Fatalf("%d approved recurring charges, want %d: the retry of the suspended subscription charged %d times", n, approved+1, n-approved)
+		}
+		if n := s.recurring(t, "DECLINED"); n != 4 {
+			t.Fatalf("%d declined recurring charges, want the first and three retries", n)
+		}
+		r := s.a.must(t, "GET", sub, nil)
+		if r.Str("status") != "ACTIVE" || r.Num("failed_attempts") != "0" || r.Num("completed_cycles") != "1" {
+			t.Fatalf("after the retry: %s", r.Raw)
+		}
+		if got := listed("SUSPENDED"); len(got) != 0 {
+			t.Fatalf("the SUSPENDED list after the retry: %v", got)
+		}
+		if got := listed("ACTIVE"); !slices.Contains(got, s.badSub) {
+			t.Fatalf("the ACTIVE list after the retry lacks it: %v", got)
+		}
+		if _, err := s.srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.recurring(t, "APPROVED"); n != approved+1 {
+			t.Fatalf("the engine charged the retried cycle again: %d approved", n)
+		}
+	})
 }

@@ -71,49 +71,51 @@ func TestChargeStoredCardInBrowser(t *testing.T) {
 // Every customer page, checked with axe-core in light and dark, at desktop and at 375 px (where none
 // is wider than the screen): the list and an empty search, a customer with cards, a subscription and
 // payments, the new and edit forms (one with an error), the confirmations (one with a 409), and the
-// charge form (with an error).
+// charge form (with an error); on both backends.
 func TestCustomerPagesAccessible(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	a := s.api(t, s.merchantID)
-	c, cards := a.customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe", "company": "Roe Provisions",
-		"address1": "1 Long Street", "city": "Halifax"}, cardtest.Visa, cardtest.Amex)
-	a.subscribeToNewPlan(c, cards[0], "Coffee club")
-	a.call("POST", "/transaction-service/sale/customer/"+c+"/card/"+cards[0], map[string]any{"amount": "20.00"})
-	a.customer(map[string]any{"email": "john@smith.example", "first_name": "John", "last_name": "Smith"}, cardtest.Mastercard)
-	ctx := browsertest.New(t)
-	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
-	check := func(name string) {
-		t.Helper()
-		browsertest.CheckAccessibilityEverywhere(t, ctx, name)
-		browsertest.Viewport(t, ctx, browsertest.Phone)
-		if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
-			t.Errorf("%s is %d px wide at 375", name, w)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		a := s.api(t, s.merchantID)
+		c, cards := a.customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe", "company": "Roe Provisions",
+			"address1": "1 Long Street", "city": "Halifax"}, cardtest.Visa, cardtest.Amex)
+		a.subscribeToNewPlan(c, cards[0], "Coffee club")
+		a.call("POST", "/transaction-service/sale/customer/"+c+"/card/"+cards[0], map[string]any{"amount": "20.00"})
+		a.customer(map[string]any{"email": "john@smith.example", "first_name": "John", "last_name": "Smith"}, cardtest.Mastercard)
+		ctx := browsertest.New(t)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+		check := func(name string) {
+			t.Helper()
+			browsertest.CheckAccessibilityEverywhere(t, ctx, name)
+			browsertest.Viewport(t, ctx, browsertest.Phone)
+			if w := browsertest.Eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 375 {
+				t.Errorf("%s is %d px wide at 375", name, w)
+			}
 		}
-	}
-	visit := func(path, wait, name string) {
-		t.Helper()
-		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
-		check(name)
-	}
-	submit := func(wait, name string) {
-		t.Helper()
-		browsertest.Step(t, ctx, 30*time.Second, chromedp.Click(chromedp.CSS(`main form button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(wait)))
-		check(name)
-	}
-	base := "/dashboard/customers/" + c
-	visit("/dashboard/customers", "#customers", "customers")
-	visit("/dashboard/customers?q="+url.QueryEscape("nobody@roe.example"), "#customers-empty", "customers, nothing found")
-	visit(base, "#payments", "a customer")
-	visit("/dashboard/customers/new", "#email", "new customer")
-	submit("#email-error", "new customer, e-mail missing")
-	visit(base+"/edit", "#email", "edit a customer")
-	visit(base+"/cards/"+cards[1]+"/default", "#question", "make a card the default")
-	visit(base+"/cards/"+cards[1]+"/delete", "#question", "delete a card")
-	visit(base+"/cards/"+cards[0]+"/delete", "#question", "delete the subscription's card")
-	submit("[role=alert]", "delete the subscription's card, refused")
-	visit(base+"/delete", "#question", "delete a customer")
-	visit(base+"/cards/"+cards[0]+"/charge", "#amount", "charge a card")
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#amount"), "0"))
-	submit("#amount-error", "charge a card, a bad amount")
+		visit := func(path, wait, name string) {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(wait)))
+			check(name)
+		}
+		submit := func(wait, name string) {
+			t.Helper()
+			browsertest.Step(t, ctx, 30*time.Second, chromedp.Click(chromedp.CSS(`main form button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(wait)))
+			check(name)
+		}
+		base := "/dashboard/customers/" + c
+		visit("/dashboard/customers", "#customers", "customers")
+		visit("/dashboard/customers?q="+url.QueryEscape("nobody@roe.example"), "#customers-empty", "customers, nothing found")
+		visit(base, "#payments", "a customer")
+		visit("/dashboard/customers/new", "#email", "new customer")
+		submit("#email-error", "new customer, e-mail missing")
+		visit(base+"/edit", "#email", "edit a customer")
+		visit(base+"/cards/"+cards[1]+"/default", "#question", "make a card the default")
+		visit(base+"/cards/"+cards[1]+"/delete", "#question", "delete a card")
+		visit(base+"/cards/"+cards[0]+"/delete", "#question", "delete the subscription's card")
+		submit("[role=alert]", "delete the subscription's card, refused")
+		visit(base+"/delete", "#question", "delete a customer")
+		visit(base+"/cards/"+cards[0]+"/charge", "#amount", "charge a card")
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#amount"), "0"))
+		submit("#amount-error", "charge a card, a bad amount")
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kassapay/kassa/internal/browsertest"
+	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/report"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
@@ -152,6 +154,73 @@ func TestOverviewInBrowser(t *testing.T) {
 		signInInBrowser(t, ctx, s.srv.URL, "sales@maple.example", pw, "nav")
 		if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('#figures, svg[role=img]').length`); n != 0 {
 			t.Errorf("sales staff see %d parts of the overview", n)
+		}
+	})
+}
+
+// home is the Home page b gets.
+func home(t *testing.T, b *browser) string {
+	t.Helper()
+	resp, body := b.get("/dashboard")
+	wantStatus(t, "Home", resp, body, http.StatusOK)
+	return body
+}
+
+// glance reads the overview's billing at a glance: due today, in retry, suspended.
+func glance(t *testing.T, body string) [3]string {
+	t.Helper()
+	var got [3]string
+	for i, what := range []string{"subscriptions due today", "in retry</a>", "suspended</a>"} {
+		m := regexp.MustCompile(`<span class="n">(\d+)</span> ` + regexp.QuoteMeta(what)).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("the overview has no count of %q:\n%s", what, body)
+		}
+		got[i] = m[1]
+	}
+	return got
+}
+
+// Billing at a glance counts real subscriptions: one just made and not charged yet is due today, one
+// whose card was declined is in retry (its next attempt tomorrow, so not due today), one whose retries
+// the engine used up is suspended; the ACTIVE one charged this month and a paused one count nowhere.
+// Once the engine has charged the due one, nothing is due today.
+func TestOverviewBillingAtAGlance(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newBillingShop(t, db) // one ACTIVE subscription charged, one in RETRY
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		if got := glance(t, home(t, b)); got != [3]string{"0", "1", "0"} {
+			t.Fatalf("due today, in retry, suspended: %v, want 0 1 0", got)
+		}
+
+		lapsed, _ := s.a.customerWithCard(t, "alan@example.com", cardtest.InsufficientFunds)
+		lapsedSub := s.a.subscribe(t, lapsed, s.plan)
+		if _, err := s.srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s.suspend(t, b, csrf, lapsed, lapsedSub)
+		due, _ := s.a.customerWithCard(t, "edsger@example.com", cardtest.Visa)
+		s.a.subscribe(t, due, s.plan)
+		paused, _ := s.a.customerWithCard(t, "barbara@example.com", cardtest.Visa)
+		pausedSub := s.a.subscribe(t, paused, s.plan)
+		s.a.must(t, "PATCH", "/customer-service/customer/"+paused+"/subscription/"+pausedSub, map[string]any{"status": "PAUSED"})
+
+		for _, role := range []string{"owner", "reporting"} {
+			rb := s.browser(t)
+			rb.signIn(role + "@maple.example")
+			if got := glance(t, home(t, rb)); got != [3]string{"1", "1", "1"} {
+				t.Fatalf("%s's overview: due today, in retry, suspended: %v, want 1 1 1", role, got)
+			}
+		}
+		if _, err := s.srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.recurring(t, "APPROVED"); n != 2 {
+			t.Fatalf("%d approved recurring charges, want the first customer's and the due one's", n)
+		}
+		if got := glance(t, home(t, b)); got != [3]string{"0", "1", "1"} {
+			t.Fatalf("after the engine's run: due today, in retry, suspended: %v, want 0 1 1", got)
 		}
 	})
 }

@@ -169,7 +169,8 @@ func transaction(t *testing.T, s *shop, id string) payment.Transaction {
 // 375 px, typing the card into the hosted form the terminal page frames, with the card saved to a new
 // customer. The page goes on by itself when the form ends and says where the card went; the sale is
 // on the ledger as the sales user's mail order with its order id and e-mail, the vault holds the card
-// on the new customer, and the receipt waits in the outbox. Neither the terminal's page nor any
+// on the new customer, and the receipt waits in the outbox; a second sale saves its card to that
+// customer, now an existing one, found by e-mail. Neither the terminal's page nor any
 // response Kassa sent outside the hosted form held the card number (servertest checks every body).
 // An owner's authorization, with nothing to save, lands on its transaction's page.
 func TestTerminalSaleInBrowser(t *testing.T) {
@@ -212,6 +213,38 @@ func TestTerminalSaleInBrowser(t *testing.T) {
 				"ada@example.com", "%"+sale.TransactionID+"%").Scan(&receipts)
 		}); err != nil || receipts != 1 {
 			t.Fatalf("receipts queued to ada@example.com: %d, %v", receipts, err)
+		}
+
+		// A second order of the same customer, by telephone: the card saved to her as an existing
+		// customer, found by her e-mail (its case as the caller spelled it). The vault adds the card to
+		// her, the first staying the default; no customer is made.
+		terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "8.00", "order_id": "PO-8", "customer": "Ada@Example.com"}, "save-existing")
+		if summary := browsertest.Eval[string](t, ctx, `document.querySelector('main').textContent`); !strings.Contains(summary, "Sale of 8.00 CAD") {
+			t.Fatalf("the card form's page for the existing customer: %s", summary)
+		}
+		typeCard(t, ctx, cardtest.Mastercard)
+		waitPath(t, ctx, `^/dashboard/terminal/sessions/cs_`)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#saved")))
+		saved = browsertest.Eval[string](t, ctx, `document.getElementById('saved').textContent`)
+		if again := browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`); again != customer ||
+			!strings.HasPrefix(saved, "The card is saved to the customer") {
+			t.Fatalf("the result of the save to an existing customer says %q, links %q, want %q", saved, again, customer)
+		}
+		href = browsertest.Eval[string](t, ctx, `document.getElementById('transaction').getAttribute('href')`)
+		second := transaction(t, s, strings.TrimPrefix(href, "/dashboard/transactions/"))
+		if second.Kind != payment.KindSale || second.Status != payment.StatusApproved || second.Amount != 800 || second.OrderID != "PO-8" ||
+			!second.MailOrder || second.CardSuffix != "4444" {
+			t.Fatalf("the second terminal sale on the ledger: %+v", second)
+		}
+		c, err = s.srv.Vault().Get(context.Background(), s.merchantID, c.LookupID)
+		if err != nil || len(c.Cards) != 2 || !c.Cards[0].IsDefault || c.Cards[0].Suffix != "4242" || c.Cards[1].Suffix != "4444" || c.Cards[1].IsDefault {
+			t.Fatalf("the existing customer's cards in the vault: %+v, %v", c.Cards, err)
+		}
+		var customers int
+		if err := db.Read(context.Background(), func(q store.Querier) error {
+			return q.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM customers WHERE merchant_id = $1`, s.merchantID).Scan(&customers)
+		}); err != nil || customers != 1 {
+			t.Fatalf("the merchant has %d customers after a save to an existing one, %v", customers, err)
 		}
 
 		// An owner's authorization: nothing to save, the page goes on to the transaction.
@@ -307,24 +340,27 @@ func TestAddCardInBrowser(t *testing.T) {
 }
 
 // The terminal's pages with axe-core, light and dark, desktop and phone: the form, the form with its
-// errors, the card form's page (with the hosted form in it), the result page, and the customer's card form.
+// errors, the card form's page (with the hosted form in it), the result page, and the customer's card
+// form; on both backends.
 func TestTerminalAccessible(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	ctx := browsertest.New(t)
-	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard/terminal"), chromedp.WaitVisible(chromedp.CSS("#amount")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal")
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#amount"), "ten"), chromedp.Click(chromedp.CSS("#save-existing")),
-		chromedp.Click(chromedp.CSS("form button[type=submit].primary")), chromedp.WaitVisible(chromedp.CSS("#amount-error")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal with an error")
-	terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "5", "email": "ada@example.com"}, "save-new")
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal card form")
-	typeCard(t, ctx, cardtest.Visa)
-	waitPath(t, ctx, `^/dashboard/terminal/sessions/`)
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#saved")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal result")
-	customer := browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`)
-	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+customer+"/cards/new"), chromedp.WaitVisible(chromedp.CSS("#card-frame")))
-	browsertest.CheckAccessibilityEverywhere(t, ctx, "add a card")
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		ctx := browsertest.New(t)
+		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+"/dashboard/terminal"), chromedp.WaitVisible(chromedp.CSS("#amount")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal")
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.SendKeys(chromedp.CSS("#amount"), "ten"), chromedp.Click(chromedp.CSS("#save-existing")),
+			chromedp.Click(chromedp.CSS("form button[type=submit].primary")), chromedp.WaitVisible(chromedp.CSS("#amount-error")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal with an error")
+		terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "5", "email": "ada@example.com"}, "save-new")
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal card form")
+		typeCard(t, ctx, cardtest.Visa)
+		waitPath(t, ctx, `^/dashboard/terminal/sessions/`)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#saved")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "terminal result")
+		customer := browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`)
+		browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+customer+"/cards/new"), chromedp.WaitVisible(chromedp.CSS("#card-frame")))
+		browsertest.CheckAccessibilityEverywhere(t, ctx, "add a card")
+	})
 }

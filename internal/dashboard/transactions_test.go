@@ -5,15 +5,19 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor"
@@ -148,40 +152,43 @@ func TestTransactionsListFilters(t *testing.T) {
 	})
 }
 
-// Paging: 50 a page, Older then Newer return to the first page; a date-bounded list pages the same.
+// Paging, on both backends: 50 a page, Older then Newer return to the first page; a date-bounded list
+// pages the same.
 func TestTransactionsPaging(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
-	a := s.api(t, s.merchantID)
-	var all []string
-	for i := range 53 {
-		all = append(all, a.pay(t, payment.KindSale, fmt.Sprintf("%d.00", i+1), cardtest.Visa, nil))
-	}
-	slices.Reverse(all)
-	b := s.browser(t)
-	b.signIn("owner@maple.example")
-	for _, base := range []string{"", "from=2000-01-01&"} {
-		_, first := b.get("/dashboard/transactions?" + base)
-		if got := listed(first); !slices.Equal(got, all[:50]) {
-			t.Fatalf("%s first page: %v", base, got)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		a := s.api(t, s.merchantID)
+		var all []string
+		for i := range 53 {
+			all = append(all, a.pay(t, payment.KindSale, fmt.Sprintf("%d.00", i+1), cardtest.Visa, nil))
 		}
-		older := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="next"`).FindStringSubmatch(first)
-		if older == nil || strings.Contains(first, `rel="prev"`) {
-			t.Fatalf("%s first page's links: %s", base, first)
+		slices.Reverse(all)
+		b := s.browser(t)
+		b.signIn("owner@maple.example")
+		for _, base := range []string{"", "from=2000-01-01&"} {
+			_, first := b.get("/dashboard/transactions?" + base)
+			if got := listed(first); !slices.Equal(got, all[:50]) {
+				t.Fatalf("%s first page: %v", base, got)
+			}
+			older := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="next"`).FindStringSubmatch(first)
+			if older == nil || strings.Contains(first, `rel="prev"`) {
+				t.Fatalf("%s first page's links: %s", base, first)
+			}
+			_, second := b.get("/dashboard/transactions?" + strings.ReplaceAll(older[1], "&amp;", "&"))
+			if got := listed(second); !slices.Equal(got, all[50:]) || strings.Contains(second, `rel="next"`) {
+				t.Fatalf("%s second page: %v", base, got)
+			}
+			newer := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="prev"`).FindStringSubmatch(second)
+			if newer == nil {
+				t.Fatalf("%s no Newer link on the second page", base)
+			}
+			_, back := b.get("/dashboard/transactions?" + strings.ReplaceAll(newer[1], "&amp;", "&"))
+			if got := listed(back); !slices.Equal(got, all[:50]) || strings.Contains(back, `rel="prev"`) {
+				t.Fatalf("%s back to the first page: %v", base, got)
+			}
 		}
-		_, second := b.get("/dashboard/transactions?" + strings.ReplaceAll(older[1], "&amp;", "&"))
-		if got := listed(second); !slices.Equal(got, all[50:]) || strings.Contains(second, `rel="next"`) {
-			t.Fatalf("%s second page: %v", base, got)
-		}
-		newer := regexp.MustCompile(`href="/dashboard/transactions\?([^"]+)" rel="prev"`).FindStringSubmatch(second)
-		if newer == nil {
-			t.Fatalf("%s no Newer link on the second page", base)
-		}
-		_, back := b.get("/dashboard/transactions?" + strings.ReplaceAll(newer[1], "&amp;", "&"))
-		if got := listed(back); !slices.Equal(got, all[:50]) || strings.Contains(back, `rel="prev"`) {
-			t.Fatalf("%s back to the first page: %v", base, got)
-		}
-	}
+	})
 }
 
 // confirmFollowUp posts a follow-up form of a transaction's page, then its confirmation, as a browser
@@ -209,10 +216,11 @@ func refunded(t *testing.T, db *store.DB, id string) (sum int64, n int) {
 }
 
 // A partial refund from the detail page, behind a confirmation: submitted twice and reloaded, it moves
-// money once (the ledger holds one refund); what remains is shown; a refund beyond it is refused with
-// the API's sentence, not a 500; a capture of part of an authorization, then a second capture, is
-// refused; a void of another authorization. Reporting and sales get 403 on these POSTs; another
-// merchant's transaction is not found.
+// money once (the ledger holds one refund); what remains is shown, and the audit trail names the
+// refund and the admin who made it; a refund beyond it is refused with the API's sentence, not a 500;
+// a capture of part of an authorization, then a second capture, is refused; a void of another
+// authorization closes it with one VOID, and a second void moves nothing. Reporting and sales get 403
+// on these POSTs; another merchant's transaction is not found.
 func TestTransactionActions(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -226,9 +234,18 @@ func TestTransactionActions(t *testing.T) {
 			t.Fatalf("the sale's page: %s", page)
 		}
 		key := signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
+		var refundID string
 		for i := range 3 { // a double submit, then a reload of the confirmation's POST
 			resp, body := confirmFollowUp(t, b, csrf, sale, "refund", "30.00", key)
 			wantStatus(t, fmt.Sprintf("refund, submission %d", i+1), resp, body, http.StatusSeeOther)
+			id := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/")
+			if refundID != "" && id != refundID {
+				t.Fatalf("submission %d of one refund form lands on %s, the first on %s", i+1, id, refundID)
+			}
+			refundID = id
+		}
+		if r := a.get(t, refundID); r.Str("transaction_type") != "REFUND" || r.Num("amount") != "30.00" || r.Str("original_transaction_id") != sale {
+			t.Fatalf("the refund through the API: %s", r.Raw)
 		}
 		if sum, n := refunded(t, db, sale); sum != 3000 || n != 1 {
 			t.Fatalf("after three submissions of one refund form: %d refunds of %d", n, sum)
@@ -237,8 +254,15 @@ func TestTransactionActions(t *testing.T) {
 			t.Fatalf("the API's sale: %d", r.Status)
 		}
 		_, page = b.get("/dashboard/transactions/" + sale)
-		if !strings.Contains(page, "70.00 CAD remains to refund") || !strings.Contains(page, `id="trail"`) || !strings.Contains(page, "admin@maple.example") {
+		if !strings.Contains(page, "70.00 CAD remains to refund") {
 			t.Fatalf("the sale's page after the refund: %s", page)
+		}
+		// The trail records what was done to the sale, and by whom: the API client's sale, and the one
+		// refund of the admin's three submissions.
+		rows := trail(t, page)
+		if len(rows) != 2 || !strings.HasPrefix(rows[0][0], "API client ") || rows[0][1] != "sale "+sale+" 100.00 CAD (Approved)" ||
+			rows[1] != [3]string{"admin@maple.example", "refund " + refundID + " 30.00 CAD (Approved)", "approved"} {
+			t.Fatalf("the sale's audit trail after the refund: %q", rows)
 		}
 		// A new form: more than remains is refused, said on the page.
 		key = signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
@@ -274,11 +298,47 @@ func TestTransactionActions(t *testing.T) {
 		if !strings.Contains(body, "already been captured") {
 			t.Fatalf("the second capture's refusal: %s", body)
 		}
+		// A void: the ledger closes the authorization with one approved VOID, which the API shows; the
+		// form sent again lands on the same void, and a second void (a new form) is refused and moves
+		// nothing, as is a capture of what was voided.
 		hold := a.pay(t, payment.KindAuthorization, "20.00", cardtest.Visa, nil)
 		resp, body = confirmFollowUp(t, b, csrf, hold, "void", "", "k-void")
 		wantStatus(t, "void", resp, body, http.StatusSeeOther)
-		if r := a.get(t, hold); r.Status != 200 {
-			t.Fatal(r.Status)
+		void := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/")
+		if r := a.get(t, void); r.Str("transaction_type") != "VOID" || r.Str("transaction_result") != "APPROVED" || r.Str("original_transaction_id") != hold {
+			t.Fatalf("the void through the API: %s", r.Raw)
+		}
+		voided := func() (closedBy string, voids int) {
+			t.Helper()
+			if err := db.Reader().QueryRowContext(context.Background(), `SELECT COALESCE(closed_by, ''),
+				(SELECT COUNT(*) FROM transactions WHERE parent_transaction_id = $1 AND kind = 'VOID' AND status = 'APPROVED')
+				FROM transactions WHERE transaction_id = $1`, hold).Scan(&closedBy, &voids); err != nil {
+				t.Fatal(err)
+			}
+			return closedBy, voids
+		}
+		if closedBy, n := voided(); closedBy != "VOID" || n != 1 {
+			t.Fatalf("after the void the authorization is closed by %q with %d voids", closedBy, n)
+		}
+		resp, body = confirmFollowUp(t, b, csrf, hold, "void", "", "k-void")
+		wantStatus(t, "the void sent again", resp, body, http.StatusSeeOther)
+		if again := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/"); again != void {
+			t.Fatalf("the void sent again lands on %s, not %s", again, void)
+		}
+		resp, body = confirmFollowUp(t, b, csrf, hold, "void", "", "k-void-2")
+		wantStatus(t, "a second void", resp, body, http.StatusConflict)
+		if !strings.Contains(body, "has been voided") {
+			t.Fatalf("the second void's refusal: %s", body)
+		}
+		if r := a.do(t, "POST", "/transaction-service/capture/"+hold, map[string]string{"amount": "20.00"}); r.Status != http.StatusConflict {
+			t.Fatalf("a capture of the voided authorization: %d %s", r.Status, r.Raw)
+		}
+		if closedBy, n := voided(); closedBy != "VOID" || n != 1 {
+			t.Fatalf("after a second void the authorization is closed by %q with %d voids", closedBy, n)
+		}
+		_, body = b.get("/dashboard/transactions/" + hold)
+		if strings.Contains(body, `id="void-form"`) || strings.Contains(body, `id="capture-form"`) || !strings.Contains(body, void) {
+			t.Fatalf("the voided authorization's page: %s", body)
 		}
 
 		// Reporting and sales may not; another merchant's transaction is not found.
@@ -462,6 +522,138 @@ func TestTransactionDetail(t *testing.T) {
 		if !strings.Contains(page, `id="three-d-secure">Challenged; the cardholder passed<`) || !strings.Contains(page, auth.ProcessorRef) ||
 			!strings.Contains(page, `id="processor"`) || !strings.Contains(page, `id="trail"`) {
 			t.Errorf("the authorization's page: %s", page)
+		}
+	})
+}
+
+// trail reads the rows of a transaction page's audit trail: who, what, outcome.
+func trail(t *testing.T, page string) [][3]string {
+	t.Helper()
+	i := strings.Index(page, `<table id="trail"`)
+	if i < 0 {
+		t.Fatalf("the page has no audit trail: %s", page)
+	}
+	table := page[i : i+strings.Index(page[i:], "</table>")]
+	var rows [][3]string
+	for _, m := range regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>[^<]*</td></tr>`).FindAllStringSubmatch(table, -1) {
+		rows = append(rows, [3]string{html.UnescapeString(m[1]), html.UnescapeString(m[2]), m[3]})
+	}
+	return rows
+}
+
+// The date filter's days are the merchant's (issue 17, point 2: "date range in the merchant's time
+// zone"): for a merchant in Pacific/Auckland, a sale a minute before its local midnight falls on the
+// day before and one a minute after on the day of, although both are on the same day in UTC (about
+// 11:00 UTC, so a filter read in UTC would put them both on the other side). The list shows the times
+// in the merchant's zone.
+func TestTransactionsDateRangeInMerchantZone(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := &clock{t: time.Now()}
+		s := newShop(t, db, server.Config{Now: clk.Now})
+		const zone = "Pacific/Auckland"
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write(context.Background(), func(tx *store.Tx) error {
+			_, err := merchant.ApplyUpdate(context.Background(), tx, s.merchantID, merchant.Update{Timezone: new(zone)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		a := s.api(t, s.merchantID)
+		y, m, d := time.Now().In(loc).Date()
+		midnight := time.Date(y, m, d-1, 0, 0, 0, 0, loc) // yesterday's, in Auckland: in the past
+		dayBefore, day := midnight.AddDate(0, 0, -1).Format(time.DateOnly), midnight.Format(time.DateOnly)
+		clk.Set(midnight.Add(-time.Minute))
+		before := a.pay(t, payment.KindSale, "11.00", cardtest.Visa, nil)
+		clk.Set(midnight.Add(time.Minute))
+		after := a.pay(t, payment.KindSale, "12.00", cardtest.Visa, nil)
+		if ub, ua := midnight.Add(-time.Minute).UTC(), midnight.Add(time.Minute).UTC(); ub.YearDay() != ua.YearDay() {
+			t.Fatalf("the two sales are on different UTC days (%v, %v): the test would not tell the zones apart", ub, ua)
+		}
+		clk.Set(time.Now())
+
+		b := s.browser(t)
+		b.signIn("reporting@maple.example")
+		for _, tc := range []struct {
+			query string
+			want  []string
+		}{
+			{"from=" + day + "&to=" + day, []string{after}},
+			{"from=" + day, []string{after}},
+			{"to=" + dayBefore, []string{before}},
+			{"from=" + dayBefore + "&to=" + dayBefore, []string{before}},
+			{"from=" + dayBefore + "&to=" + day, []string{after, before}},
+			{"from=" + midnight.AddDate(0, 0, 1).Format(time.DateOnly), nil},
+		} {
+			resp, body := b.get("/dashboard/transactions?" + tc.query)
+			wantStatus(t, tc.query, resp, body, http.StatusOK)
+			if got := listed(body); !slices.Equal(got, tc.want) {
+				t.Errorf("?%s lists %v, want %v (the sale at 23:59 is %s, the one at 00:01 %s)", tc.query, got, tc.want, before, after)
+			}
+		}
+		_, body := b.get("/dashboard/transactions/" + after)
+		if want := midnight.Add(time.Minute).Format("2006-01-02 15:04"); !strings.Contains(body, want) {
+			t.Errorf("the sale's page does not show its time %s in %s: %s", want, zone, body)
+		}
+	})
+}
+
+// A refund's confirmation sent twice at the same moment (a double click that two connections carry
+// at once, with the form's one idempotency key) refunds once, three times over: the ledger holds one
+// refund, and each answer lands on it or says it is still being processed.
+func TestRefundDoubleSubmitAtOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{})
+		a := s.api(t, s.merchantID)
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		for round := range 3 {
+			sale := a.pay(t, payment.KindSale, "50.00", cardtest.Visa, nil)
+			_, page := b.get("/dashboard/transactions/" + sale)
+			key := signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
+			form := url.Values{"csrf_token": {csrf}, "key": {key}, "amount": {"20.00"}, "confirm": {"yes"}}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			statuses, locations, bodies := make([]int, 2), make([]string, 2), make([]string, 2)
+			for i := range statuses {
+				wg.Go(func() {
+					<-start
+					resp, body := b.post("/dashboard/transactions/"+sale+"/refund", form)
+					statuses[i], locations[i], bodies[i] = resp.StatusCode, resp.Header.Get("Location"), body
+				})
+			}
+			close(start)
+			wg.Wait()
+			if sum, n := refunded(t, db, sale); sum != 2000 || n != 1 {
+				t.Fatalf("round %d: two submits at once of one refund form made %d refunds of %d in all", round, n, sum)
+			}
+			var landed []string
+			for i, st := range statuses {
+				switch {
+				case st == http.StatusSeeOther && strings.HasPrefix(locations[i], "/dashboard/transactions/"):
+					landed = append(landed, locations[i])
+				case st == http.StatusConflict: // the other one's refund is being made, and the page says so
+					if !strings.Contains(bodies[i], "This refund is still being processed.") {
+						t.Fatalf("round %d: the submit that found the refund being made: %s", round, bodies[i])
+					}
+				default:
+					t.Fatalf("round %d: the submits answered %v %v", round, statuses, locations)
+				}
+			}
+			if len(landed) == 2 && landed[0] != landed[1] {
+				t.Fatalf("round %d: the submits land on %v", round, landed)
+			}
+			if len(landed) == 0 {
+				t.Fatalf("round %d: neither submit landed on the refund: %v", round, statuses)
+			}
+			_, page = b.get("/dashboard/transactions/" + sale)
+			if !strings.Contains(page, "30.00 CAD remains to refund") {
+				t.Fatalf("round %d: the sale's page after the refund: %s", round, page)
+			}
 		}
 	})
 }
