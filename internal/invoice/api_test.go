@@ -429,3 +429,43 @@ func TestInvoiceScope(t *testing.T) {
 			"Bearer "+invoiceOnly.Str("access_token")), 403, "insufficient_scope")
 	})
 }
+
+// A cancellation racing sends: every request either succeeds or is a 409, each e-mail queued belongs
+// to a send that succeeded, and a send never lands after the cancellation (the invoice ends CANCELLED).
+func TestInvoiceCancelRacingSend(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		inv := f.m.Do(t, "POST", base, map[string]any{"customer_email": "bob@example.com",
+			"items": []map[string]any{{"description": "x", "unit_price": 1}}})
+		want(t, "create", inv, 200)
+		path := base + "/" + inv.Str("lookup_id")
+		results := make([]servertest.Response, 8)
+		servertest.Parallel(len(results), func(i int) {
+			if i == 0 {
+				results[i] = f.m.Do(t, "PUT", path, map[string]any{"status": "CANCELLED"})
+			} else {
+				results[i] = f.m.Do(t, "POST", path+"/send", nil)
+			}
+		})
+		sends := 0
+		for i, r := range results {
+			switch {
+			case r.Status == 200 && i > 0:
+				sends++
+			case r.Status == 200:
+			case r.Status == 409 && i == 0 && r.Str("error") == "concurrent_update":
+				// The cancellation lost to a send: cancel again, as its Retry-After says.
+				want(t, "cancel again", f.m.Do(t, "PUT", path, map[string]any{"status": "CANCELLED"}), 200)
+			case r.Status == 409 && (r.Str("error") == "concurrent_update" || r.Str("error") == "invoice_not_sendable"):
+			default:
+				t.Fatalf("request %d: %d %s", i, r.Status, r.Raw)
+			}
+		}
+		if got := f.m.Do(t, "GET", path, nil); got.Str("status") != "CANCELLED" {
+			t.Fatalf("after the race: %s", got.Raw)
+		}
+		if n := len(outbox(t, db, f.m.ID)); n != sends {
+			t.Fatalf("%d e-mails queued for %d sends that succeeded", n, sends)
+		}
+	})
+}

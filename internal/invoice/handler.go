@@ -244,11 +244,15 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	httpapi.SetPageHeaders(w.Header(), pageCSP)
 	var inv Invoice
 	var m merchant.Merchant
-	err := s.db.Read(r.Context(), func(q store.Querier) error {
-		var err error
-		inv, err = ByPayKey(r.Context(), q, r.PathValue("key"))
-		return err
-	})
+	key := r.PathValue("key")
+	err := error(fault.NotFound("No such invoice."))
+	if len(key) == payKeyLength && httpapi.Storable(key) { // anything else is no key, and no query
+		err = s.db.Read(r.Context(), func(q store.Querier) error {
+			var err error
+			inv, err = ByPayKey(r.Context(), q, key)
+			return err
+		})
+	}
 	if err == nil {
 		m, err = s.merchants.Get(r.Context(), inv.MerchantID)
 	}

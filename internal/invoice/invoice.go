@@ -91,6 +91,7 @@ type Invoice struct {
 	Notes        string
 	Terms        string
 	CustomFields map[string]string
+	Version      int64 // the row's version when read: a change saved over another is refused
 	SentAt       time.Time
 	PaidAt       time.Time
 	CreatedAt    time.Time

@@ -19,7 +19,7 @@ import (
 const columns = `id, lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date, tax_rate, items,
 	discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
 	customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
-	customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, sent_at, paid_at,
+	customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, version, sent_at, paid_at,
 	created_at, updated_at`
 
 func scan(s interface{ Scan(...any) error }) (Invoice, error) {
@@ -31,7 +31,7 @@ func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	err := s.Scan(&inv.ID, &inv.LookupID, &inv.MerchantID, &inv.Number, &status, &inv.PayKey, &inv.Currency.Code, &inv.Currency.Digits,
 		&inv.DueDate, &inv.TaxRate, &items, &inv.Discount, &inv.Shipping, &inv.Totals.Subtotal, &inv.Totals.Tax, &inv.Totals.Total,
 		&cu.LookupID, &cu.Email, &cu.FirstName, &cu.LastName, &cu.Company, &cu.Telephone, &cu.Address1, &cu.Address2, &cu.City,
-		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &sent, &paid, &created, &updated)
+		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &inv.Version, &sent, &paid, &created, &updated)
 	if err != nil {
 		return inv, err
 	}
@@ -66,6 +66,9 @@ func Get(ctx context.Context, q store.Querier, merchantID, ref string) (Invoice,
 	}
 	return inv, err
 }
+
+// payKeyLength is the length of a pay key: crypto/rand.Text's 26 characters of [A-Z2-7], 130 bits.
+const payKeyLength = 26
 
 // ByPayKey reads the invoice whose public page's secret is key.
 func ByPayKey(ctx context.Context, q store.Querier, key string) (Invoice, error) {
@@ -142,21 +145,36 @@ func insert(ctx context.Context, tx *store.Tx, inv *Invoice) error {
 		inv.Notes, inv.Terms, custom, inv.CreatedAt.UnixMilli()).Scan(&inv.ID)
 }
 
-// save writes every field of an existing invoice.
+// concurrentUpdate is the 409 of a change made to an invoice while the request ran: it is retried.
+func concurrentUpdate(inv Invoice) error {
+	return fault.Busy("concurrent_update", "Invoice %s changed while this request ran; retry it.", inv.LookupID)
+}
+
+// save writes every field of an existing invoice, unless it changed since it was read (a cancellation
+// racing a send, on PostgreSQL where both read it at once): that is a 409 concurrent_update to retry.
 func save(ctx context.Context, tx *store.Tx, inv Invoice) error {
 	items, custom := inv.jsonColumns()
 	cu := inv.Customer
-	_, err := tx.ExecContext(ctx, `UPDATE invoices SET invoice_number = $2, status = $3, currency = $4, scale = $5, due_date = $6,
+	r, err := tx.ExecContext(ctx, `UPDATE invoices SET invoice_number = $2, status = $3, currency = $4, scale = $5, due_date = $6,
 		tax_rate = $7, items = $8, discount_amount = $9, shipping_amount = $10, subtotal_amount = $11, tax_amount = $12,
 		total_amount = $13, customer_lookup_id = $14, customer_email = $15, customer_first_name = $16, customer_last_name = $17,
 		customer_company = $18, customer_telephone = $19, customer_address1 = $20, customer_address2 = $21, customer_city = $22,
 		customer_province = $23, customer_country = $24, customer_postal_code = $25, notes = $26, terms = $27, custom_fields = $28,
-		sent_at = $29, updated_at = $30 WHERE id = $1`,
+		sent_at = $29, updated_at = $30, version = version + 1 WHERE id = $1 AND version = $31`,
 		inv.ID, inv.Number, string(inv.Status), inv.Currency.Code, inv.Currency.Digits, inv.DueDate, inv.TaxRate, items, inv.Discount,
 		inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email, cu.FirstName, cu.LastName,
 		cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode, inv.Notes, inv.Terms,
-		custom, nullMillis(inv.SentAt), inv.UpdatedAt.UnixMilli())
-	return err
+		custom, nullMillis(inv.SentAt), inv.UpdatedAt.UnixMilli(), inv.Version)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = concurrentUpdate(inv)
+		}
+		return err
+	}
+	return nil
 }
 
 // Filter selects the invoices of a list.
@@ -404,7 +422,14 @@ func (s *Service) Remove(ctx context.Context, merchantID, ref string) (Invoice, 
 			return fault.Conflict("invoice_not_draft", "Invoice %s is %s: only a DRAFT can be deleted; cancel it instead (PUT with status CANCELLED).",
 				inv.LookupID, inv.Status)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM invoices WHERE id = $1 AND status = 'DRAFT'`, inv.ID); err != nil {
+		r, err := tx.ExecContext(ctx, `DELETE FROM invoices WHERE id = $1 AND version = $2`, inv.ID, inv.Version)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n != 1 {
+			if err == nil {
+				err = concurrentUpdate(inv)
+			}
 			return err
 		}
 		return audit.Change(ctx, tx, merchantID, "invoice.delete", "invoice/"+inv.LookupID, s.now())

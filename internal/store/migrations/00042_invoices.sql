@@ -34,6 +34,7 @@ CREATE TABLE invoices (
     notes                TEXT NOT NULL DEFAULT '',
     terms                TEXT NOT NULL DEFAULT '',
     custom_fields        TEXT NOT NULL DEFAULT '{}',    -- JSON object of strings
+    version              INTEGER NOT NULL DEFAULT 0,    -- bumped by every change: a change read before another is refused
     sent_at              BIGINT,
     paid_at              BIGINT,
     created_at           BIGINT NOT NULL,
