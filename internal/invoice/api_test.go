@@ -200,6 +200,9 @@ func TestInvoiceLife(t *testing.T) {
 				t.Errorf("list %q: %v, want %v", c.query, got, c.want)
 			}
 		}
+		if got := ids(m.Do(t, "GET", base+"/?invoice_number=2026-001", nil)); len(got) != 1 || got[0] != id {
+			t.Errorf("the list with a trailing slash: %v", got)
+		}
 		first := m.Do(t, "GET", base+"?limit=2", nil)
 		after := first.Body["paging"].(map[string]any)["cursors"].(map[string]any)["after"].(string)
 		if got := ids(m.Do(t, "GET", base+"?limit=2&after="+url.QueryEscape(after), nil)); len(got) != 1 || got[0] != id {
