@@ -131,6 +131,26 @@ func TestREADMEGatewayAPI(t *testing.T) {
 	}
 }
 
+// The README's invoice walk-through works as it stands against kassa serve with the quickstart's
+// token: it creates the invoice with the totals the README explains, sends it, reads, lists and
+// cancels it (issue 21, point 6: "The README shows the invoice walk-through with curl").
+func TestREADMEInvoices(t *testing.T) {
+	t.Parallel()
+	needTools(t, "curl", "jq", "sh")
+	dir := t.TempDir()
+	m := cliJSON(t, "merchant", "create", "--init", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
+	srv := startServer(t, nil, "--data-dir", dir)
+	text := runREADME(t, srv, readmetest.Block(t, "<!-- gateway-api-invoices:", "sh"), "TOKEN="+token(t, srv.url, m))
+	want := regexp.MustCompile(`^\{"status":"SENT","total_amount":176\.98,"payment_url":"http://127\.0\.0\.1:\d+/invoice/[A-Z2-7]{26}/pay"\}
+\{"subtotal_amount":149\.98,"tax_amount":19\.5,"total_amount":176\.98\}
+2026-001
+CANCELLED
+$`)
+	if !want.MatchString(text) {
+		t.Fatalf("the README's invoice block printed:\n%s", text)
+	}
+}
+
 // needTools skips t (or fails it, with KASSA_REQUIRE_ALL=1) when a command it runs is not installed.
 func needTools(t *testing.T, tools ...string) {
 	t.Helper()

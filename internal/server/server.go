@@ -25,6 +25,7 @@ import (
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
+	"github.com/kassapay/kassa/internal/invoice"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/payment"
@@ -217,6 +218,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
+	invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now}).Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
 	if s.billingCfg.Metrics == nil {
@@ -265,6 +267,12 @@ func (s *Server) state(ctx context.Context) (metrics.State, error) {
 // idempotency of POSTs per principal (merchant and client).
 func (s *Server) gateway(h http.Handler) http.Handler {
 	return s.auth.Require(auth.ScopeEcom, s.velocity.Requests(s.merchantLimits, httpapi.StorableRequest(s.idem.Middleware(h))))
+}
+
+// invoices wraps a handler of the invoice service as gateway wraps the others, with the invoice scope
+// in place of ecom (issue 21, point 1).
+func (s *Server) invoices(h http.Handler) http.Handler {
+	return s.auth.Require(auth.ScopeInvoice, s.velocity.Requests(s.merchantLimits, httpapi.StorableRequest(s.idem.Middleware(h))))
 }
 
 // merchantLimits are the velocity limits of the merchant of a request's bearer token. A merchant that

@@ -108,10 +108,9 @@ type scopeView struct{ Name, Description string }
 var scopeDescriptions = map[string]string{
 	"ecom": "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and " +
 		"subscriptions, through the gateway API and the payments API (payment intents and the hosted payment page)",
-	// Kassa has no invoice API: the scope is accepted because applications written for gateways that
-	// have one ask for it (the spec's tokens carry it), and it must not read as a promise.
-	"invoice": "nothing: Kassa has no invoices. Applications made for payment gateways that have invoicing ask for " +
-		"this, and Kassa accepts it so that they work; it gives no access to your payments or your data",
+	"invoice": "create, send, read, change, cancel and delete your invoices, through the gateway API's invoice service: " +
+		"it e-mails your customers invoices with a link to pay them, and reads the name, e-mail and address of the " +
+		"customers of yours that an invoice names",
 }
 
 // authorize serves GET /oauth/authorize.

@@ -339,10 +339,10 @@ func TestSessionCookieIsSecureOverHTTPS(t *testing.T) {
 	}
 }
 
-// A partner that asks only for invoice: the consent page says truthfully that the scope gives nothing
-// (Kassa has no invoices), the token answers scope "invoice" as one string, and the token — and every
-// token refreshed from it — is refused by the gateway API's sale, customer and plan routes with 403
-// insufficient_scope (issue 14, point 1).
+// A partner that asks only for invoice: the consent page describes truthfully what the scope gives
+// (the invoice service, issue 21), the token answers scope "invoice" as one string, and the token —
+// and every token refreshed from it — reaches the invoice service and is refused by the gateway API's
+// sale, customer and plan routes with 403 insufficient_scope (issue 14, point 1).
 func TestInvoiceOnlyApproval(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, "https://partner.example/callback")
@@ -354,9 +354,9 @@ func TestInvoiceOnlyApproval(t *testing.T) {
 			t.Fatalf("sign-in: %d", p.status)
 		}
 		consent := do(t, c, "GET", authURL, nil)
-		if !strings.Contains(consent.body, "<strong>invoice</strong>: nothing: Kassa has no invoices.") ||
-			!strings.Contains(consent.body, "it gives no access to your payments or your data") ||
-			strings.Contains(consent.body, "manage your invoices") || strings.Contains(consent.body, "<strong>ecom</strong>") {
+		if !strings.Contains(consent.body, "<strong>invoice</strong>: create, send, read, change, cancel and delete your invoices") ||
+			!strings.Contains(consent.body, "e-mails your customers invoices with a link to pay them") ||
+			strings.Contains(consent.body, "Kassa has no invoices") || strings.Contains(consent.body, "<strong>ecom</strong>") {
 			t.Fatalf("the consent page does not describe invoice truthfully:\n%s", consent.body)
 		}
 		// Asked for everything, the page describes ecom as what it is: payments, on both APIs.
@@ -392,6 +392,11 @@ func TestInvoiceOnlyApproval(t *testing.T) {
 			}
 		}
 		refused(tok["access_token"])
+		if status, body := bearer(t, f, tok["access_token"], "POST", "/invoice-service/invoice",
+			`{"invoice_number":"A-1","items":[{"description":"Consulting","quantity":2,"unit_price":"50.00"}]}`); status != 200 ||
+			body["total_amount"] != 100.0 || body["status"] != "DRAFT" {
+			t.Fatalf("an invoice-only token creating an invoice: %d %v", status, body)
+		}
 
 		// A refresh keeps the approved scope, and cannot widen it (RFC 6749 §6).
 		refresh := func(extra url.Values) (int, map[string]any) {

@@ -1,0 +1,299 @@
+package invoice
+
+import (
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Routes registers the invoice service; protect wraps each API route (a bearer token with the invoice
+// scope). The invoice's public page needs no token: its URL's secret is the key.
+func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Handler) {
+	r.Handle("POST", "/invoice-service/invoice", protect(http.HandlerFunc(s.handleCreate)))
+	r.Handle("GET", "/invoice-service/invoice", protect(http.HandlerFunc(s.handleList)))
+	r.Handle("GET", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleGet)))
+	r.Handle("PUT", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleUpdate)))
+	r.Handle("DELETE", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleDelete)))
+	r.Handle("POST", "/invoice-service/invoice/{id}/send", protect(http.HandlerFunc(s.handleSend)))
+	r.HandleFunc("GET", "/invoice/{key}/pay", s.handlePage)
+}
+
+// body reads the request's invoice body.
+func body(r *http.Request) (Body, error) {
+	raw, err := readBody(r)
+	if err != nil {
+		return Body{}, err
+	}
+	return ParseBody(raw)
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, httpapi.BodyError(err)
+	}
+	return raw, nil
+}
+
+func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
+	_, m, err := payment.Who(r.Context(), s.merchants)
+	var b Body
+	if err == nil {
+		b, err = body(r)
+	}
+	var inv Invoice
+	if err == nil {
+		inv, err = s.Create(r.Context(), m, b)
+	}
+	s.write(w, r, inv, err)
+}
+
+func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
+	who, _, err := payment.Who(r.Context(), s.merchants)
+	var inv Invoice
+	if err == nil {
+		inv, err = s.get(r.Context(), who.MerchantID, r.PathValue("id"))
+	}
+	s.write(w, r, inv, err)
+}
+
+func (s *Service) handleUpdate(w http.ResponseWriter, r *http.Request) {
+	_, m, err := payment.Who(r.Context(), s.merchants)
+	var b Body
+	if err == nil {
+		b, err = body(r)
+	}
+	var inv Invoice
+	if err == nil {
+		inv, err = s.Update(r.Context(), m, r.PathValue("id"), b)
+	}
+	s.write(w, r, inv, err)
+}
+
+func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
+	who, _, err := payment.Who(r.Context(), s.merchants)
+	var inv Invoice
+	if err == nil {
+		inv, err = s.Remove(r.Context(), who.MerchantID, r.PathValue("id"))
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.ID, "lookup_id": inv.LookupID, "deleted": true})
+}
+
+func (s *Service) handleSend(w http.ResponseWriter, r *http.Request) {
+	_, m, err := payment.Who(r.Context(), s.merchants)
+	var b SendBody
+	if err == nil {
+		err = httpapi.DecodeJSON(r, &b)
+	}
+	var inv Invoice
+	if err == nil {
+		inv, err = s.Send(r.Context(), m, r.PathValue("id"), b)
+	}
+	s.write(w, r, inv, err)
+}
+
+func (s *Service) write(w http.ResponseWriter, r *http.Request, inv Invoice, err error) {
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, inv.Wire(s.publicURL))
+}
+
+func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
+	who, _, err := payment.Who(r.Context(), s.merchants)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	f, err := ParseFilter(r.URL.Query())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	invs, err := s.list(r.Context(), who.MerchantID, f)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	out := httpapi.Page[Wire]{Entities: make([]Wire, len(invs))}
+	for i, inv := range invs {
+		out.Entities[i] = inv.Wire(s.publicURL)
+	}
+	if n := len(invs); n > 0 {
+		out.SetCursors(invs[0].ID, invs[n-1].ID)
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// ParseFilter reads the list's query parameters; each bad one is a 400 naming it. start_date and
+// end_date (YYYY-MM-DD, UTC, end_date included) bound created_at, as from_date and to_date bound the
+// transaction list; amount_min and amount_max bound total_amount.
+func ParseFilter(q url.Values) (Filter, error) {
+	f := Filter{AmountMin: -1, AmountMax: -1}
+	var err error
+	if f.Limit, f.Before, f.After, err = httpapi.PageParams(q, payment.DefaultLimit, payment.MaxLimit); err != nil {
+		return f, err
+	}
+	if v := q.Get("status"); v != "" {
+		st, ok := ParseStatus(v)
+		if !ok {
+			return f, fault.Invalid("status", "status must be DRAFT, SENT, PAID, OVERDUE or CANCELLED")
+		}
+		f.Status = st
+	}
+	f.CustomerEmail, f.CustomerLookupID, f.InvoiceNumber = q.Get("customer_email"), q.Get("customer_lookup_id"), q.Get("invoice_number")
+	if v := q.Get("currency"); v != "" {
+		c, ok := money.Lookup(strings.ToUpper(v))
+		if !ok {
+			return f, fault.Invalid("currency", "currency %q is not an ISO 4217 currency code", v)
+		}
+		f.Currency = c.Code
+	}
+	for _, a := range []struct {
+		name string
+		dst  *int64
+	}{{"amount_min", &f.AmountMin}, {"amount_max", &f.AmountMax}} {
+		if v := q.Get(a.name); v != "" {
+			if *a.dst, err = parseDecimal(v, amountScale); err != nil {
+				return f, fault.Invalid(a.name, "%s %s", a.name, err)
+			}
+		}
+	}
+	if f.AmountMin >= 0 && f.AmountMax >= 0 && f.AmountMin > f.AmountMax {
+		return f, fault.Invalid("amount_max", "amount_max must not be below amount_min")
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Time
+		add  int
+	}{{"start_date", &f.From, 0}, {"end_date", &f.To, 1}} {
+		if v := q.Get(d.name); v != "" {
+			t, err := time.Parse(time.DateOnly, v)
+			if err != nil {
+				return f, fault.Invalid(d.name, "%s must be a date as YYYY-MM-DD", d.name)
+			}
+			*d.dst = t.AddDate(0, 0, d.add) // end_date includes its whole day
+		}
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return f, fault.Invalid("end_date", "end_date must not be before start_date")
+	}
+	return f, nil
+}
+
+// pageCSP allows the page nothing beyond its own markup: no script, no style sheet, no frame.
+const pageCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+var page = template.Must(template.New("invoice").Parse(`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title></head>
+<body>
+<main>
+{{if .Found}}
+<h1>Invoice {{.Number}} from {{.Merchant}}</h1>
+{{if .Customer}}<p>Billed to {{.Customer}}</p>{{end}}
+<table>
+<thead><tr><th scope="col">Item</th><th scope="col">Quantity</th><th scope="col">Unit price</th><th scope="col">Amount</th></tr></thead>
+<tbody>
+{{range .Lines}}<tr><td>{{.Description}}</td><td>{{.Quantity}}</td><td>{{.UnitPrice}}</td><td>{{.Total}}</td></tr>
+{{end}}</tbody>
+<tfoot>
+{{range .Totals}}<tr><th scope="row" colspan="3">{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}</tfoot>
+</table>
+{{if .Due}}<p>Due {{.Due}}</p>{{end}}
+<p role="status">{{.State}}</p>
+{{else}}
+<h1>Invoice not found</h1>
+<p>This link does not lead to an invoice. Check the link in the e-mail you received.</p>
+{{end}}
+</main>
+</body>
+</html>
+`))
+
+type pageLine struct{ Description, Quantity, UnitPrice, Total string }
+
+type pageView struct {
+	Found                   bool
+	Title, Number, Merchant string
+	Customer, Due, State    string
+	Lines                   []pageLine
+	Totals                  [][2]string
+}
+
+// handlePage serves the invoice's public page (payment_url): the merchant, the invoice's number, its
+// lines, totals and due date, and its state. Paying on it is issue 21's point 2; until then the page
+// says so rather than leading nowhere.
+func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
+	httpapi.SetPageHeaders(w.Header(), pageCSP)
+	var inv Invoice
+	var m merchant.Merchant
+	key := r.PathValue("key")
+	err := error(fault.NotFound("No such invoice."))
+	if len(key) == payKeyLength && httpapi.Storable(key) { // anything else is no key, and no query
+		err = s.db.Read(r.Context(), func(q store.Querier) error {
+			var err error
+			inv, err = ByPayKey(r.Context(), q, key)
+			return err
+		})
+	}
+	if err == nil {
+		m, err = s.merchants.Get(r.Context(), inv.MerchantID)
+	}
+	if err != nil {
+		status := http.StatusNotFound
+		if fe, ok := err.(*fault.Error); !ok || fe.Status != http.StatusNotFound {
+			status = http.StatusInternalServerError
+			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "invoice page", "err", err)
+		}
+		w.WriteHeader(status)
+		page.Execute(w, pageView{Title: "Invoice not found"})
+		return
+	}
+	c := inv.Currency
+	amt := func(v int64) string { return money.Format(v, c) + " " + c.Code }
+	v := pageView{Found: true, Title: "Invoice " + inv.Number, Number: inv.Number, Merchant: m.Name, Due: inv.DueDate,
+		Customer: strings.TrimSpace(strings.Join([]string{inv.Customer.FirstName, inv.Customer.LastName}, " "))}
+	if v.Customer == "" {
+		v.Customer = inv.Customer.Company
+	}
+	for _, it := range inv.Items {
+		v.Lines = append(v.Lines, pageLine{it.Description, formatDecimal(it.Quantity, QuantityScale), money.Format(it.UnitPrice, c), amt(it.Total)})
+	}
+	v.Totals = [][2]string{{"Subtotal", amt(inv.Totals.Subtotal)}}
+	if inv.Totals.Tax != 0 {
+		v.Totals = append(v.Totals, [2]string{"Tax (" + formatDecimal(inv.TaxRate, RateScale) + "%)", amt(inv.Totals.Tax)})
+	}
+	if inv.Discount != 0 {
+		v.Totals = append(v.Totals, [2]string{"Discount", "-" + amt(inv.Discount)})
+	}
+	if inv.Shipping != 0 {
+		v.Totals = append(v.Totals, [2]string{"Shipping", amt(inv.Shipping)})
+	}
+	v.Totals = append(v.Totals, [2]string{"Total", amt(inv.Totals.Total)})
+	switch inv.Status {
+	case Paid:
+		v.State = "This invoice is paid."
+	case Cancelled:
+		v.State = "This invoice was cancelled: there is nothing to pay."
+	default:
+		v.State = "Paying this invoice online is not available yet: please pay " + m.Name + " as agreed with them."
+	}
+	page.Execute(w, v)
+}

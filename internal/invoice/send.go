@@ -1,0 +1,157 @@
+package invoice
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/field"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// SendBody is the body of POST /invoice-service/invoice/{id}/send.
+type SendBody struct {
+	Email    field.Value `json:"email"`
+	Subject  field.Value `json:"subject"`
+	Message  field.Value `json:"message"`
+	SendCopy field.Value `json:"send_copy"`
+}
+
+// SendRequest is a checked SendBody: the address, and what the merchant adds.
+type SendRequest struct {
+	To       string
+	Subject  string
+	Message  string
+	SendCopy bool // a copy to the merchant's own address
+}
+
+// request checks b; the address defaults to the invoice's customer_email.
+func (b SendBody) request(inv Invoice) (SendRequest, error) {
+	var r SendRequest
+	var err error
+	if r.To, err = b.Email.Text("email", 254); err != nil {
+		return r, err
+	}
+	if r.To == "" {
+		r.To = inv.Customer.Email
+	}
+	if r.To == "" {
+		return r, fault.Invalid("email", "email is required: the invoice has no customer_email")
+	}
+	if err := merchant.ValidateEmail(r.To); err != nil {
+		return r, fault.Invalid("email", "email %s", err)
+	}
+	if r.Subject, err = b.Subject.Text("subject", 200); err != nil {
+		return r, err
+	}
+	if strings.ContainsAny(r.Subject, "\r\n") {
+		return r, fault.Invalid("subject", "subject must be one line")
+	}
+	if r.Message, err = b.Message.Text("message", 5000); err != nil {
+		return r, err
+	}
+	r.SendCopy, err = b.SendCopy.Flag("send_copy")
+	return r, err
+}
+
+// Send e-mails one of the merchant's invoices, with its payment link, through the outbox; a DRAFT
+// becomes SENT. A SENT or OVERDUE invoice may be sent again (a reminder); a PAID or CANCELLED one not.
+func (s *Service) Send(ctx context.Context, m merchant.Merchant, ref string, b SendBody) (Invoice, error) {
+	var inv Invoice
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if inv, err = Get(ctx, tx, m.ID, ref); err != nil {
+			return err
+		}
+		r, err := b.request(inv)
+		if err != nil {
+			return err
+		}
+		if err := s.send(ctx, tx, m, &inv, r); err != nil {
+			return err
+		}
+		return audit.Change(ctx, tx, m.ID, "invoice.send", "invoice/"+inv.LookupID, s.now())
+	})
+	return inv, err
+}
+
+// send queues the invoice's e-mail in tx and marks it SENT.
+func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, inv *Invoice, r SendRequest) error {
+	switch inv.Status {
+	case Draft, Sent, Overdue:
+	default:
+		return fault.Conflict("invoice_not_sendable", "Invoice %s is %s: only a DRAFT, SENT or OVERDUE invoice is sent.", inv.LookupID, inv.Status)
+	}
+	now := s.now().Truncate(time.Millisecond)
+	msg := s.message(m, *inv, r)
+	if r.SendCopy && m.Email != "" {
+		msg.Bcc = []string{m.Email}
+	}
+	if err := billing.Queue(ctx, tx, m.ID, msg, now); err != nil {
+		return err
+	}
+	if inv.Status == Draft {
+		inv.Status = Sent
+	}
+	inv.SentAt, inv.UpdatedAt = now, now
+	return save(ctx, tx, *inv)
+}
+
+// message is the invoice's e-mail: the merchant's message, the lines, the totals, the due date and
+// the payment link.
+func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billing.Message {
+	subject := r.Subject
+	if subject == "" {
+		subject = fmt.Sprintf("Invoice %s from %s", inv.Number, m.Name)
+	}
+	c := inv.Currency
+	amt := func(v int64) string { return money.Format(v, c) + " " + c.Code }
+	url := inv.PaymentURL(s.publicURL)
+	var t, h strings.Builder
+	esc := html.EscapeString
+	if r.Message != "" {
+		t.WriteString(r.Message + "\n\n")
+		h.WriteString("<p>" + strings.ReplaceAll(esc(r.Message), "\n", "<br>") + "</p>\n")
+	}
+	fmt.Fprintf(&t, "Invoice %s from %s\n\n", inv.Number, m.Name)
+	fmt.Fprintf(&h, "<h1>Invoice %s from %s</h1>\n<table>\n", esc(inv.Number), esc(m.Name))
+	for _, it := range inv.Items {
+		q := formatDecimal(it.Quantity, QuantityScale)
+		fmt.Fprintf(&t, "%s  %s × %s  %s\n", it.Description, q, money.Format(it.UnitPrice, c), amt(it.Total))
+		fmt.Fprintf(&h, "<tr><td>%s</td><td>%s × %s</td><td>%s</td></tr>\n", esc(it.Description), q, money.Format(it.UnitPrice, c), amt(it.Total))
+	}
+	rows := [][2]string{{"Subtotal", amt(inv.Totals.Subtotal)}}
+	if inv.Totals.Tax != 0 {
+		rows = append(rows, [2]string{"Tax (" + formatDecimal(inv.TaxRate, RateScale) + "%)", amt(inv.Totals.Tax)})
+	}
+	if inv.Discount != 0 {
+		rows = append(rows, [2]string{"Discount", "-" + amt(inv.Discount)})
+	}
+	if inv.Shipping != 0 {
+		rows = append(rows, [2]string{"Shipping", amt(inv.Shipping)})
+	}
+	rows = append(rows, [2]string{"Total", amt(inv.Totals.Total)})
+	if inv.DueDate != "" {
+		rows = append(rows, [2]string{"Due", inv.DueDate})
+	}
+	t.WriteString("\n")
+	for _, row := range rows {
+		fmt.Fprintf(&t, "%s: %s\n", row[0], row[1])
+		fmt.Fprintf(&h, "<tr><th colspan=\"2\">%s</th><td>%s</td></tr>\n", esc(row[0]), esc(row[1]))
+	}
+	h.WriteString("</table>\n")
+	if inv.Terms != "" {
+		t.WriteString("\n" + inv.Terms + "\n")
+		h.WriteString("<p>" + esc(inv.Terms) + "</p>\n")
+	}
+	fmt.Fprintf(&t, "\nView and pay the invoice: %s\n", url)
+	fmt.Fprintf(&h, "<p><a href=\"%s\">View and pay the invoice</a></p>\n", esc(url))
+	return billing.Message{To: r.To, Subject: subject, Text: t.String(), HTML: h.String()}
+}

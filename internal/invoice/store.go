@@ -1,0 +1,460 @@
+package invoice
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+const columns = `id, lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date, tax_rate, items,
+	discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
+	customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
+	customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, version, sent_at, paid_at,
+	created_at, updated_at`
+
+func scan(s interface{ Scan(...any) error }) (Invoice, error) {
+	var inv Invoice
+	var status, items, custom string
+	var sent, paid sql.NullInt64
+	var created, updated int64
+	cu := &inv.Customer
+	err := s.Scan(&inv.ID, &inv.LookupID, &inv.MerchantID, &inv.Number, &status, &inv.PayKey, &inv.Currency.Code, &inv.Currency.Digits,
+		&inv.DueDate, &inv.TaxRate, &items, &inv.Discount, &inv.Shipping, &inv.Totals.Subtotal, &inv.Totals.Tax, &inv.Totals.Total,
+		&cu.LookupID, &cu.Email, &cu.FirstName, &cu.LastName, &cu.Company, &cu.Telephone, &cu.Address1, &cu.Address2, &cu.City,
+		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &inv.Version, &sent, &paid, &created, &updated)
+	if err != nil {
+		return inv, err
+	}
+	inv.Status = Status(status)
+	if err := json.Unmarshal([]byte(items), &inv.Items); err != nil {
+		return inv, err
+	}
+	if err := json.Unmarshal([]byte(custom), &inv.CustomFields); err != nil {
+		return inv, err
+	}
+	if sent.Valid {
+		inv.SentAt = time.UnixMilli(sent.Int64)
+	}
+	if paid.Valid {
+		inv.PaidAt = time.UnixMilli(paid.Int64)
+	}
+	inv.CreatedAt, inv.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	return inv, nil
+}
+
+// Get reads one of the merchant's invoices by its lookup_id or its id: another merchant's, or none, is
+// a 404 (wire-contract.md: "A merchant never learns that another merchant's id exists").
+func Get(ctx context.Context, q store.Querier, merchantID, ref string) (Invoice, error) {
+	where := "lookup_id = $2"
+	var arg any = ref
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
+		where, arg = "id = $2", id
+	}
+	inv, err := scan(q.QueryRowContext(ctx, `SELECT `+columns+` FROM invoices WHERE merchant_id = $1 AND `+where, merchantID, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Invoice{}, fault.NotFound("No invoice %s.", ref)
+	}
+	return inv, err
+}
+
+// payKeyLength is the length of a pay key: crypto/rand.Text's 26 characters of [A-Z2-7], 130 bits.
+const payKeyLength = 26
+
+// ByPayKey reads the invoice whose public page's secret is key.
+func ByPayKey(ctx context.Context, q store.Querier, key string) (Invoice, error) {
+	inv, err := scan(q.QueryRowContext(ctx, `SELECT `+columns+` FROM invoices WHERE pay_key = $1`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Invoice{}, fault.NotFound("No such invoice.")
+	}
+	return inv, err
+}
+
+func numberTaken() error {
+	return fault.Conflict("invoice_number_taken", "This merchant already has an invoice of that invoice_number.")
+}
+
+// customerOf fills in the customer of inv from the vault when customer_lookup_id names one of the
+// merchant's customers: the contact fields the body left empty take the customer's. An id that names
+// no customer of the merchant is a 400 naming customer_lookup_id.
+func customerOf(ctx context.Context, q store.Querier, merchantID string, cu *Customer) error {
+	if cu.LookupID == "" {
+		return nil
+	}
+	var v Customer
+	err := q.QueryRowContext(ctx, `SELECT email, first_name, last_name, company, telephone, address1, address2, city, province, country,
+		postal_code FROM customers WHERE merchant_id = $1 AND lookup_id = $2`, merchantID, cu.LookupID).Scan(&v.Email, &v.FirstName,
+		&v.LastName, &v.Company, &v.Telephone, &v.Address1, &v.Address2, &v.City, &v.Province, &v.Country, &v.PostalCode)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.Invalid("customer_lookup_id", "customer_lookup_id %s is not a customer of this merchant", cu.LookupID)
+	}
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{{&cu.Email, v.Email}, {&cu.FirstName, v.FirstName}, {&cu.LastName, v.LastName},
+		{&cu.Company, v.Company}, {&cu.Telephone, v.Telephone}, {&cu.Address1, v.Address1}, {&cu.Address2, v.Address2},
+		{&cu.City, v.City}, {&cu.Province, v.Province}, {&cu.Country, v.Country}, {&cu.PostalCode, v.PostalCode}} {
+		if *f.dst == "" {
+			*f.dst = f.src
+		}
+	}
+	return nil
+}
+
+func (inv Invoice) jsonColumns() (items, custom string) {
+	it, _ := json.Marshal(inv.Items)
+	if inv.CustomFields == nil {
+		inv.CustomFields = map[string]string{}
+	}
+	cf, _ := json.Marshal(inv.CustomFields)
+	return string(it), string(cf)
+}
+
+func nullMillis(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// insert writes a new invoice.
+func insert(ctx context.Context, tx *store.Tx, inv *Invoice) error {
+	items, custom := inv.jsonColumns()
+	cu := inv.Customer
+	return tx.QueryRowContext(ctx, `INSERT INTO invoices (lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date,
+		tax_rate, items, discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
+		customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
+		customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+		$26, $27, $28, $29, $30, $31, $31) RETURNING id`,
+		inv.LookupID, inv.MerchantID, inv.Number, string(inv.Status), inv.PayKey, inv.Currency.Code, inv.Currency.Digits, inv.DueDate,
+		inv.TaxRate, items, inv.Discount, inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email,
+		cu.FirstName, cu.LastName, cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode,
+		inv.Notes, inv.Terms, custom, inv.CreatedAt.UnixMilli()).Scan(&inv.ID)
+}
+
+// concurrentUpdate is the 409 of a change made to an invoice while the request ran: it is retried.
+func concurrentUpdate(inv Invoice) error {
+	return fault.Busy("concurrent_update", "Invoice %s changed while this request ran; retry it.", inv.LookupID)
+}
+
+// save writes every field of an existing invoice, unless it changed since it was read (a cancellation
+// racing a send, on PostgreSQL where both read it at once): that is a 409 concurrent_update to retry.
+func save(ctx context.Context, tx *store.Tx, inv Invoice) error {
+	items, custom := inv.jsonColumns()
+	cu := inv.Customer
+	r, err := tx.ExecContext(ctx, `UPDATE invoices SET invoice_number = $2, status = $3, currency = $4, scale = $5, due_date = $6,
+		tax_rate = $7, items = $8, discount_amount = $9, shipping_amount = $10, subtotal_amount = $11, tax_amount = $12,
+		total_amount = $13, customer_lookup_id = $14, customer_email = $15, customer_first_name = $16, customer_last_name = $17,
+		customer_company = $18, customer_telephone = $19, customer_address1 = $20, customer_address2 = $21, customer_city = $22,
+		customer_province = $23, customer_country = $24, customer_postal_code = $25, notes = $26, terms = $27, custom_fields = $28,
+		sent_at = $29, updated_at = $30, version = version + 1 WHERE id = $1 AND version = $31`,
+		inv.ID, inv.Number, string(inv.Status), inv.Currency.Code, inv.Currency.Digits, inv.DueDate, inv.TaxRate, items, inv.Discount,
+		inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email, cu.FirstName, cu.LastName,
+		cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode, inv.Notes, inv.Terms,
+		custom, nullMillis(inv.SentAt), inv.UpdatedAt.UnixMilli(), inv.Version)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = concurrentUpdate(inv)
+		}
+		return err
+	}
+	return nil
+}
+
+// Filter selects the invoices of a list.
+type Filter struct {
+	Limit            int
+	Before, After    int64 // row ids of the paging cursors
+	Status           Status
+	CustomerEmail    string
+	CustomerLookupID string
+	InvoiceNumber    string
+	AmountMin        int64 // total_amount at least, in 10^-4 of the currency's major unit; -1 for none
+	AmountMax        int64 // total_amount at most, likewise; -1 for none
+	Currency         string
+	From, To         time.Time // created_at within [From, To)
+}
+
+// amountScale is the decimals of a list's amount bounds: the most any currency has (CLF).
+const amountScale = 4
+
+func pow10(n int) int64 {
+	v := int64(1)
+	for range n {
+		v *= 10
+	}
+	return v
+}
+
+// List returns a page of the merchant's invoices, newest first.
+func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Invoice, error) {
+	args := []any{merchantID}
+	where := []string{"merchant_id = $1"}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.Status != "" {
+		add("status = ?", string(f.Status))
+	}
+	if f.CustomerEmail != "" {
+		add("LOWER(customer_email) = LOWER(?)", f.CustomerEmail)
+	}
+	if f.CustomerLookupID != "" {
+		add("customer_lookup_id = ?", f.CustomerLookupID)
+	}
+	if f.InvoiceNumber != "" {
+		add("invoice_number = ?", f.InvoiceNumber)
+	}
+	if f.Currency != "" {
+		add("currency = ?", f.Currency)
+	}
+	// The bounds are decimal amounts; each row's total is in its own currency's minor units, so the
+	// bound is turned into the minor units of every scale: at least 10.5 is at least 11 yen, at most
+	// 10.5 at most 10 yen, and 1050 cents either way.
+	for _, b := range []struct {
+		v  int64
+		op string
+	}{{f.AmountMin, ">="}, {f.AmountMax, "<="}} {
+		if b.v < 0 {
+			continue
+		}
+		var alts []string
+		for d := 0; d <= amountScale; d++ {
+			unit := pow10(amountScale - d)
+			minor := b.v / unit
+			if b.op == ">=" && b.v%unit != 0 {
+				minor++
+			}
+			args = append(args, minor)
+			alts = append(alts, "(scale = "+strconv.Itoa(d)+" AND total_amount "+b.op+" $"+strconv.Itoa(len(args))+")")
+		}
+		where = append(where, "("+strings.Join(alts, " OR ")+")")
+	}
+	if !f.From.IsZero() {
+		add("created_at >= ?", f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		add("created_at < ?", f.To.UnixMilli())
+	}
+	order := "DESC"
+	if f.After > 0 {
+		add("id < ?", f.After)
+	} else if f.Before > 0 {
+		add("id > ?", f.Before)
+		order = "ASC"
+	}
+	args = append(args, f.Limit)
+	rows, err := q.QueryContext(ctx, `SELECT `+columns+` FROM invoices WHERE `+strings.Join(where, " AND ")+` ORDER BY id `+order+
+		` LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Invoice
+	for rows.Next() {
+		inv, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inv)
+	}
+	if order == "ASC" {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, rows.Err()
+}
+
+// Service is the invoice service.
+type Service struct {
+	db        *store.DB
+	merchants *merchant.Cache
+	publicURL string
+	now       func() time.Time
+}
+
+// Config configures the invoice service.
+type Config struct {
+	DB        *store.DB
+	Merchants *merchant.Cache
+	// PublicURL is the base of the invoices' payment_url.
+	PublicURL string
+	Now       func() time.Time
+}
+
+// New returns the invoice service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{db: cfg.DB, merchants: cfg.Merchants, publicURL: strings.TrimRight(cfg.PublicURL, "/"), now: cfg.Now}
+}
+
+// Create makes an invoice of the merchant from b, a DRAFT; with send_email it is sent at once to its
+// customer_email, in the same transaction.
+func (s *Service) Create(ctx context.Context, m merchant.Merchant, b Body) (Invoice, error) {
+	now := s.now().Truncate(time.Millisecond)
+	inv := Invoice{LookupID: rand.Text()[:10], MerchantID: m.ID, Status: Draft, PayKey: rand.Text(), CreatedAt: now, UpdatedAt: now}
+	if err := b.Apply(&inv, m, true); err != nil {
+		return Invoice{}, err
+	}
+	if inv.Number == "" {
+		inv.Number = "INV-" + inv.LookupID
+	}
+	send, _ := b.SendEmail.Flag("send_email")
+	if send && inv.Customer.Email == "" && inv.Customer.LookupID == "" {
+		return Invoice{}, fault.Invalid("customer_email", "customer_email is required to send the invoice (send_email)")
+	}
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		if err := customerOf(ctx, tx, m.ID, &inv.Customer); err != nil {
+			return err
+		}
+		if err := insert(ctx, tx, &inv); err != nil {
+			return err
+		}
+		if send {
+			if inv.Customer.Email == "" {
+				return fault.Invalid("customer_email", "customer_email is required to send the invoice (send_email)")
+			}
+			if err := s.send(ctx, tx, m, &inv, SendRequest{To: inv.Customer.Email}); err != nil {
+				return err
+			}
+		}
+		return audit.Change(ctx, tx, m.ID, "invoice.create", "invoice/"+inv.LookupID, now)
+	})
+	if store.IsUniqueViolation(err) {
+		return Invoice{}, numberTaken()
+	}
+	return inv, err
+}
+
+// editable reports why an invoice in status st cannot change, or nil: only a DRAFT or a SENT, unpaid
+// invoice changes (issue 21, point 1); an OVERDUE one may still be cancelled.
+func editable(inv Invoice, cancelling bool) error {
+	switch {
+	case inv.Status == Draft || inv.Status == Sent:
+		return nil
+	case inv.Status == Overdue && cancelling:
+		return nil
+	}
+	return fault.Conflict("invoice_not_editable", "Invoice %s is %s: only a DRAFT or SENT invoice can change.", inv.LookupID, inv.Status)
+}
+
+// Update changes the fields b sends of one of the merchant's invoices; status CANCELLED cancels it.
+func (s *Service) Update(ctx context.Context, m merchant.Merchant, ref string, b Body) (Invoice, error) {
+	var inv Invoice
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if inv, err = Get(ctx, tx, m.ID, ref); err != nil {
+			return err
+		}
+		cancel := false
+		if b.Status.Set() {
+			st, _ := b.Status.Str("status")
+			want, ok := ParseStatus(st)
+			if ok && want == Cancelled {
+				cancel = true
+			} else if ok && want != inv.Status {
+				return fault.Invalid("status", "status changes only to CANCELLED here: an invoice becomes SENT when sent, PAID when paid")
+			}
+		}
+		if err := editable(inv, cancel); err != nil {
+			return err
+		}
+		lookup := inv.Customer.LookupID
+		if err := b.Apply(&inv, m, false); err != nil {
+			return err
+		}
+		if send, _ := b.SendEmail.Flag("send_email"); send {
+			return fault.Invalid("send_email", "send_email is for create: send an existing invoice with POST /invoice-service/invoice/{id}/send")
+		}
+		if inv.Customer.LookupID != lookup {
+			if err := customerOf(ctx, tx, m.ID, &inv.Customer); err != nil {
+				return err
+			}
+		}
+		if cancel {
+			inv.Status = Cancelled
+		}
+		inv.UpdatedAt = s.now().Truncate(time.Millisecond)
+		if err := save(ctx, tx, inv); err != nil {
+			return err
+		}
+		action := "invoice.update"
+		if cancel {
+			action = "invoice.cancel"
+		}
+		return audit.Change(ctx, tx, m.ID, action, "invoice/"+inv.LookupID, s.now())
+	})
+	if store.IsUniqueViolation(err) {
+		return Invoice{}, numberTaken()
+	}
+	return inv, err
+}
+
+// Remove deletes a DRAFT invoice of the merchant; any other is a 409 (cancel it instead).
+func (s *Service) Remove(ctx context.Context, merchantID, ref string) (Invoice, error) {
+	var inv Invoice
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		if inv, err = Get(ctx, tx, merchantID, ref); err != nil {
+			return err
+		}
+		if inv.Status != Draft {
+			return fault.Conflict("invoice_not_draft", "Invoice %s is %s: only a DRAFT can be deleted; cancel it instead (PUT with status CANCELLED).",
+				inv.LookupID, inv.Status)
+		}
+		r, err := tx.ExecContext(ctx, `DELETE FROM invoices WHERE id = $1 AND version = $2`, inv.ID, inv.Version)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n != 1 {
+			if err == nil {
+				err = concurrentUpdate(inv)
+			}
+			return err
+		}
+		return audit.Change(ctx, tx, merchantID, "invoice.delete", "invoice/"+inv.LookupID, s.now())
+	})
+	return inv, err
+}
+
+// list reads a page of invoices.
+func (s *Service) list(ctx context.Context, merchantID string, f Filter) ([]Invoice, error) {
+	var out []Invoice
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		out, err = List(ctx, q, merchantID, f)
+		return err
+	})
+	return out, err
+}
+
+// get reads one invoice.
+func (s *Service) get(ctx context.Context, merchantID, ref string) (Invoice, error) {
+	var inv Invoice
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		inv, err = Get(ctx, q, merchantID, ref)
+		return err
+	})
+	return inv, err
+}
