@@ -46,12 +46,13 @@ bench: build microbench
 	bin/kassa-load dashboard $(DASHBOARD_BENCH_FLAGS)
 	bin/kassa-load webhooks $(WEBHOOKS_BENCH_FLAGS)
 
-## drill: the reliability drill — mixed load from 64 clients for 2 minutes per backend while nodes are killed, then the books (see README, Reliability drill)
+## drill: the reliability drill — mixed load from 64 clients for 2 minutes per backend while nodes are killed, then the books (see README, Reliability drill); SOAK=10m soaks instead: the load without faults at half its maximum, the server sampled each minute
 DRILL_FLAGS ?=
+SOAK ?=
 drill: build
 	$(GO) build -o bin/kassa-load ./cmd/kassa-load
 	@scripts/test-deps.sh
-	bin/kassa-load drill $(DRILL_FLAGS)
+	bin/kassa-load drill $(if $(SOAK),--soak $(SOAK)) $(DRILL_FLAGS)
 
 ## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and dashboard page views
 microbench:

@@ -18,9 +18,11 @@ import (
 
 // The soak (issue 20, point 4): "kassa-load drill --soak 10m" (make drill SOAK=10m) runs the drill's
 // mixed load, without faults, at half the most it was measured to take, and samples the server as it
-// goes: resident memory, heap and goroutines, with each interval's rate and p99. A leak shows as growth
-// from the first sample to the last; more than --soak-growth per cent of either resident memory or
-// goroutines fails the soak, as does any imbalance of the books afterwards.
+// goes: resident memory, heap and goroutines, with each interval's rate and p99. A leak shows as growth:
+// of resident memory from the first sample to the last, and of goroutines at rest (no request, no
+// idle connection) from before the soak to after it — busy, their number follows the connections open
+// at the moment. More than --soak-growth per cent of either fails the soak, as does any imbalance of
+// the books afterwards.
 //
 // The soak runs one node on either backend: a leak is a process's, and one process is what is sampled.
 // The first sample is taken after one interval, once caches and pools have filled with the load.
@@ -72,7 +74,10 @@ type soakReport struct {
 	clients int
 	probe   time.Duration
 	samples []soakSample
-	limit   float64 // growth allowed, per cent
+	// rest is the server's goroutines at rest, its clients' idle connections closed: before the
+	// soak and after it. Busy, they count the connections and requests of the moment.
+	rest  [2]int64
+	limit float64 // growth allowed, per cent
 }
 
 // soak measures the most calls per second c.clients unpaced clients get answered in c.soak.probe, then
@@ -100,6 +105,9 @@ func soak(ctx context.Context, c drillConfig, backend string, progress io.Writer
 		return nil, nil, fmt.Errorf("the probe got no answer in %v", c.soak.probe)
 	}
 
+	if rep.rest[0], err = atRest(ctx, r, metricsAddr); err != nil {
+		return nil, nil, err
+	}
 	fmt.Fprintf(progress, "%s: soak: %.0f calls/s at most; %.0f/s for %v, sampled every %v\n", backend, rep.max, rep.max/2, c.soak.duration, c.soak.interval)
 	r.fleet.pace = rate.NewLimiter(rate.Limit(rep.max/2), 1)
 	soakStart := time.Now()
@@ -145,6 +153,9 @@ func soak(ctx context.Context, c drillConfig, backend string, progress io.Writer
 	rep.samples = windows(samples, soakStart, r.fleet.calls())
 	b, err := r.books(ctx, c, start)
 	if err != nil {
+		return nil, nil, err
+	}
+	if rep.rest[1], err = atRest(ctx, r, metricsAddr); err != nil {
 		return nil, nil, err
 	}
 	return rep, b, nil
@@ -224,6 +235,15 @@ func sampleServer(ctx context.Context, n *node, metricsURL string) (soakSample, 
 	return s, sc.Err()
 }
 
+// atRest is the node's goroutines once its clients' idle connections are closed and the server has
+// had a moment to see them go.
+func atRest(ctx context.Context, r *rig, metricsAddr string) (int64, error) {
+	r.fleet.http.CloseIdleConnections()
+	time.Sleep(2 * time.Second)
+	s, err := sampleServer(ctx, r.nodes[0], "http://"+metricsAddr+"/metrics")
+	return s.goroutines, err
+}
+
 // freeAddr is a loopback address with a port free at the moment.
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -234,26 +254,29 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// growth is how much resident memory and goroutines grew from the first sample to the last, in per
-// cent.
+// growth is how much resident memory grew from the first sample to the last, and goroutines at rest
+// from before the soak to after it, in per cent.
 func (r *soakReport) growth() (rss, goroutines float64) {
-	if len(r.samples) < 2 {
-		return 0, 0
+	if len(r.samples) >= 2 {
+		first, last := r.samples[0], r.samples[len(r.samples)-1]
+		rss = 100 * float64(last.rss-first.rss) / float64(first.rss)
 	}
-	first, last := r.samples[0], r.samples[len(r.samples)-1]
-	return 100 * float64(last.rss-first.rss) / float64(first.rss),
-		100 * float64(last.goroutines-first.goroutines) / float64(first.goroutines)
+	if r.rest[0] > 0 {
+		goroutines = 100 * float64(r.rest[1]-r.rest[0]) / float64(r.rest[0])
+	}
+	return rss, goroutines
 }
 
-// holds reports whether the soak sampled at least twice and neither grew beyond the limit.
+// holds reports whether the soak sampled at least twice, read the goroutines at rest, and neither
+// grew beyond the limit.
 func (r *soakReport) holds() bool {
 	rss, g := r.growth()
-	return len(r.samples) >= 2 && rss < r.limit && g < r.limit
+	return len(r.samples) >= 2 && r.rest[0] > 0 && r.rest[1] > 0 && rss < r.limit && g < r.limit
 }
 
 func (r *soakReport) print(w io.Writer) {
 	fmt.Fprintf(w, "\nsoak %s: %d clients reached %.0f calls/s unpaced (%v); paced to %.0f/s\n", r.backend, r.clients, r.max, r.probe, r.max/2)
-	fmt.Fprintf(w, "%8s  %10s  %8s  %11s  %8s  %10s\n", "at", "calls/s", "p99 ms", "resident MB", "heap MB", "goroutines")
+	fmt.Fprintf(w, "%8s  %10s  %8s  %11s  %8s  %10s\n", "at", "calls/s", "p99 ms", "resident MB", "heap MB", "goroutines (fewest)")
 	for _, s := range r.samples {
 		fmt.Fprintf(w, "%8v  %10.1f  %8.1f  %11.1f  %8.1f  %10d\n", s.at.Round(time.Second), s.rate, float64(s.p99.Microseconds())/1000, mb(s.rss), mb(s.heap), s.goroutines)
 	}
@@ -262,7 +285,8 @@ func (r *soakReport) print(w io.Writer) {
 	if !r.holds() {
 		verdict = "THE SOAK FAILS"
 	}
-	fmt.Fprintf(w, "%s: resident memory %+.1f %%, goroutines %+.1f %% from the first sample to the last (limit %.0f %%): %s\n", r.backend, rss, g, r.limit, verdict)
+	fmt.Fprintf(w, "%s: resident memory %+.1f %% from the first sample to the last, goroutines at rest %d before and %d after (%+.1f %%); limit %.0f %%: %s\n",
+		r.backend, rss, r.rest[0], r.rest[1], g, r.limit, verdict)
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
