@@ -366,6 +366,20 @@ func (b *books) answered() {
 		}
 	}
 	b.add("every request answered within the retry bound", len(b.calls), unanswered, strings.Join(detail, "; "))
+	// Every request the clients make is valid (an approving card, amounts within what remains), so
+	// every answer is a 2xx — a decline included, which the services answer 200 — and a retry after a
+	// lost answer too: it is answered with what the first try did.
+	refused := 0
+	detail = nil
+	for _, c := range b.calls {
+		if c.status != 0 && (c.status < 200 || c.status > 299) {
+			refused++
+			if len(detail) < 3 {
+				detail = append(detail, fmt.Sprintf("%s %s: %d %.200s", c.op, c.key, c.status, c.body))
+			}
+		}
+	}
+	b.add("every answer to a valid request is a 2xx", len(b.calls)-unanswered, refused, strings.Join(detail, "; "))
 }
 
 // print writes the books as tables: what the clients did, then the checks.
