@@ -218,7 +218,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
 	s.billingCfg = cfg.Billing
-	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
+	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
 	if s.billingCfg.Metrics == nil {
 		s.billingCfg.Metrics = cfg.Metrics
 	}
