@@ -116,7 +116,7 @@ func Main(m *testing.M) int {
 		for _, e := range nested {
 			fmt.Fprintf(os.Stderr, "\n%v\n", e)
 		}
-		fmt.Fprintf(os.Stderr, "FAIL: %d writes began inside a write of the same database (see above)\n", len(nested))
+		fmt.Fprintf(os.Stderr, "FAIL: a write began inside a write of the same database %d times (see above)\n", len(nested))
 		if code == 0 {
 			code = 1
 		}
