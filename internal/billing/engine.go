@@ -23,7 +23,6 @@ import (
 
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
-	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
@@ -46,11 +45,10 @@ const (
 
 // Config configures an Engine.
 type Config struct {
-	DB        *store.DB
-	Vault     *vault.Service
-	Merchants *merchant.Cache
-	Logger    *slog.Logger
-	Now       func() time.Time
+	DB     *store.DB
+	Vault  *vault.Service
+	Logger *slog.Logger
+	Now    func() time.Time
 	// Node names this worker in leases (default random).
 	Node string
 	// Interval is how often the engine looks for due subscriptions and receipts (default 1 min).
@@ -72,26 +70,25 @@ type Config struct {
 
 // Engine bills subscriptions.
 type Engine struct {
-	db        *store.DB
-	vault     *vault.Service
-	merchants *merchant.Cache
-	log       *slog.Logger
-	now       func() time.Time
-	node      string
-	interval  time.Duration
-	retries   []time.Duration
-	backlog   int
-	lease     time.Duration
-	mailer    *Mailer
-	metrics   *metrics.Set
-	wake      chan struct{}
+	db       *store.DB
+	vault    *vault.Service
+	log      *slog.Logger
+	now      func() time.Time
+	node     string
+	interval time.Duration
+	retries  []time.Duration
+	backlog  int
+	lease    time.Duration
+	mailer   *Mailer
+	metrics  *metrics.Set
+	wake     chan struct{}
 	// unsentWarned is when this engine last warned that e-mails wait for want of SMTP (Unix ns).
 	unsentWarned atomic.Int64
 }
 
 // New returns an Engine.
 func New(cfg Config) *Engine {
-	e := &Engine{db: cfg.DB, vault: cfg.Vault, merchants: cfg.Merchants, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
+	e := &Engine{db: cfg.DB, vault: cfg.Vault, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
 		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer,
 		metrics: cfg.Metrics, wake: make(chan struct{}, 1)}
 	if e.log == nil {

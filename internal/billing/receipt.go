@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
@@ -68,9 +69,11 @@ func QueueReceipt(ctx context.Context, tx store.Querier, merchantID, to string, 
 }
 
 // queueReceipt puts the receipt of a subscription charge in the outbox, in the transaction that
-// records the charge.
+// records the charge. It reads the merchant's name through that transaction, not the merchant cache:
+// on a miss the cache reads from the read pool, and on SQLite the write's callback runs on the
+// goroutine that commits every write, which would wait there for a turn among the server's reads.
 func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subscription, t payment.Transaction, now time.Time) error {
-	m, err := e.merchants.Get(ctx, sub.MerchantID)
+	m, err := merchant.Get(ctx, tx, sub.MerchantID)
 	if err != nil {
 		return err
 	}

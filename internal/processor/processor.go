@@ -58,7 +58,9 @@ const (
 // never came, without asking the acquirer about it (ISO 8583: a reversal names the original by its
 // STAN and transmission time). Before each call the payments core asks for the trace of the coming
 // operation, records it with the attempt in the same write, and hands it back in Payment.Trace,
-// FollowUp.Trace and Operation.Trace. Prepare must be cheap: it runs on every payment.
+// FollowUp.Trace and Operation.Trace. Prepare must be cheap: it runs on every payment. It may write to
+// the database (the ISO 8583 connector reserves its numbers by blocks): the payments core calls it
+// before, never inside, the write that records the attempt.
 type Preparer interface {
 	Prepare(ctx context.Context, m Merchant) (string, error)
 }

@@ -220,7 +220,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	plans.Routes(r, s.gateway)
 	invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now}).Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
-	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Merchants, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, merchants, cfg.Logger, cfg.Now
+	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
 	if s.billingCfg.Metrics == nil {
 		s.billingCfg.Metrics = cfg.Metrics
 	}

@@ -33,6 +33,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 
 // migrate runs up with a provider of the embedded migrations, holding the migration lock.
 func (db *DB) migrate(ctx context.Context, up func(*goose.Provider) error) error {
+	db.notInWrite("Migrate")
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return err

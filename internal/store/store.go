@@ -66,6 +66,7 @@ type DB struct {
 	lockDir  string // SQLite: directory of the lock files
 	batches  atomic.Pointer[func(n int)]
 	health   health
+	writing  writing // goroutines running a write's callback, while CheckNestedWrites is on
 }
 
 // Open opens the database of cfg. It does not migrate; call Migrate.
@@ -251,13 +252,16 @@ func (db *DB) Close() error {
 }
 
 // Write runs fn in a transaction and returns once its work is durably committed, or rolled back when
-// fn returns an error. fn must do nothing but database work through tx, and must not call Write:
-// on SQLite it may share the transaction with other callers (group commit, see tx.go), and on
-// PostgreSQL a serialization failure or deadlock runs it again.
+// fn returns an error. fn must do nothing but database work through tx, and must not call Write,
+// Exec or QueryRow of the same database, nor anything that does (on SQLite that waits for itself for
+// ever; tests panic instead, see nested.go): on SQLite it may share the transaction with other
+// callers (group commit, see tx.go), and on PostgreSQL a serialization failure or deadlock runs it
+// again.
 //
 // A write that fails for want of storage returns an error that is ErrStorageUnavailable and carries
 // the 503 storage_unavailable fault for the client.
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	db.notInWrite("Write")
 	if db.batch != nil {
 		return db.written(db.batch.write(ctx, fn))
 	}
@@ -277,6 +281,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 // Exec runs one statement that is a transaction by itself, returning once it is durably committed.
 // Both backends group-commit such statements (see tx.go and pgbatch.go).
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	db.notInWrite("Exec")
 	if db.pgBatch != nil {
 		r := &stmtReq{ctx: ctx, query: query, args: args}
 		if err := db.written(db.pgBatch.do(r)); err != nil {
@@ -296,6 +301,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // QueryRow is Exec for a statement that returns one row (an INSERT … RETURNING): it scans the row
 // into dest.
 func (db *DB) QueryRow(ctx context.Context, dest []any, query string, args ...any) error {
+	db.notInWrite("QueryRow")
 	if db.pgBatch != nil {
 		return db.written(db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest}))
 	}
@@ -309,10 +315,19 @@ func (db *DB) writeOnce(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
+	if leave := db.enterWrite(); leave != nil {
+		defer leave()
+	}
+	finished := false
+	defer func() {
+		if !finished { // fn failed or panicked
+			tx.Rollback()
+		}
+	}()
 	if err := fn(&Tx{tx: tx, db: db}); err != nil {
-		tx.Rollback()
 		return err
 	}
+	finished = true
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}

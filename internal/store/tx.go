@@ -218,6 +218,9 @@ func (b *batcher) write(ctx context.Context, fn func(*Tx) error) error {
 	b.queue <- r
 	b.mu.RUnlock()
 	<-r.done // even when ctx ends: the work may be committed, and the caller must know
+	if nested, ok := r.err.(*NestedWriteError); ok {
+		panic(nested) // on the caller's goroutine, where the batcher's recover cannot hide it
+	}
 	return r.err
 }
 
@@ -279,7 +282,7 @@ func (b *batcher) commit(batch []*writeReq) {
 				continue
 			}
 		}
-		r.err = call(r.fn, tx)
+		r.err = b.call(r.fn, tx)
 		switch {
 		case r.err != nil && !single:
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
@@ -318,9 +321,17 @@ func failAll(batch []*writeReq, err error) {
 }
 
 // call runs fn, turning a panic into an error so that one bad callback cannot take the writer down.
-func call(fn func(*Tx) error, tx *Tx) (err error) {
+// A nested write's panic (nested.go) stays itself, for write to panic with again.
+func (b *batcher) call(fn func(*Tx) error, tx *Tx) (err error) {
+	if leave := b.db.enterWrite(); leave != nil {
+		defer leave()
+	}
 	defer func() {
 		if p := recover(); p != nil {
+			if nested, ok := p.(*NestedWriteError); ok {
+				err = nested
+				return
+			}
 			err = fmt.Errorf("store: panic in write: %v", p)
 		}
 	}()

@@ -88,6 +88,7 @@ func Unavailable(t testing.TB, format string, args ...any) {
 
 func open(t testing.TB, cfg store.Config) *store.DB {
 	t.Helper()
+	store.CheckNestedWrites(true)
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg)
 	if err != nil {
@@ -101,10 +102,24 @@ func open(t testing.TB, cfg store.Config) *store.DB {
 }
 
 // Main runs the tests and then stops the PostgreSQL cluster, if one was started.
+//
+// Every database of the test binary checks that no write begins inside a write of the same database
+// (store.CheckNestedWrites): such a write panics. Main fails the run when one did, even if something
+// recovered its panic (an HTTP server's middleware answers it with a 500).
 func Main(m *testing.M) int {
+	store.CheckNestedWrites(true)
 	code := m.Run()
 	if srvOnce.err == nil && srvOnce.srv != nil {
 		srvOnce.srv.close()
+	}
+	if nested := store.NestedWrites(); len(nested) > 0 {
+		for _, e := range nested {
+			fmt.Fprintf(os.Stderr, "\n%v\n", e)
+		}
+		fmt.Fprintf(os.Stderr, "FAIL: a write began inside a write of the same database %d times (see above)\n", len(nested))
+		if code == 0 {
+			code = 1
+		}
 	}
 	return code
 }
