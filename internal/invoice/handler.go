@@ -26,6 +26,7 @@ func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Hand
 	r.Handle("PUT", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleUpdate)))
 	r.Handle("DELETE", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleDelete)))
 	r.Handle("POST", "/invoice-service/invoice/{id}/send", protect(http.HandlerFunc(s.handleSend)))
+	r.Handle("POST", "/invoice-service/invoice/{id}/pay", protect(http.HandlerFunc(s.handlePay)))
 	r.HandleFunc("GET", "/invoice/{key}/pay", s.handlePage)
 }
 

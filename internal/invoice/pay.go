@@ -228,3 +228,76 @@ func totalRows(inv Invoice) [][2]string {
 	}
 	return append(rows, [2]string{"Total", amt(inv.Totals.Total)})
 }
+
+// PayBody is the body of POST /invoice-service/invoice/{id}/pay: the vault customer's stored card.
+type PayBody struct {
+	CardLookupID string `json:"card_lookup_id"`
+}
+
+// PayWithCard charges one of the merchant's invoices on a stored card of its vault customer, through
+// the invoice's live intent: the charge that succeeds marks it PAID (paid), and the invoice is
+// answered as it then stands. A card not the customer's is a 404; an invoice not payable, or paid
+// meanwhile, a 409; a decline a 402 card_declined, the invoice unchanged. The request's
+// Idempotency-Key makes a retry answer as the first attempt did (the service's middleware, and the
+// intent's claim for a retry whose first answer was lost).
+func (s *Service) PayWithCard(ctx context.Context, m merchant.Merchant, ref string, b PayBody) (Invoice, error) {
+	inv, err := s.get(ctx, m.ID, ref)
+	if err != nil {
+		return inv, err
+	}
+	if err := payable(inv); err != nil {
+		return inv, err
+	}
+	if inv.Customer.LookupID == "" {
+		return inv, fault.Conflict("no_vault_customer", "Invoice %s has no customer_lookup_id: only a vault customer's invoice is charged on a stored card.",
+			inv.LookupID)
+	}
+	pm, err := s.vault.MethodFromCard(ctx, m.ID, "", inv.Customer.LookupID, b.CardLookupID)
+	if err != nil {
+		return inv, err
+	}
+	inv, in, err := s.liveIntent(ctx, m, ref)
+	if err != nil {
+		return inv, err
+	}
+	if in.Status == checkout.StatusSucceeded {
+		return inv, payable(Invoice{LookupID: inv.LookupID, Status: Paid})
+	}
+	in, err = s.checkout.Confirm(ctx, intentWho(ctx, m), in.IntentID, checkout.ConfirmParams{PaymentMethod: pm.ID,
+		Source: payment.SourceEcommerce, OrderID: inv.Number})
+	if err != nil {
+		var f *fault.Error
+		if errors.As(err, &f) && f.Status == http.StatusConflict {
+			// Another payment of the invoice is running or has succeeded.
+			if cur, gerr := s.get(ctx, m.ID, ref); gerr == nil && cur.Status == Paid {
+				return cur, payable(cur)
+			}
+			return inv, fault.Busy("invoice_payment_in_progress", "Invoice %s is being paid; retry shortly.", inv.LookupID)
+		}
+		return inv, err
+	}
+	switch in.Status {
+	case checkout.StatusSucceeded:
+		return s.get(ctx, m.ID, ref)
+	case checkout.StatusRequiresPaymentMethod:
+		msg := "The card was declined."
+		if in.LastError != nil && in.LastError.Message != "" {
+			msg = in.LastError.Message
+		}
+		return inv, fault.New(http.StatusPaymentRequired, "card_declined", "%s", msg)
+	}
+	return inv, fault.Busy("invoice_payment_in_progress", "The payment of invoice %s awaits the processor's answer; retry shortly.", inv.LookupID)
+}
+
+func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
+	_, m, err := payment.Who(r.Context(), s.merchants)
+	var b PayBody
+	if err == nil {
+		err = httpapi.DecodeJSON(r, &b)
+	}
+	var inv Invoice
+	if err == nil {
+		inv, err = s.PayWithCard(r.Context(), m, r.PathValue("id"), b)
+	}
+	s.write(w, r, inv, err)
+}

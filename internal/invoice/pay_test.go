@@ -198,3 +198,59 @@ func TestUnpayableInvoices(t *testing.T) {
 		}
 	})
 }
+
+// A vault customer's invoice charged on a stored card from the API: the card must be the invoice's
+// customer's (404 otherwise), the charge is idempotent under Idempotency-Key, a paid, cancelled or
+// draft invoice is a 409, and another merchant's invoice a 404. One charge, one receipt.
+func TestChargingAStoredCard(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		m := f.m
+		customer := func(email string) (string, string) {
+			c := m.Do(t, "POST", "/customer-service/customer", map[string]any{"email": email, "first_name": "Vault"})
+			want(t, "customer", c, 200)
+			r := m.Do(t, "POST", "/customer-service/customer/"+c.Str("lookup_id")+"/card/",
+				map[string]any{"card_number": cardtest.Visa, "card_expiry_month": "12", "card_expiry_year": "40"})
+			want(t, "card", r, 200)
+			return c.Str("lookup_id"), r.Body["cards"].([]any)[0].(map[string]any)["lookup_id"].(string)
+		}
+		c1, card1 := customer("vault@example.com")
+		_, card2 := customer("other@example.com")
+		create := func(number string, send bool) string {
+			r := m.Do(t, "POST", base, map[string]any{"invoice_number": number, "currency": "CAD", "customer_lookup_id": c1, "send_email": send,
+				"items": []map[string]any{{"description": "Retainer", "unit_price": "250.00"}}})
+			want(t, "create "+number, r, 200)
+			return r.Str("lookup_id")
+		}
+		id := create("CARD-1", true)
+		pay := func(id, card, key string) servertest.Response {
+			return m.Do(t, "POST", base+"/"+id+"/pay", map[string]any{"card_lookup_id": card}, "Idempotency-Key", key)
+		}
+		want(t, "another customer's card", pay(id, card2, "k0"), 404)
+		want(t, "no card", pay(id, "", "k00"), 400, "invalid_request", "card_lookup_id")
+		other := f.srv.NewMerchant(t)
+		want(t, "another merchant's invoice", other.Do(t, "POST", base+"/"+id+"/pay", map[string]any{"card_lookup_id": card1}), 404)
+
+		paid := pay(id, card1, "k1")
+		want(t, "pay on the stored card", paid, 200)
+		info, _ := paid.Body["payment_info"].(map[string]any)
+		if paid.Str("status") != "PAID" || info == nil || info["method"] != "card" || info["card_last4"] != "4242" {
+			t.Fatalf("paid: %s", paid.Raw)
+		}
+		if again := pay(id, card1, "k1"); again.Status != 200 || again.Str("status") != "PAID" {
+			t.Fatalf("the same request again: %d %s", again.Status, again.Raw)
+		}
+		want(t, "pay a paid invoice", pay(id, card1, "k2"), 409, "invoice_paid")
+		if all, approved := charges(t, db, m.ID); all != 1 || approved != 1 || len(receipts(t, db, m.ID)) != 1 {
+			t.Fatalf("%d transactions, %d approved, %d receipts: want one of each", all, approved, len(receipts(t, db, m.ID)))
+		}
+
+		draft := create("CARD-2", false)
+		want(t, "pay a draft", pay(draft, card1, "k3"), 409, "invoice_not_sent")
+		want(t, "cancel", m.Do(t, "PUT", base+"/"+draft, map[string]any{"status": "CANCELLED"}), 200)
+		want(t, "pay a cancelled invoice", pay(draft, card1, "k4"), 409, "invoice_cancelled")
+		if all, _ := charges(t, db, m.ID); all != 1 {
+			t.Fatalf("%d transactions, want 1", all)
+		}
+	})
+}
