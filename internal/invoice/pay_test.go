@@ -133,20 +133,24 @@ func TestPayingAnInvoice(t *testing.T) {
 	})
 }
 
-// Racing payments of one invoice, through three card forms (three views of its page) each posted
-// to twice at once, charge it once: one approved sale, one receipt, PAID.
+// Racing payments of one invoice, through three card forms (three views of its page at once) each
+// posted to twice at once, charge it once: one approved sale, one receipt, PAID.
 func TestRacingInvoicePaymentsChargeOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		m := f.m
 		inv := sentInvoice(t, m, "RACE-1")
-		var forms []string
-		for range 3 {
+		// Three views of the page at once: each gets a form, all on the one intent bound first.
+		forms := make([]string, 3)
+		servertest.Parallel(3, func(i int) {
 			form, _, status := openForm(t, inv.Str("payment_url"))
 			if status != 303 {
-				t.Fatalf("the invoice page: %d", status)
+				t.Errorf("the invoice page: %d", status)
 			}
-			forms = append(forms, form)
+			forms[i] = form
+		})
+		if t.Failed() {
+			t.FailNow()
 		}
 		results := make([]servertest.Response, 6)
 		servertest.Parallel(6, func(i int) { results[i] = f.srv.Do(t, "POST", forms[i%3]+"/pay", cardBody) })
@@ -251,6 +255,36 @@ func TestChargingAStoredCard(t *testing.T) {
 		want(t, "pay a cancelled invoice", pay(draft, card1, "k4"), 409, "invoice_cancelled")
 		if all, _ := charges(t, db, m.ID); all != 1 {
 			t.Fatalf("%d transactions, want 1", all)
+		}
+	})
+}
+
+// A form opened before the invoice's total changed cannot charge the old total: the next view of the
+// page replaces the intent, and only the new form pays, the new total.
+func TestChangedInvoiceReplacesItsIntent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		m := f.m
+		inv := sentInvoice(t, m, "CHG-1")
+		old, _, _ := openForm(t, inv.Str("payment_url"))
+		changed := m.Do(t, "PUT", base+"/"+inv.Str("lookup_id"), map[string]any{"items": []map[string]any{{"description": "Half day", "unit_price": "25.00"}}})
+		want(t, "change", changed, 200)
+		form, _, status := openForm(t, inv.Str("payment_url"))
+		if status != 303 || form == old {
+			t.Fatalf("the page after the change: %d %q", status, form)
+		}
+		if r := f.srv.Do(t, "POST", old+"/pay", cardBody); r.Str("outcome") == "completed" {
+			t.Fatalf("the old form paid: %s", r.Raw)
+		}
+		if all, _ := charges(t, db, m.ID); all != 0 {
+			t.Fatalf("%d transactions after paying the old form", all)
+		}
+		if r := f.srv.Do(t, "POST", form+"/pay", cardBody); r.Str("outcome") != "completed" {
+			t.Fatalf("the new form: %d %s", r.Status, r.Raw)
+		}
+		got := m.Do(t, "GET", base+"/"+inv.Str("lookup_id"), nil)
+		if info, _ := got.Body["payment_info"].(map[string]any); got.Str("status") != "PAID" || info == nil || info["amount"].(interface{ String() string }).String() != "28.25" {
+			t.Fatalf("paid: %s", got.Raw)
 		}
 	})
 }
