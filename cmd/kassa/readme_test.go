@@ -145,6 +145,7 @@ func TestREADMEInvoices(t *testing.T) {
 \{"subtotal_amount":149\.98,"tax_amount":19\.5,"total_amount":176\.98\}
 2026-001
 CANCELLED
+\{"status":"PAID","payment_info":\{"method":"card","amount":250,"card_last4":"4242"\}\}
 $`)
 	if !want.MatchString(text) {
 		t.Fatalf("the README's invoice block printed:\n%s", text)

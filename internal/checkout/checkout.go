@@ -56,7 +56,17 @@ type Service struct {
 	keys      *keyCache
 	lease     time.Duration
 	velocity  *velocity.Limiter
+	succeeded []SucceededFunc
 }
+
+// SucceededFunc is told of a charge that took an intent to succeeded, in the transaction that records
+// it on the intent: t is the ledger's approved sale. An error undoes that transaction, to be tried
+// again (by the request, or the sweep that settles abandoned operations).
+type SucceededFunc func(ctx context.Context, tx *store.Tx, in Intent, t payment.Transaction) error
+
+// OnSucceeded adds f to what settling a succeeded charge does in its transaction (the invoice service
+// marks its invoice PAID so: issue 21, point 2). Called while the server is built, before it serves.
+func (s *Service) OnSucceeded(f SucceededFunc) { s.succeeded = append(s.succeeded, f) }
 
 // New returns the service.
 func New(cfg Config) *Service {

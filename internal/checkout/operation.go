@@ -420,6 +420,13 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, t *p
 				return err
 			}
 		}
+		if t != nil && out.Status == StatusSucceeded && cur.Status != StatusSucceeded && (cur.PendingOp == opConfirm || cur.PendingOp == opChallenge) {
+			for _, f := range s.succeeded {
+				if err := f(ctx, tx, out, *t); err != nil {
+					return err
+				}
+			}
+		}
 		txID, amount := out.LatestCharge, cur.Amount
 		if cur.PendingOp == opRefund {
 			if txID, amount, err = finishRefund(ctx, tx, cur, out, t, now); err != nil {

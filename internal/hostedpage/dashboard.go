@@ -33,6 +33,9 @@ const (
 	PurposeTerminal = "terminal"
 	// PurposeSaveCard stores a card on a customer, with no payment: the session has no intent.
 	PurposeSaveCard = "save_card"
+	// PurposeInvoice pays an invoice of the invoice service (issue 21, point 2): the invoice's page
+	// creates it in process, on the invoice's one live intent, and the page shows the invoice.
+	PurposeInvoice = "invoice"
 )
 
 // Dashboard is what the dashboard asked of one of its sessions, and what became of storing its card.
@@ -46,6 +49,44 @@ type Dashboard struct {
 	SaveTo *vault.SaveTo `json:"save_to,omitempty"`
 	// Saved is what became of storing the card; nil until tried.
 	Saved *Saved `json:"saved,omitempty"`
+	// Invoice is the invoice a PurposeInvoice session pays, as its page shows it; nil for others.
+	Invoice *Invoice `json:"invoice,omitempty"`
+}
+
+// Invoice is an invoice as the page of the session that pays it shows it: formatted when the session
+// is created, from the invoice whose total is the session's intent's amount.
+type Invoice struct {
+	LookupID string        `json:"lookup_id"`
+	Number   string        `json:"number"`
+	Lines    []InvoiceLine `json:"lines"`
+	Totals   [][2]string   `json:"totals"` // label and amount: subtotal, tax, discount, shipping, total
+	Due      string        `json:"due,omitempty"`
+}
+
+// InvoiceLine is a line of an Invoice, formatted.
+type InvoiceLine struct {
+	Description string `json:"description"`
+	Quantity    string `json:"quantity"`
+	Amount      string `json:"amount"`
+}
+
+// CreateForInvoice creates a session that pays the invoice inv through its intent in (created by the
+// invoice service, which keeps one live intent per invoice), and returns the page's path. Many
+// sessions may pay one intent (one per view of the invoice's page, since a page URL is kept only as
+// its hash); the intent's claim lets one charge run at a time, and once it succeeded each session
+// answers that it is paid. Its declines count against the invoice (the velocity principal
+// invoice/<lookup_id>) as well as against the intent.
+func (s *Service) CreateForInvoice(ctx context.Context, m merchant.Merchant, in checkout.Intent, inv Invoice) (Session, string, error) {
+	who := checkout.Who{Merchant: m, RequestID: httpapi.RequestID(ctx)}
+	ss, page, err := s.create(ctx, who, in, shopPage{}, PurposeInvoice, Dashboard{Credential: "invoice/" + inv.LookupID, Invoice: &inv})
+	if err != nil {
+		return Session{}, "", err
+	}
+	u, err := url.Parse(page)
+	if err != nil {
+		return Session{}, "", err
+	}
+	return ss, u.Path, nil
 }
 
 // Saved is the outcome of storing a session's card on a customer.

@@ -59,6 +59,8 @@ type pageData struct {
 	Merchant string
 	Amount   string
 	Save     bool // the form stores a card without a payment (PurposeSaveCard)
+	// Invoice is the invoice the page pays (PurposeInvoice), nil for others.
+	Invoice *Invoice
 	// ReturnURL is the link back to the shop that the page shows, when opened on its own, once
 	// checkout ends ("" for none); Appearance its colours (AppearanceLight, AppearanceDark, or
 	// AppearanceAuto and "" for the system's).
@@ -136,7 +138,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		cfg.State = "open"
 	}
 	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
-		Appearance: ss.Appearance, Config: cfg}
+		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice}
 	if !d.Save {
 		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
 	}
@@ -333,6 +335,14 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return checkout.Intent{}, err
 		}
+		if ss.Purpose == PurposeInvoice {
+			// An invoice is paid once: its intent, which every session of the invoice pays, may have
+			// succeeded through another session (or the API's stored card). Say so; charge nothing.
+			in, err := s.checkout.Get(ctx, who, ss.IntentID)
+			if err != nil || in.Status == checkout.StatusSucceeded || in.Status == checkout.StatusCanceled {
+				return in, err
+			}
+		}
 		if ss.Purpose == PurposeSaveCard {
 			if err := s.save(ctx, ss, nm); err != nil {
 				return checkout.Intent{}, err
@@ -348,8 +358,11 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 			return checkout.Intent{}, err
 		}
 		p := checkout.ConfirmParams{PaymentMethod: pm.ID, CVC: nm.CVC, Source: payment.SourceHPP, Interactive: true}
-		if ss.Purpose == PurposeTerminal {
+		switch {
+		case ss.Purpose == PurposeTerminal:
 			p.Interactive, p.MailOrder, p.OrderID = false, true, ss.Dashboard.OrderID
+		case ss.Purpose == PurposeInvoice && ss.Dashboard.Invoice != nil:
+			p.OrderID = ss.Dashboard.Invoice.Number // the cardholder is here: 3-D Secure as for a shop
 		}
 		in, err := s.checkout.Confirm(ctx, who, ss.IntentID, p)
 		if err == nil && (in.Status == checkout.StatusSucceeded || in.Status == checkout.StatusRequiresCapture) {

@@ -1,6 +1,7 @@
 package invoice
 
 import (
+	"errors"
 	"html/template"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Hand
 	r.Handle("PUT", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleUpdate)))
 	r.Handle("DELETE", "/invoice-service/invoice/{id}", protect(http.HandlerFunc(s.handleDelete)))
 	r.Handle("POST", "/invoice-service/invoice/{id}/send", protect(http.HandlerFunc(s.handleSend)))
+	r.Handle("POST", "/invoice-service/invoice/{id}/pay", protect(http.HandlerFunc(s.handlePay)))
 	r.HandleFunc("GET", "/invoice/{key}/pay", s.handlePage)
 }
 
@@ -237,9 +239,11 @@ type pageView struct {
 	Totals                  [][2]string
 }
 
-// handlePage serves the invoice's public page (payment_url): the merchant, the invoice's number, its
-// lines, totals and due date, and its state. Paying on it is issue 21's point 2; until then the page
-// says so rather than leading nowhere.
+// handlePage serves the invoice's public page (payment_url). A payable invoice (SENT or OVERDUE)
+// redirects to a card form that pays it and shows the merchant, the invoice's number, its lines and
+// totals (a hosted-page session of purpose invoice, made for this view: a page URL is kept only as its
+// hash, so one cannot be handed out twice; every form pays the invoice's one live intent, pay.go).
+// Any other shows the invoice and its state: paid, cancelled, or not sent yet.
 func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	httpapi.SetPageHeaders(w.Header(), pageCSP)
 	var inv Invoice
@@ -276,24 +280,31 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	for _, it := range inv.Items {
 		v.Lines = append(v.Lines, pageLine{it.Description, formatDecimal(it.Quantity, QuantityScale), money.Format(it.UnitPrice, c), amt(it.Total)})
 	}
-	v.Totals = [][2]string{{"Subtotal", amt(inv.Totals.Subtotal)}}
-	if inv.Totals.Tax != 0 {
-		v.Totals = append(v.Totals, [2]string{"Tax (" + formatDecimal(inv.TaxRate, RateScale) + "%)", amt(inv.Totals.Tax)})
-	}
-	if inv.Discount != 0 {
-		v.Totals = append(v.Totals, [2]string{"Discount", "-" + amt(inv.Discount)})
-	}
-	if inv.Shipping != 0 {
-		v.Totals = append(v.Totals, [2]string{"Shipping", amt(inv.Shipping)})
-	}
-	v.Totals = append(v.Totals, [2]string{"Total", amt(inv.Totals.Total)})
+	v.Totals = totalRows(inv)
 	switch inv.Status {
 	case Paid:
 		v.State = "This invoice is paid."
 	case Cancelled:
 		v.State = "This invoice was cancelled: there is nothing to pay."
+	case Draft:
+		v.State = "This invoice has not been sent yet: it can be paid once " + m.Name + " sends it."
 	default:
-		v.State = "Paying this invoice online is not available yet: please pay " + m.Name + " as agreed with them."
+		// Payable: the card form, on the invoice's one live intent (pay.go).
+		path, err := s.openPage(r.Context(), m, inv)
+		if err == nil {
+			http.Redirect(w, r, path, http.StatusSeeOther)
+			return
+		}
+		var fe *fault.Error
+		if errors.As(err, &fe) && fe.Code == "invoice_paid" {
+			v.State = "This invoice is paid."
+			break
+		}
+		if !errors.As(err, &fe) {
+			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "invoice page: open the card form", "invoice", inv.LookupID, "err", err)
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		v.State = "The payment form could not be opened just now. Reload this page to try again."
 	}
 	page.Execute(w, v)
 }

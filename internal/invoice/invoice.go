@@ -96,6 +96,32 @@ type Invoice struct {
 	PaidAt       time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// IntentID is the payment intent the invoice is paid through now ("" before its first payment
+	// page): at most one live intent per invoice (pay.go).
+	IntentID string
+	// Payment is how the invoice was paid, once PAID; nil before.
+	Payment *Payment
+}
+
+// Payment is how an invoice was paid, as recorded in the transaction that settled its charge.
+type Payment struct {
+	TransactionID string `json:"transaction_id"`
+	Method        string `json:"method"` // card
+	CardType      string `json:"card_type,omitempty"`
+	CardLast4     string `json:"card_last4,omitempty"`
+	Amount        int64  `json:"amount"` // minor units of the invoice's currency
+	Date          int64  `json:"date"`   // epoch milliseconds
+}
+
+// WirePayment is payment_info as the API shows it: the amount as a decimal number.
+type WirePayment struct {
+	TransactionID string      `json:"transaction_id"`
+	Method        string      `json:"method"`
+	CardType      string      `json:"card_type,omitempty"`
+	CardLast4     string      `json:"card_last4,omitempty"`
+	Amount        json.Number `json:"amount"`
+	Currency      string      `json:"currency"`
+	Date          int64       `json:"date"`
 }
 
 // WireItem is a line as the API shows it.
@@ -109,8 +135,9 @@ type WireItem struct {
 }
 
 // Wire is an invoice as the API shows it: amounts as decimal numbers in the currency's decimals, times
-// in epoch milliseconds (wire-contract.md's style). pdf_url and payment_info are left out until the
-// PDF and payments land (issue 21, points 2 and 3); payment_url opens the invoice's public page.
+// in epoch milliseconds (wire-contract.md's style). pdf_url is left out until the PDF lands (issue 21,
+// point 3); payment_url opens the invoice's public page, which leads to the card form; payment_info
+// says how a PAID invoice was paid.
 type Wire struct {
 	ID                 int64             `json:"id"`
 	LookupID           string            `json:"lookup_id"`
@@ -141,6 +168,7 @@ type Wire struct {
 	Terms              string            `json:"terms,omitempty"`
 	CustomFields       map[string]string `json:"custom_fields"`
 	PaymentURL         string            `json:"payment_url"`
+	PaymentInfo        *WirePayment      `json:"payment_info,omitempty"`
 	SentAt             *int64            `json:"sent_at,omitempty"`
 	PaidAt             *int64            `json:"paid_at,omitempty"`
 	CreatedAt          int64             `json:"created_at"`
@@ -174,6 +202,10 @@ func (inv Invoice) Wire(publicURL string) Wire {
 		CustomerProvince: inv.Customer.Province, CustomerCountry: inv.Customer.Country, CustomerPostalCode: inv.Customer.PostalCode,
 		Notes: inv.Notes, Terms: inv.Terms, CustomFields: inv.CustomFields, PaymentURL: inv.PaymentURL(publicURL),
 		SentAt: millis(inv.SentAt), PaidAt: millis(inv.PaidAt), CreatedAt: inv.CreatedAt.UnixMilli(), UpdatedAt: inv.UpdatedAt.UnixMilli()}
+	if p := inv.Payment; p != nil {
+		w.PaymentInfo = &WirePayment{TransactionID: p.TransactionID, Method: p.Method, CardType: p.CardType, CardLast4: p.CardLast4,
+			Amount: amt(p.Amount), Currency: c.Code, Date: p.Date}
+	}
 	if w.CustomFields == nil {
 		w.CustomFields = map[string]string{}
 	}

@@ -6,32 +6,37 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/vault"
 )
 
 const columns = `id, lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date, tax_rate, items,
 	discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
 	customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
 	customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, version, sent_at, paid_at,
-	created_at, updated_at`
+	created_at, updated_at, COALESCE(intent_id, ''), COALESCE(payment_info, '')`
 
 func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	var inv Invoice
-	var status, items, custom string
+	var status, items, custom, info string
 	var sent, paid sql.NullInt64
 	var created, updated int64
 	cu := &inv.Customer
 	err := s.Scan(&inv.ID, &inv.LookupID, &inv.MerchantID, &inv.Number, &status, &inv.PayKey, &inv.Currency.Code, &inv.Currency.Digits,
 		&inv.DueDate, &inv.TaxRate, &items, &inv.Discount, &inv.Shipping, &inv.Totals.Subtotal, &inv.Totals.Tax, &inv.Totals.Total,
 		&cu.LookupID, &cu.Email, &cu.FirstName, &cu.LastName, &cu.Company, &cu.Telephone, &cu.Address1, &cu.Address2, &cu.City,
-		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &inv.Version, &sent, &paid, &created, &updated)
+		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &inv.Version, &sent, &paid, &created, &updated,
+		&inv.IntentID, &info)
 	if err != nil {
 		return inv, err
 	}
@@ -41,6 +46,12 @@ func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	}
 	if err := json.Unmarshal([]byte(custom), &inv.CustomFields); err != nil {
 		return inv, err
+	}
+	if info != "" {
+		inv.Payment = new(Payment)
+		if err := json.Unmarshal([]byte(info), inv.Payment); err != nil {
+			return inv, err
+		}
 	}
 	if sent.Valid {
 		inv.SentAt = time.UnixMilli(sent.Int64)
@@ -287,6 +298,10 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 type Service struct {
 	db        *store.DB
 	merchants *merchant.Cache
+	checkout  *checkout.Service
+	pages     *hostedpage.Service
+	vault     *vault.Service
+	log       *slog.Logger
 	publicURL string
 	now       func() time.Time
 }
@@ -298,6 +313,12 @@ type Config struct {
 	// PublicURL is the base of the invoices' payment_url.
 	PublicURL string
 	Now       func() time.Time
+	// Checkout holds the invoices' payment intents, and Pages the card form that pays them; Vault the
+	// stored cards a vault customer's invoice may be charged on (pay.go).
+	Checkout *checkout.Service
+	Pages    *hostedpage.Service
+	Vault    *vault.Service
+	Logger   *slog.Logger
 }
 
 // New returns the invoice service.
@@ -305,7 +326,15 @@ func New(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{db: cfg.DB, merchants: cfg.Merchants, publicURL: strings.TrimRight(cfg.PublicURL, "/"), now: cfg.Now}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Service{db: cfg.DB, merchants: cfg.Merchants, checkout: cfg.Checkout, pages: cfg.Pages, vault: cfg.Vault, log: cfg.Logger,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"), now: cfg.Now}
+	if s.checkout != nil {
+		s.checkout.OnSucceeded(s.paid)
+	}
+	return s
 }
 
 // Create makes an invoice of the merchant from b, a DRAFT; with send_email it is sent at once to its
@@ -359,25 +388,47 @@ func editable(inv Invoice, cancelling bool) error {
 }
 
 // Update changes the fields b sends of one of the merchant's invoices; status CANCELLED cancels it.
+//
+// A cancellation first cancels the invoice's live payment intent (stopPayment), so that no card form
+// opened before can pay it; the invoice is then cancelled only if no page bound another meanwhile.
 func (s *Service) Update(ctx context.Context, m merchant.Merchant, ref string, b Body) (Invoice, error) {
+	cancel := false
+	if b.Status.Set() {
+		st, _ := b.Status.Str("status")
+		if want, ok := ParseStatus(st); ok && want == Cancelled {
+			cancel = true
+		}
+	}
+	stopped := ""
+	if cancel {
+		inv, err := s.get(ctx, m.ID, ref)
+		if err != nil {
+			return Invoice{}, err
+		}
+		if err := editable(inv, true); err != nil {
+			return Invoice{}, err
+		}
+		if stopped, err = s.stopPayment(ctx, m, inv); err != nil {
+			return Invoice{}, err
+		}
+	}
 	var inv Invoice
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		if inv, err = Get(ctx, tx, m.ID, ref); err != nil {
 			return err
 		}
-		cancel := false
-		if b.Status.Set() {
+		if b.Status.Set() && !cancel {
 			st, _ := b.Status.Str("status")
-			want, ok := ParseStatus(st)
-			if ok && want == Cancelled {
-				cancel = true
-			} else if ok && want != inv.Status {
+			if want, ok := ParseStatus(st); ok && want != inv.Status {
 				return fault.Invalid("status", "status changes only to CANCELLED here: an invoice becomes SENT when sent, PAID when paid")
 			}
 		}
 		if err := editable(inv, cancel); err != nil {
 			return err
+		}
+		if cancel && inv.IntentID != stopped {
+			return concurrentUpdate(inv) // a page bound a new intent after the old one was stopped
 		}
 		lookup := inv.Customer.LookupID
 		if err := b.Apply(&inv, m, false); err != nil {

@@ -218,7 +218,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
-	invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now}).Routes(r, s.invoices)
+	invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now, Checkout: s.checkout,
+		Pages: pages, Vault: v, Logger: cfg.Logger}).Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
 	if s.billingCfg.Metrics == nil {

@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/fault"
@@ -127,4 +128,39 @@ func (s *Service) cardToCharge(ctx context.Context, merchantID, customerLookup, 
 		return nil
 	})
 	return c, cd, err
+}
+
+// MethodFromCard makes a payment method of the merchant from a stored card of the customer
+// customerLookup, so that an intent can be confirmed with it (an invoice charged on a vault
+// customer's card: issue 21, point 2). A card that is not the customer's, or a customer that is not
+// the merchant's, is a 404. The method holds the number sealed, as any, until its confirmation
+// consumes it; it carries the customer's contact details as billing details.
+func (s *Service) MethodFromCard(ctx context.Context, merchantID, clientID, customerLookup, cardLookup string) (Method, error) {
+	if cardLookup == "" {
+		return Method{}, fault.Invalid("card_lookup_id", "card_lookup_id is required: the stored card to charge")
+	}
+	c, cd, err := s.cardToCharge(ctx, merchantID, customerLookup, cardLookup)
+	if err != nil {
+		return Method{}, err
+	}
+	var sealed []byte
+	err = s.db.Read(ctx, func(q store.Querier) error {
+		return q.QueryRowContext(ctx, `SELECT pan FROM stored_cards WHERE id = $1`, cd.ID).Scan(&sealed)
+	})
+	if err != nil {
+		return Method{}, err
+	}
+	pan, err := s.ring.Open(sealed, panAAD(cd.LookupID))
+	if err != nil {
+		return Method{}, err
+	}
+	number, err := card.ParseNumber(string(pan))
+	if err != nil {
+		return Method{}, err
+	}
+	d := c.Details
+	name := strings.TrimSpace(d.FirstName + " " + d.LastName)
+	return s.CreateMethod(ctx, merchantID, clientID, NewMethod{Number: number, Expiry: cd.Expiry, Billing: Billing{Name: name,
+		Email: d.Email, Phone: d.Telephone, Line1: d.Address1, Line2: d.Address2, City: d.City, State: d.Province,
+		PostalCode: d.PostalCode, Country: d.Country}})
 }
