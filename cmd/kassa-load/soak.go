@@ -127,7 +127,11 @@ func soak(ctx context.Context, c drillConfig, backend string, progress io.Writer
 		for {
 			select {
 			case <-runCtx.Done():
-				return
+				// The last interval ends with the run, on the tick the run's end may win: it is
+				// sampled now, unless the run ended well before it (interrupted).
+				if time.Since(soakStart) < next-c.soak.interval/10 {
+					return
+				}
 			case <-t.C:
 			}
 			s, err := sampleServer(ctx, r.nodes[0], "http://"+metricsAddr+"/metrics")
@@ -138,12 +142,15 @@ func soak(ctx context.Context, c drillConfig, backend string, progress io.Writer
 			if floor < 0 || s.goroutines < floor {
 				floor = s.goroutines
 			}
-			if s.at = time.Since(soakStart); s.at < next {
+			if s.at = time.Since(soakStart); s.at < next && runCtx.Err() == nil {
 				continue
 			}
 			s.goroutines, floor, next = floor, -1, next+c.soak.interval
 			samples = append(samples, s)
 			fmt.Fprintf(progress, "%s: soak: %v: resident %.1f MB, %d goroutines\n", backend, s.at.Round(time.Second), mb(s.rss), s.goroutines)
+			if runCtx.Err() != nil {
+				return
+			}
 		}
 	}()
 	r.load(runCtx, c)
