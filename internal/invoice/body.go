@@ -14,6 +14,7 @@ import (
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/payment"
 )
 
 // Limits of an invoice body.
@@ -91,25 +92,6 @@ func ParseBody(raw []byte) (Body, error) {
 
 func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
-// currencyOf reads the currency field: one the merchant accepts, its default when absent.
-func currencyOf(f field.Value, m merchant.Merchant) (money.Currency, error) {
-	s, err := f.Str("currency")
-	if err != nil {
-		return money.Currency{}, err
-	}
-	if s == "" {
-		s = m.DefaultCurrency
-	}
-	c, ok := money.Lookup(strings.ToUpper(s))
-	if !ok {
-		return money.Currency{}, fault.Invalid("currency", "currency %q is not an ISO 4217 currency code", s)
-	}
-	if !m.Accepts(c.Code) {
-		return money.Currency{}, fault.Invalid("currency", "currency %s is not enabled for this merchant (accepted: %s)", c.Code, strings.Join(m.Currencies, ", "))
-	}
-	return c, nil
-}
-
 // amount reads a non-negative amount in c; absent or "" is not set.
 func amount(f field.Value, name string, c money.Currency) (int64, bool, error) {
 	v, set, err := f.Amount(name, c)
@@ -138,7 +120,7 @@ func text(f field.Value, name string, max int, dst *string) error {
 func (b Body) Apply(inv *Invoice, m merchant.Merchant, create bool) error {
 	// The currency first: the amounts are read in its decimals.
 	if b.Currency.Set() || create {
-		c, err := currencyOf(b.Currency, m)
+		c, err := payment.CurrencyOf(b.Currency, m)
 		if err != nil {
 			return err
 		}

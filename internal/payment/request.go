@@ -13,9 +13,9 @@ import (
 // Request bodies are decoded into field.Values and read by name (package field), so that every error
 // names its field and the shapes real clients send are accepted. Unknown fields are ignored.
 
-// currencyOf reads the currency field: an ISO 4217 code the merchant accepts, or the merchant's
-// default when absent.
-func currencyOf(f field.Value, m merchant.Merchant) (money.Currency, error) {
+// CurrencyOf reads the currency field of a gateway-style body (the transaction and invoice services):
+// an ISO 4217 code the merchant accepts, in either case, or the merchant's default when absent.
+func CurrencyOf(f field.Value, m merchant.Merchant) (money.Currency, error) {
 	s, err := f.Str("currency")
 	if err != nil {
 		return money.Currency{}, err
@@ -37,7 +37,7 @@ func currencyOf(f field.Value, m merchant.Merchant) (money.Currency, error) {
 // merchant accepts (its default when absent), and an amount in that currency's decimals, within the
 // merchant's maximum, above zero (zero is allowed for an authorization: a card verification).
 func ChargeAmount(kind string, amount, currency field.Value, m merchant.Merchant) (int64, money.Currency, error) {
-	c, err := currencyOf(currency, m)
+	c, err := CurrencyOf(currency, m)
 	if err != nil {
 		return 0, c, err
 	}
