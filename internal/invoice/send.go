@@ -127,17 +127,7 @@ func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billi
 		fmt.Fprintf(&t, "%s  %s × %s  %s\n", it.Description, q, money.Format(it.UnitPrice, c), amt(it.Total))
 		fmt.Fprintf(&h, "<tr><td>%s</td><td>%s × %s</td><td>%s</td></tr>\n", esc(it.Description), q, money.Format(it.UnitPrice, c), amt(it.Total))
 	}
-	rows := [][2]string{{"Subtotal", amt(inv.Totals.Subtotal)}}
-	if inv.Totals.Tax != 0 {
-		rows = append(rows, [2]string{"Tax (" + formatDecimal(inv.TaxRate, RateScale) + "%)", amt(inv.Totals.Tax)})
-	}
-	if inv.Discount != 0 {
-		rows = append(rows, [2]string{"Discount", "-" + amt(inv.Discount)})
-	}
-	if inv.Shipping != 0 {
-		rows = append(rows, [2]string{"Shipping", amt(inv.Shipping)})
-	}
-	rows = append(rows, [2]string{"Total", amt(inv.Totals.Total)})
+	rows := totalRows(inv)
 	if inv.DueDate != "" {
 		rows = append(rows, [2]string{"Due", inv.DueDate})
 	}
