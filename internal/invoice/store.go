@@ -161,6 +161,21 @@ func concurrentUpdate(inv Invoice) error {
 	return fault.Busy("concurrent_update", "Invoice %s changed while this request ran; retry it.", inv.LookupID)
 }
 
+// changedOne is the error of a statement meant to change inv's one row at the version read: its own,
+// or concurrentUpdate when the row had changed meanwhile.
+func changedOne(r sql.Result, err error, inv Invoice) error {
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = concurrentUpdate(inv)
+		}
+		return err
+	}
+	return nil
+}
+
 // save writes every field of an existing invoice, unless it changed since it was read (a cancellation
 // racing a send, on PostgreSQL where both read it at once): that is a 409 concurrent_update to retry.
 func save(ctx context.Context, tx *store.Tx, inv Invoice) error {
@@ -176,16 +191,7 @@ func save(ctx context.Context, tx *store.Tx, inv Invoice) error {
 		inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email, cu.FirstName, cu.LastName,
 		cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode, inv.Notes, inv.Terms,
 		custom, nullMillis(inv.SentAt), inv.UpdatedAt.UnixMilli(), inv.Version)
-	if err != nil {
-		return err
-	}
-	if n, err := r.RowsAffected(); err != nil || n != 1 {
-		if err == nil {
-			err = concurrentUpdate(inv)
-		}
-		return err
-	}
-	return nil
+	return changedOne(r, err, inv)
 }
 
 // Filter selects the invoices of a list.
@@ -474,13 +480,7 @@ func (s *Service) Remove(ctx context.Context, merchantID, ref string) (Invoice, 
 				inv.LookupID, inv.Status)
 		}
 		r, err := tx.ExecContext(ctx, `DELETE FROM invoices WHERE id = $1 AND version = $2`, inv.ID, inv.Version)
-		if err != nil {
-			return err
-		}
-		if n, err := r.RowsAffected(); err != nil || n != 1 {
-			if err == nil {
-				err = concurrentUpdate(inv)
-			}
+		if err := changedOne(r, err, inv); err != nil {
 			return err
 		}
 		return audit.Change(ctx, tx, merchantID, "invoice.delete", "invoice/"+inv.LookupID, s.now())
