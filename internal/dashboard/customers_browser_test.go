@@ -38,6 +38,10 @@ func TestChargeStoredCardInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/customers"]`)),
 			chromedp.WaitVisible(chromedp.CSS("#q")),
 			chromedp.SendKeys(chromedp.CSS("#q"), "JANE@roe.example\r"),
+		)
+		// The list before the search has its own #customers: the search's results are on the next page.
+		waitLocation(t, ctx, `location.pathname + location.search`, `^/dashboard/customers\?(.*&)?q=`)
+		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.WaitVisible(chromedp.CSS("#customers")),
 			chromedp.Click(chromedp.CSS(`#customers a[href="/dashboard/customers/`+c+`"]`)),
 			chromedp.WaitVisible(chromedp.CSS("#cards")),

@@ -129,9 +129,17 @@ func typeCard(t *testing.T, ctx context.Context, number string) {
 // waitPath waits until the tab's page is at a path matching re, and returns it.
 func waitPath(t *testing.T, ctx context.Context, re string) string {
 	t.Helper()
+	return waitLocation(t, ctx, `location.pathname`, re)
+}
+
+// waitLocation waits until what expr says of the page's location (its pathname, or pathname and
+// search) matches re and the page is parsed, and returns it: a page's elements are not the next
+// page's until then, and a page still loading may not have them yet.
+func waitLocation(t *testing.T, ctx context.Context, expr, re string) string {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p := browsertest.Eval[string](t, ctx, `location.pathname`)
+		p := browsertest.Eval[string](t, ctx, `document.readyState === 'loading' ? '(loading) ' + `+expr+` : `+expr)
 		if regexp.MustCompile(re).MatchString(p) {
 			return p
 		}
