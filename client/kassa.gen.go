@@ -158,6 +158,78 @@ func (e HostedPageSessionObject) Valid() bool {
 	}
 }
 
+// Defines values for InvoicePaymentInfoMethod.
+const (
+	InvoicePaymentInfoMethodCard InvoicePaymentInfoMethod = "card"
+)
+
+// Valid indicates whether the value is a known member of the InvoicePaymentInfoMethod enum.
+func (e InvoicePaymentInfoMethod) Valid() bool {
+	switch e {
+	case InvoicePaymentInfoMethodCard:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceStatus.
+const (
+	InvoiceStatusCANCELLED InvoiceStatus = "CANCELLED"
+	InvoiceStatusDRAFT     InvoiceStatus = "DRAFT"
+	InvoiceStatusOVERDUE   InvoiceStatus = "OVERDUE"
+	InvoiceStatusPAID      InvoiceStatus = "PAID"
+	InvoiceStatusSENT      InvoiceStatus = "SENT"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceStatus enum.
+func (e InvoiceStatus) Valid() bool {
+	switch e {
+	case InvoiceStatusCANCELLED:
+		return true
+	case InvoiceStatusDRAFT:
+		return true
+	case InvoiceStatusOVERDUE:
+		return true
+	case InvoiceStatusPAID:
+		return true
+	case InvoiceStatusSENT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceFieldsStatus.
+const (
+	InvoiceFieldsStatusCANCELED  InvoiceFieldsStatus = "CANCELED"
+	InvoiceFieldsStatusCANCELLED InvoiceFieldsStatus = "CANCELLED"
+	InvoiceFieldsStatusDRAFT     InvoiceFieldsStatus = "DRAFT"
+	InvoiceFieldsStatusOVERDUE   InvoiceFieldsStatus = "OVERDUE"
+	InvoiceFieldsStatusPAID      InvoiceFieldsStatus = "PAID"
+	InvoiceFieldsStatusSENT      InvoiceFieldsStatus = "SENT"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceFieldsStatus enum.
+func (e InvoiceFieldsStatus) Valid() bool {
+	switch e {
+	case InvoiceFieldsStatusCANCELED:
+		return true
+	case InvoiceFieldsStatusCANCELLED:
+		return true
+	case InvoiceFieldsStatusDRAFT:
+		return true
+	case InvoiceFieldsStatusOVERDUE:
+		return true
+	case InvoiceFieldsStatusPAID:
+		return true
+	case InvoiceFieldsStatusSENT:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OAuthErrorError.
 const (
 	InvalidClient        OAuthErrorError = "invalid_client"
@@ -860,6 +932,36 @@ func (e HostedPageChallengeJSONBodyResult) Valid() bool {
 	}
 }
 
+// Defines values for ListInvoicesParamsStatus.
+const (
+	ListInvoicesParamsStatusCANCELED  ListInvoicesParamsStatus = "CANCELED"
+	ListInvoicesParamsStatusCANCELLED ListInvoicesParamsStatus = "CANCELLED"
+	ListInvoicesParamsStatusDRAFT     ListInvoicesParamsStatus = "DRAFT"
+	ListInvoicesParamsStatusOVERDUE   ListInvoicesParamsStatus = "OVERDUE"
+	ListInvoicesParamsStatusPAID      ListInvoicesParamsStatus = "PAID"
+	ListInvoicesParamsStatusSENT      ListInvoicesParamsStatus = "SENT"
+)
+
+// Valid indicates whether the value is a known member of the ListInvoicesParamsStatus enum.
+func (e ListInvoicesParamsStatus) Valid() bool {
+	switch e {
+	case ListInvoicesParamsStatusCANCELED:
+		return true
+	case ListInvoicesParamsStatusCANCELLED:
+		return true
+	case ListInvoicesParamsStatusDRAFT:
+		return true
+	case ListInvoicesParamsStatusOVERDUE:
+		return true
+	case ListInvoicesParamsStatusPAID:
+		return true
+	case ListInvoicesParamsStatusSENT:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OauthAuthorizeParamsResponseType.
 const (
 	Code OauthAuthorizeParamsResponseType = "code"
@@ -1544,6 +1646,178 @@ type HostedPageSessionAppearance string
 // HostedPageSessionObject defines model for HostedPageSession.Object.
 type HostedPageSessionObject string
 
+// Invoice defines model for Invoice.
+type Invoice struct {
+	// CreatedAt Epoch milliseconds
+	CreatedAt          int               `json:"created_at"`
+	Currency           string            `json:"currency"`
+	CustomFields       map[string]string `json:"custom_fields"`
+	CustomerAddress1   *string           `json:"customer_address1,omitempty"`
+	CustomerAddress2   *string           `json:"customer_address2,omitempty"`
+	CustomerCity       *string           `json:"customer_city,omitempty"`
+	CustomerCompany    *string           `json:"customer_company,omitempty"`
+	CustomerCountry    *string           `json:"customer_country,omitempty"`
+	CustomerEmail      *string           `json:"customer_email,omitempty"`
+	CustomerFirstName  *string           `json:"customer_first_name,omitempty"`
+	CustomerLastName   *string           `json:"customer_last_name,omitempty"`
+	CustomerLookupId   *string           `json:"customer_lookup_id,omitempty"`
+	CustomerPostalCode *string           `json:"customer_postal_code,omitempty"`
+	CustomerProvince   *string           `json:"customer_province,omitempty"`
+	CustomerTelephone  *string           `json:"customer_telephone,omitempty"`
+	DiscountAmount     json.Number       `json:"discount_amount"`
+	DueDate            *string           `json:"due_date,omitempty"`
+	Id                 int               `json:"id"`
+	InvoiceNumber      string            `json:"invoice_number"`
+	Items              []struct {
+		Description string      `json:"description"`
+		Quantity    json.Number `json:"quantity"`
+		Sku         *string     `json:"sku,omitempty"`
+		TaxAmount   json.Number `json:"tax_amount"`
+		TotalAmount json.Number `json:"total_amount"`
+		UnitPrice   json.Number `json:"unit_price"`
+	} `json:"items"`
+	LookupId string  `json:"lookup_id"`
+	Notes    *string `json:"notes,omitempty"`
+
+	// PaidAt Epoch milliseconds
+	PaidAt *int `json:"paid_at,omitempty"`
+
+	// PaymentInfo How the invoice was paid; present once PAID
+	PaymentInfo *struct {
+		// Amount What was charged, a decimal in the invoice's currency
+		Amount    json.Number `json:"amount"`
+		CardLast4 *string     `json:"card_last4,omitempty"`
+		CardType  *string     `json:"card_type,omitempty"`
+		Currency  string      `json:"currency"`
+
+		// Date Epoch milliseconds of the charge
+		Date   int                      `json:"date"`
+		Method InvoicePaymentInfoMethod `json:"method"`
+
+		// TransactionId The ledger's transaction (transaction service, transaction list)
+		TransactionId string `json:"transaction_id"`
+	} `json:"payment_info,omitempty"`
+
+	// PaymentUrl The invoice's public page, which leads to the card form that pays it
+	PaymentUrl string `json:"payment_url"`
+
+	// SentAt Epoch milliseconds of the last sending
+	SentAt         *int          `json:"sent_at,omitempty"`
+	ShippingAmount json.Number   `json:"shipping_amount"`
+	Status         InvoiceStatus `json:"status"`
+	SubtotalAmount json.Number   `json:"subtotal_amount"`
+	TaxAmount      json.Number   `json:"tax_amount"`
+
+	// TaxRate Percent
+	TaxRate     json.Number `json:"tax_rate"`
+	Terms       *string     `json:"terms,omitempty"`
+	TotalAmount json.Number `json:"total_amount"`
+
+	// UpdatedAt Epoch milliseconds
+	UpdatedAt int `json:"updated_at"`
+}
+
+// InvoicePaymentInfoMethod defines model for Invoice.PaymentInfo.Method.
+type InvoicePaymentInfoMethod string
+
+// InvoiceStatus defines model for Invoice.Status.
+type InvoiceStatus string
+
+// InvoiceFields Required on create: items. Absent fields keep their values on update.
+type InvoiceFields struct {
+	// Currency ISO 4217; default the merchant's default currency
+	Currency          *string            `json:"currency,omitempty"`
+	CustomFields      *map[string]string `json:"custom_fields,omitempty"`
+	CustomerAddress1  *string            `json:"customer_address1,omitempty"`
+	CustomerAddress2  *string            `json:"customer_address2,omitempty"`
+	CustomerCity      *string            `json:"customer_city,omitempty"`
+	CustomerCompany   *string            `json:"customer_company,omitempty"`
+	CustomerCountry   *string            `json:"customer_country,omitempty"`
+	CustomerEmail     *string            `json:"customer_email,omitempty"`
+	CustomerFirstName *string            `json:"customer_first_name,omitempty"`
+	CustomerLastName  *string            `json:"customer_last_name,omitempty"`
+
+	// CustomerLookupId A customer of the vault: the contact fields left empty take the customer's
+	CustomerLookupId   *string `json:"customer_lookup_id,omitempty"`
+	CustomerPostalCode *string `json:"customer_postal_code,omitempty"`
+	CustomerProvince   *string `json:"customer_province,omitempty"`
+	CustomerTelephone  *string `json:"customer_telephone,omitempty"`
+
+	// DiscountAmount A decimal amount as a string, with at most the currency's decimals.
+	DiscountAmount *Decimal `json:"discount_amount,omitempty"`
+
+	// DueDate YYYY-MM-DD
+	DueDate *string `json:"due_date,omitempty"`
+
+	// InvoiceNumber Unique per merchant; default INV- and the lookup_id
+	InvoiceNumber *string              `json:"invoice_number,omitempty"`
+	Items         *[]InvoiceItemFields `json:"items,omitempty"`
+	Notes         *string              `json:"notes,omitempty"`
+	SendEmail     *Flag                `json:"send_email,omitempty"`
+
+	// ShippingAmount A decimal amount as a string, with at most the currency's decimals.
+	ShippingAmount *Decimal `json:"shipping_amount,omitempty"`
+
+	// Status On create only DRAFT; on update CANCELLED cancels
+	Status *InvoiceFieldsStatus `json:"status,omitempty"`
+
+	// SubtotalAmount A decimal amount as a string, with at most the currency's decimals.
+	SubtotalAmount *Decimal `json:"subtotal_amount,omitempty"`
+
+	// TaxAmount A decimal amount as a string, with at most the currency's decimals.
+	TaxAmount *Decimal `json:"tax_amount,omitempty"`
+
+	// TaxRate Percent, up to 4 decimals, 0 to 100
+	TaxRate *InvoiceFields_TaxRate `json:"tax_rate,omitempty"`
+	Terms   *string                `json:"terms,omitempty"`
+
+	// TotalAmount A decimal amount as a string, with at most the currency's decimals.
+	TotalAmount *Decimal `json:"total_amount,omitempty"`
+}
+
+// InvoiceFieldsStatus On create only DRAFT; on update CANCELLED cancels
+type InvoiceFieldsStatus string
+
+// InvoiceFieldsTaxRate0 defines model for InvoiceFields.TaxRate.0.
+type InvoiceFieldsTaxRate0 = json.Number
+
+// InvoiceFieldsTaxRate1 defines model for InvoiceFields.TaxRate.1.
+type InvoiceFieldsTaxRate1 = string
+
+// InvoiceFields_TaxRate Percent, up to 4 decimals, 0 to 100
+type InvoiceFields_TaxRate struct {
+	union json.RawMessage
+}
+
+// InvoiceItemFields defines model for InvoiceItemFields.
+type InvoiceItemFields struct {
+	Description string `json:"description"`
+
+	// Quantity Default 1; up to 3 decimals
+	Quantity *InvoiceItemFields_Quantity `json:"quantity,omitempty"`
+	Sku      *string                     `json:"sku,omitempty"`
+
+	// TaxAmount A decimal amount as a string, with at most the currency's decimals.
+	TaxAmount *Decimal `json:"tax_amount,omitempty"`
+
+	// TotalAmount A decimal amount as a string, with at most the currency's decimals.
+	TotalAmount *Decimal `json:"total_amount,omitempty"`
+
+	// UnitPrice A decimal amount as a string, with at most the currency's decimals.
+	UnitPrice Decimal `json:"unit_price"`
+}
+
+// InvoiceItemFieldsQuantity0 defines model for InvoiceItemFields.Quantity.0.
+type InvoiceItemFieldsQuantity0 = json.Number
+
+// InvoiceItemFieldsQuantity1 defines model for InvoiceItemFields.Quantity.1.
+type InvoiceItemFieldsQuantity1 = string
+
+// InvoiceItemFields_Quantity Default 1; up to 3 decimals
+type InvoiceItemFields_Quantity struct {
+	union json.RawMessage
+}
+
 // Metadata defines model for Metadata.
 type Metadata map[string]string
 
@@ -2067,6 +2341,9 @@ type CustomerLookupId = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// InvoiceRef defines model for InvoiceRef.
+type InvoiceRef = string
+
 // PageToken defines model for PageToken.
 type PageToken = string
 
@@ -2194,6 +2471,71 @@ type HostedPageChallengeJSONBody struct {
 
 // HostedPageChallengeJSONBodyResult defines parameters for HostedPageChallenge.
 type HostedPageChallengeJSONBodyResult string
+
+// ListInvoicesParams defines parameters for ListInvoices.
+type ListInvoicesParams struct {
+	Limit  *int                      `form:"limit,omitempty" json:"limit,omitempty"`
+	Before *string                   `form:"before,omitempty" json:"before,omitempty"`
+	After  *string                   `form:"after,omitempty" json:"after,omitempty"`
+	Status *ListInvoicesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CustomerEmail Case-insensitive
+	CustomerEmail    *string `form:"customer_email,omitempty" json:"customer_email,omitempty"`
+	CustomerLookupId *string `form:"customer_lookup_id,omitempty" json:"customer_lookup_id,omitempty"`
+	InvoiceNumber    *string `form:"invoice_number,omitempty" json:"invoice_number,omitempty"`
+	Currency         *string `form:"currency,omitempty" json:"currency,omitempty"`
+
+	// AmountMin total_amount at least this decimal amount
+	AmountMin *string `form:"amount_min,omitempty" json:"amount_min,omitempty"`
+
+	// AmountMax total_amount at most this decimal amount
+	AmountMax *string `form:"amount_max,omitempty" json:"amount_max,omitempty"`
+
+	// StartDate Created on or after this day (YYYY-MM-DD, UTC)
+	StartDate *openapi_types.Date `form:"start_date,omitempty" json:"start_date,omitempty"`
+
+	// EndDate Created on or before this day (YYYY-MM-DD, UTC)
+	EndDate *openapi_types.Date `form:"end_date,omitempty" json:"end_date,omitempty"`
+}
+
+// ListInvoicesParamsStatus defines parameters for ListInvoices.
+type ListInvoicesParamsStatus string
+
+// CreateInvoiceParams defines parameters for CreateInvoice.
+type CreateInvoiceParams struct {
+	// IdempotencyKey Up to 255 printable ASCII characters; scoped to the credential that sends it (client, grant or
+	// API key) and the account it acts for, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// PayInvoiceJSONBody defines parameters for PayInvoice.
+type PayInvoiceJSONBody struct {
+	// CardLookupId A stored card of the invoice's customer
+	CardLookupId string `json:"card_lookup_id"`
+}
+
+// PayInvoiceParams defines parameters for PayInvoice.
+type PayInvoiceParams struct {
+	// IdempotencyKey Up to 255 printable ASCII characters; scoped to the credential that sends it (client, grant or
+	// API key) and the account it acts for, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// SendInvoiceJSONBody defines parameters for SendInvoice.
+type SendInvoiceJSONBody struct {
+	// Email Default: the invoice's customer_email
+	Email    *string `json:"email,omitempty"`
+	Message  *string `json:"message,omitempty"`
+	SendCopy *Flag   `json:"send_copy,omitempty"`
+	Subject  *string `json:"subject,omitempty"`
+}
+
+// SendInvoiceParams defines parameters for SendInvoice.
+type SendInvoiceParams struct {
+	// IdempotencyKey Up to 255 printable ASCII characters; scoped to the credential that sends it (client, grant or
+	// API key) and the account it acts for, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // OauthAuthorizeParams defines parameters for OauthAuthorize.
 type OauthAuthorizeParams struct {
@@ -2728,6 +3070,18 @@ type HostedPageChallengeJSONRequestBody HostedPageChallengeJSONBody
 
 // HostedPagePayJSONRequestBody defines body for HostedPagePay for application/json ContentType.
 type HostedPagePayJSONRequestBody = PaymentMethodRequest
+
+// CreateInvoiceJSONRequestBody defines body for CreateInvoice for application/json ContentType.
+type CreateInvoiceJSONRequestBody = InvoiceFields
+
+// UpdateInvoiceJSONRequestBody defines body for UpdateInvoice for application/json ContentType.
+type UpdateInvoiceJSONRequestBody = InvoiceFields
+
+// PayInvoiceJSONRequestBody defines body for PayInvoice for application/json ContentType.
+type PayInvoiceJSONRequestBody PayInvoiceJSONBody
+
+// SendInvoiceJSONRequestBody defines body for SendInvoice for application/json ContentType.
+type SendInvoiceJSONRequestBody SendInvoiceJSONBody
 
 // AuthorizeDecisionFormdataRequestBody defines body for AuthorizeDecision for application/x-www-form-urlencoded ContentType.
 type AuthorizeDecisionFormdataRequestBody AuthorizeDecisionFormdataBody
@@ -3326,6 +3680,130 @@ func (t *Event_Data) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsInvoiceFieldsTaxRate0 returns the union data inside the InvoiceFields_TaxRate as a InvoiceFieldsTaxRate0
+func (t InvoiceFields_TaxRate) AsInvoiceFieldsTaxRate0() (InvoiceFieldsTaxRate0, error) {
+	var body InvoiceFieldsTaxRate0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceFieldsTaxRate0 overwrites any union data inside the InvoiceFields_TaxRate as the provided InvoiceFieldsTaxRate0
+func (t *InvoiceFields_TaxRate) FromInvoiceFieldsTaxRate0(v InvoiceFieldsTaxRate0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeInvoiceFieldsTaxRate0 performs a merge with any union data inside the InvoiceFields_TaxRate, using the provided InvoiceFieldsTaxRate0
+func (t *InvoiceFields_TaxRate) MergeInvoiceFieldsTaxRate0(v InvoiceFieldsTaxRate0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceFieldsTaxRate1 returns the union data inside the InvoiceFields_TaxRate as a InvoiceFieldsTaxRate1
+func (t InvoiceFields_TaxRate) AsInvoiceFieldsTaxRate1() (InvoiceFieldsTaxRate1, error) {
+	var body InvoiceFieldsTaxRate1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceFieldsTaxRate1 overwrites any union data inside the InvoiceFields_TaxRate as the provided InvoiceFieldsTaxRate1
+func (t *InvoiceFields_TaxRate) FromInvoiceFieldsTaxRate1(v InvoiceFieldsTaxRate1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeInvoiceFieldsTaxRate1 performs a merge with any union data inside the InvoiceFields_TaxRate, using the provided InvoiceFieldsTaxRate1
+func (t *InvoiceFields_TaxRate) MergeInvoiceFieldsTaxRate1(v InvoiceFieldsTaxRate1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t InvoiceFields_TaxRate) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *InvoiceFields_TaxRate) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsInvoiceItemFieldsQuantity0 returns the union data inside the InvoiceItemFields_Quantity as a InvoiceItemFieldsQuantity0
+func (t InvoiceItemFields_Quantity) AsInvoiceItemFieldsQuantity0() (InvoiceItemFieldsQuantity0, error) {
+	var body InvoiceItemFieldsQuantity0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceItemFieldsQuantity0 overwrites any union data inside the InvoiceItemFields_Quantity as the provided InvoiceItemFieldsQuantity0
+func (t *InvoiceItemFields_Quantity) FromInvoiceItemFieldsQuantity0(v InvoiceItemFieldsQuantity0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeInvoiceItemFieldsQuantity0 performs a merge with any union data inside the InvoiceItemFields_Quantity, using the provided InvoiceItemFieldsQuantity0
+func (t *InvoiceItemFields_Quantity) MergeInvoiceItemFieldsQuantity0(v InvoiceItemFieldsQuantity0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsInvoiceItemFieldsQuantity1 returns the union data inside the InvoiceItemFields_Quantity as a InvoiceItemFieldsQuantity1
+func (t InvoiceItemFields_Quantity) AsInvoiceItemFieldsQuantity1() (InvoiceItemFieldsQuantity1, error) {
+	var body InvoiceItemFieldsQuantity1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromInvoiceItemFieldsQuantity1 overwrites any union data inside the InvoiceItemFields_Quantity as the provided InvoiceItemFieldsQuantity1
+func (t *InvoiceItemFields_Quantity) FromInvoiceItemFieldsQuantity1(v InvoiceItemFieldsQuantity1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeInvoiceItemFieldsQuantity1 performs a merge with any union data inside the InvoiceItemFields_Quantity, using the provided InvoiceItemFieldsQuantity1
+func (t *InvoiceItemFields_Quantity) MergeInvoiceItemFieldsQuantity1(v InvoiceItemFieldsQuantity1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t InvoiceItemFields_Quantity) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *InvoiceItemFields_Quantity) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsStoredCardRequest returns the union data inside the StoreCardOrPayRequest as a StoredCardRequest
 func (t StoreCardOrPayRequest) AsStoredCardRequest() (StoredCardRequest, error) {
 	var body StoredCardRequest
@@ -3768,6 +4246,114 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /hpp/{token}/pay (the `HostedPagePay` operationId).
 	HostedPagePay(ctx context.Context, token PageToken, body HostedPagePayJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListInvoices List the merchant's invoices, newest first
+	//
+	// Corresponds with GET /invoice-service/invoice (the `ListInvoices` operationId).
+	ListInvoices(ctx context.Context, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvoiceWithBody Create an invoice, a DRAFT (with send_email, sent at once)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+	CreateInvoiceWithBody(ctx context.Context, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvoice Create an invoice, a DRAFT (with send_email, sent at once)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+	CreateInvoice(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteInvoice Delete a DRAFT invoice (409 otherwise)
+	//
+	// Corresponds with DELETE /invoice-service/invoice/{id} (the `DeleteInvoice` operationId).
+	DeleteInvoice(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInvoice One invoice
+	//
+	// Corresponds with GET /invoice-service/invoice/{id} (the `GetInvoice` operationId).
+	GetInvoice(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateInvoiceWithBody Partial update while DRAFT or SENT; status CANCELLED cancels
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+	UpdateInvoiceWithBody(ctx context.Context, id InvoiceRef, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateInvoice Partial update while DRAFT or SENT; status CANCELLED cancels
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+	UpdateInvoice(ctx context.Context, id InvoiceRef, body UpdateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PayInvoiceWithBody Charge a vault customer's invoice on one of the customer's stored cards
+	//
+	// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+	// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+	// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+	// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+	// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+	// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+	// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+	PayInvoiceWithBody(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PayInvoice Charge a vault customer's invoice on one of the customer's stored cards
+	//
+	// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+	// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+	// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+	// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+	// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+	// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+	// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+	PayInvoice(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, body PayInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendInvoiceWithBody E-mail the invoice with its payment link; a DRAFT becomes SENT
+	//
+	// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+	// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+	// `invoice_not_sendable`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+	SendInvoiceWithBody(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendInvoice E-mail the invoice with its payment link; a DRAFT becomes SENT
+	//
+	// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+	// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+	// `invoice_not_sendable`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+	SendInvoice(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, body SendInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvoicePage The invoice's public page (HTML), its payment_url
+	//
+	// A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
+	// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
+	// and totals, and pays the invoice's one live payment intent: however many forms are open, the
+	// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+	// cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
+	// invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
+	// progress, or the database).
+	//
+	// Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
+	InvoicePage(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Script The CardEncryption script
 	//
@@ -4857,6 +5443,234 @@ func (c *Client) HostedPagePayWithBody(ctx context.Context, token PageToken, con
 // Corresponds with POST /hpp/{token}/pay (the `HostedPagePay` operationId).
 func (c *Client) HostedPagePay(ctx context.Context, token PageToken, body HostedPagePayJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHostedPagePayRequest(c.Server, token, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListInvoices List the merchant's invoices, newest first
+//
+// Corresponds with GET /invoice-service/invoice (the `ListInvoices` operationId).
+func (c *Client) ListInvoices(ctx context.Context, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInvoicesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvoiceWithBody Create an invoice, a DRAFT (with send_email, sent at once)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+func (c *Client) CreateInvoiceWithBody(ctx context.Context, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvoiceRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvoice Create an invoice, a DRAFT (with send_email, sent at once)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+func (c *Client) CreateInvoice(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvoiceRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteInvoice Delete a DRAFT invoice (409 otherwise)
+//
+// Corresponds with DELETE /invoice-service/invoice/{id} (the `DeleteInvoice` operationId).
+func (c *Client) DeleteInvoice(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteInvoiceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInvoice One invoice
+//
+// Corresponds with GET /invoice-service/invoice/{id} (the `GetInvoice` operationId).
+func (c *Client) GetInvoice(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInvoiceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateInvoiceWithBody Partial update while DRAFT or SENT; status CANCELLED cancels
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+func (c *Client) UpdateInvoiceWithBody(ctx context.Context, id InvoiceRef, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateInvoiceRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateInvoice Partial update while DRAFT or SENT; status CANCELLED cancels
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+func (c *Client) UpdateInvoice(ctx context.Context, id InvoiceRef, body UpdateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateInvoiceRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PayInvoiceWithBody Charge a vault customer's invoice on one of the customer's stored cards
+//
+// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+func (c *Client) PayInvoiceWithBody(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPayInvoiceRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PayInvoice Charge a vault customer's invoice on one of the customer's stored cards
+//
+// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+func (c *Client) PayInvoice(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, body PayInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPayInvoiceRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendInvoiceWithBody E-mail the invoice with its payment link; a DRAFT becomes SENT
+//
+// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+// `invoice_not_sendable`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+func (c *Client) SendInvoiceWithBody(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendInvoiceRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendInvoice E-mail the invoice with its payment link; a DRAFT becomes SENT
+//
+// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+// `invoice_not_sendable`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+func (c *Client) SendInvoice(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, body SendInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendInvoiceRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InvoicePage The invoice's public page (HTML), its payment_url
+//
+// A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
+// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
+// and totals, and pays the invoice's one live payment intent: however many forms are open, the
+// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+// cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
+// invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
+// progress, or the database).
+//
+// Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
+func (c *Client) InvoicePage(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoicePageRequest(c.Server, key)
 	if err != nil {
 		return nil, err
 	}
@@ -7280,6 +8094,520 @@ func NewHostedPagePayRequestWithBody(server string, token PageToken, contentType
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListInvoicesRequest constructs an http.Request for the ListInvoices method
+func NewListInvoicesRequest(server string, params *ListInvoicesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CustomerEmail != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_email", *params.CustomerEmail, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CustomerLookupId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_lookup_id", *params.CustomerLookupId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.InvoiceNumber != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "invoice_number", *params.InvoiceNumber, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Currency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "currency", *params.Currency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmountMin != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amount_min", *params.AmountMin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmountMax != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amount_max", *params.AmountMax, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StartDate != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start_date", *params.StartDate, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndDate != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end_date", *params.EndDate, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateInvoiceRequest calls the generic CreateInvoice builder with application/json body
+func NewCreateInvoiceRequest(server string, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInvoiceRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateInvoiceRequestWithBody constructs an http.Request for the CreateInvoice method, with any body, and a specified content type
+func NewCreateInvoiceRequestWithBody(server string, params *CreateInvoiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteInvoiceRequest constructs an http.Request for the DeleteInvoice method
+func NewDeleteInvoiceRequest(server string, id InvoiceRef) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetInvoiceRequest constructs an http.Request for the GetInvoice method
+func NewGetInvoiceRequest(server string, id InvoiceRef) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateInvoiceRequest calls the generic UpdateInvoice builder with application/json body
+func NewUpdateInvoiceRequest(server string, id InvoiceRef, body UpdateInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateInvoiceRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateInvoiceRequestWithBody constructs an http.Request for the UpdateInvoice method, with any body, and a specified content type
+func NewUpdateInvoiceRequestWithBody(server string, id InvoiceRef, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPayInvoiceRequest calls the generic PayInvoice builder with application/json body
+func NewPayInvoiceRequest(server string, id InvoiceRef, params *PayInvoiceParams, body PayInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPayInvoiceRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPayInvoiceRequestWithBody constructs an http.Request for the PayInvoice method, with any body, and a specified content type
+func NewPayInvoiceRequestWithBody(server string, id InvoiceRef, params *PayInvoiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice/%s/pay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSendInvoiceRequest calls the generic SendInvoice builder with application/json body
+func NewSendInvoiceRequest(server string, id InvoiceRef, params *SendInvoiceParams, body SendInvoiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendInvoiceRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewSendInvoiceRequestWithBody constructs an http.Request for the SendInvoice method, with any body, and a specified content type
+func NewSendInvoiceRequestWithBody(server string, id InvoiceRef, params *SendInvoiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice-service/invoice/%s/send", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewInvoicePageRequest constructs an http.Request for the InvoicePage method
+func NewInvoicePageRequest(server string, key string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice/%s/pay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -10759,6 +12087,122 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /hpp/{token}/pay (the `HostedPagePay` operationId).
 	HostedPagePayWithResponse(ctx context.Context, token PageToken, body HostedPagePayJSONRequestBody, reqEditors ...RequestEditorFn) (*HostedPagePayResponse, error)
 
+	// ListInvoicesWithResponse List the merchant's invoices, newest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /invoice-service/invoice (the `ListInvoices` operationId).
+	ListInvoicesWithResponse(ctx context.Context, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*ListInvoicesResponse, error)
+
+	// CreateInvoiceWithBodyWithResponse Create an invoice, a DRAFT (with send_email, sent at once)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+	CreateInvoiceWithBodyWithResponse(ctx context.Context, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error)
+
+	// CreateInvoiceWithResponse Create an invoice, a DRAFT (with send_email, sent at once)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+	CreateInvoiceWithResponse(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error)
+
+	// DeleteInvoiceWithResponse Delete a DRAFT invoice (409 otherwise)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /invoice-service/invoice/{id} (the `DeleteInvoice` operationId).
+	DeleteInvoiceWithResponse(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*DeleteInvoiceResponse, error)
+
+	// GetInvoiceWithResponse One invoice
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /invoice-service/invoice/{id} (the `GetInvoice` operationId).
+	GetInvoiceWithResponse(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error)
+
+	// UpdateInvoiceWithBodyWithResponse Partial update while DRAFT or SENT; status CANCELLED cancels
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+	UpdateInvoiceWithBodyWithResponse(ctx context.Context, id InvoiceRef, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateInvoiceResponse, error)
+
+	// UpdateInvoiceWithResponse Partial update while DRAFT or SENT; status CANCELLED cancels
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+	UpdateInvoiceWithResponse(ctx context.Context, id InvoiceRef, body UpdateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateInvoiceResponse, error)
+
+	// PayInvoiceWithBodyWithResponse Charge a vault customer's invoice on one of the customer's stored cards
+	//
+	// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+	// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+	// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+	// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+	// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+	// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+	// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+	PayInvoiceWithBodyWithResponse(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PayInvoiceResponse, error)
+
+	// PayInvoiceWithResponse Charge a vault customer's invoice on one of the customer's stored cards
+	//
+	// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+	// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+	// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+	// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+	// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+	// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+	// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+	PayInvoiceWithResponse(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, body PayInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*PayInvoiceResponse, error)
+
+	// SendInvoiceWithBodyWithResponse E-mail the invoice with its payment link; a DRAFT becomes SENT
+	//
+	// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+	// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+	// `invoice_not_sendable`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+	SendInvoiceWithBodyWithResponse(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendInvoiceResponse, error)
+
+	// SendInvoiceWithResponse E-mail the invoice with its payment link; a DRAFT becomes SENT
+	//
+	// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+	// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+	// `invoice_not_sendable`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+	SendInvoiceWithResponse(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, body SendInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*SendInvoiceResponse, error)
+
+	// InvoicePageWithResponse The invoice's public page (HTML), its payment_url
+	//
+	// A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
+	// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
+	// and totals, and pays the invoice's one live payment intent: however many forms are open, the
+	// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+	// cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
+	// invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
+	// progress, or the database).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
+	InvoicePageWithResponse(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*InvoicePageResponse, error)
+
 	// ScriptWithResponse The CardEncryption script
 	//
 	// `card-encryption.js` is cached for 5 minutes and names its content-hashed version in a `Link`
@@ -13046,6 +14490,738 @@ func (r HostedPagePayResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HostedPagePayResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListInvoicesResponse429Headers the declared response headers of an HTTP 429 response for ListInvoices
+type ListInvoicesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ListInvoicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Entities []Invoice `json:"entities"`
+		Paging   Paging    `json:"paging"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInvoicesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInvoicesResponse) GetJSON200() *struct {
+	Entities []Invoice `json:"entities"`
+	Paging   Paging    `json:"paging"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInvoicesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInvoicesResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInvoicesResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInvoicesResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInvoicesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInvoicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInvoicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInvoicesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInvoiceResponse429Headers the declared response headers of an HTTP 429 response for CreateInvoice
+type CreateInvoiceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CreateInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateInvoiceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateInvoiceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateInvoiceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateInvoiceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateInvoiceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateInvoiceResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateInvoiceResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateInvoiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteInvoiceResponse429Headers the declared response headers of an HTTP 429 response for DeleteInvoice
+type DeleteInvoiceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type DeleteInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Deleted  bool   `json:"deleted"`
+		Id       int    `json:"id"`
+		LookupId string `json:"lookup_id"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteInvoiceResponse) GetJSON200() *struct {
+	Deleted  bool   `json:"deleted"`
+	Id       int    `json:"id"`
+	LookupId string `json:"lookup_id"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteInvoiceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteInvoiceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteInvoiceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteInvoiceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteInvoiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInvoiceResponse429Headers the declared response headers of an HTTP 429 response for GetInvoice
+type GetInvoiceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInvoiceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInvoiceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInvoiceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetInvoiceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetInvoiceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetInvoiceResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetInvoiceResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetInvoiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateInvoiceResponse429Headers the declared response headers of an HTTP 429 response for UpdateInvoice
+type UpdateInvoiceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type UpdateInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateInvoiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PayInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON402 the response for an HTTP 402 `application/json` response
+	JSON402 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PayInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PayInvoiceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PayInvoiceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON402 returns the response for an HTTP 402 `application/json` response
+func (r PayInvoiceResponse) GetJSON402() *Error {
+	return r.JSON402
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PayInvoiceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PayInvoiceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PayInvoiceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PayInvoiceResponse) GetJSON429() *Error {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r PayInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PayInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PayInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PayInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendInvoiceResponse429Headers the declared response headers of an HTTP 429 response for SendInvoice
+type SendInvoiceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SendInvoiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Invoice
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendInvoiceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SendInvoiceResponse) GetJSON200() *Invoice {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SendInvoiceResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendInvoiceResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SendInvoiceResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SendInvoiceResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SendInvoiceResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SendInvoiceResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendInvoiceResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SendInvoiceResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r SendInvoiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendInvoiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendInvoiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendInvoiceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// InvoicePageResponse303Headers the declared response headers of an HTTP 303 response for InvoicePage
+type InvoicePageResponse303Headers struct {
+	Location *string
+}
+
+type InvoicePageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *InvoicePageResponse303Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r InvoicePageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InvoicePageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InvoicePageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InvoicePageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18362,6 +20538,194 @@ func (c *ClientWithResponses) HostedPagePayWithResponse(ctx context.Context, tok
 	return ParseHostedPagePayResponse(rsp)
 }
 
+// ListInvoicesWithResponse List the merchant's invoices, newest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /invoice-service/invoice (the `ListInvoices` operationId).
+func (c *ClientWithResponses) ListInvoicesWithResponse(ctx context.Context, params *ListInvoicesParams, reqEditors ...RequestEditorFn) (*ListInvoicesResponse, error) {
+	rsp, err := c.ListInvoices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInvoicesResponse(rsp)
+}
+
+// CreateInvoiceWithBodyWithResponse Create an invoice, a DRAFT (with send_email, sent at once)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+func (c *ClientWithResponses) CreateInvoiceWithBodyWithResponse(ctx context.Context, params *CreateInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error) {
+	rsp, err := c.CreateInvoiceWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvoiceResponse(rsp)
+}
+
+// CreateInvoiceWithResponse Create an invoice, a DRAFT (with send_email, sent at once)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoice-service/invoice (the `CreateInvoice` operationId).
+func (c *ClientWithResponses) CreateInvoiceWithResponse(ctx context.Context, params *CreateInvoiceParams, body CreateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvoiceResponse, error) {
+	rsp, err := c.CreateInvoice(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvoiceResponse(rsp)
+}
+
+// DeleteInvoiceWithResponse Delete a DRAFT invoice (409 otherwise)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /invoice-service/invoice/{id} (the `DeleteInvoice` operationId).
+func (c *ClientWithResponses) DeleteInvoiceWithResponse(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*DeleteInvoiceResponse, error) {
+	rsp, err := c.DeleteInvoice(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteInvoiceResponse(rsp)
+}
+
+// GetInvoiceWithResponse One invoice
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /invoice-service/invoice/{id} (the `GetInvoice` operationId).
+func (c *ClientWithResponses) GetInvoiceWithResponse(ctx context.Context, id InvoiceRef, reqEditors ...RequestEditorFn) (*GetInvoiceResponse, error) {
+	rsp, err := c.GetInvoice(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInvoiceResponse(rsp)
+}
+
+// UpdateInvoiceWithBodyWithResponse Partial update while DRAFT or SENT; status CANCELLED cancels
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+func (c *ClientWithResponses) UpdateInvoiceWithBodyWithResponse(ctx context.Context, id InvoiceRef, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateInvoiceResponse, error) {
+	rsp, err := c.UpdateInvoiceWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateInvoiceResponse(rsp)
+}
+
+// UpdateInvoiceWithResponse Partial update while DRAFT or SENT; status CANCELLED cancels
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /invoice-service/invoice/{id} (the `UpdateInvoice` operationId).
+func (c *ClientWithResponses) UpdateInvoiceWithResponse(ctx context.Context, id InvoiceRef, body UpdateInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateInvoiceResponse, error) {
+	rsp, err := c.UpdateInvoice(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateInvoiceResponse(rsp)
+}
+
+// PayInvoiceWithBodyWithResponse Charge a vault customer's invoice on one of the customer's stored cards
+//
+// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+func (c *ClientWithResponses) PayInvoiceWithBodyWithResponse(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PayInvoiceResponse, error) {
+	rsp, err := c.PayInvoiceWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePayInvoiceResponse(rsp)
+}
+
+// PayInvoiceWithResponse Charge a vault customer's invoice on one of the customer's stored cards
+//
+// The charge goes through the invoice's one live payment intent, which its card forms pay too:
+// the invoice is charged once, whichever pays first. Approved, the invoice is PAID with
+// `payment_info`, and the receipt goes to its customer_email, in the transaction that records the
+// charge. A card that is not the invoice's customer's is a 404; an invoice that is PAID
+// (`invoice_paid`), CANCELLED (`invoice_cancelled`), a DRAFT (`invoice_not_sent`), without a
+// `customer_lookup_id` (`no_vault_customer`), or being paid (`invoice_payment_in_progress`) is a
+// 409; a decline is a 402 `card_declined`, the invoice unchanged. Idempotent under Idempotency-Key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoice-service/invoice/{id}/pay (the `PayInvoice` operationId).
+func (c *ClientWithResponses) PayInvoiceWithResponse(ctx context.Context, id InvoiceRef, params *PayInvoiceParams, body PayInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*PayInvoiceResponse, error) {
+	rsp, err := c.PayInvoice(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePayInvoiceResponse(rsp)
+}
+
+// SendInvoiceWithBodyWithResponse E-mail the invoice with its payment link; a DRAFT becomes SENT
+//
+// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+// `invoice_not_sendable`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+func (c *ClientWithResponses) SendInvoiceWithBodyWithResponse(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendInvoiceResponse, error) {
+	rsp, err := c.SendInvoiceWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendInvoiceResponse(rsp)
+}
+
+// SendInvoiceWithResponse E-mail the invoice with its payment link; a DRAFT becomes SENT
+//
+// The e-mail goes through the outbox (delivered by the billing engine's mailer, retried while the
+// SMTP server fails). A SENT or OVERDUE invoice may be sent again; a PAID or CANCELLED one is a 409
+// `invoice_not_sendable`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /invoice-service/invoice/{id}/send (the `SendInvoice` operationId).
+func (c *ClientWithResponses) SendInvoiceWithResponse(ctx context.Context, id InvoiceRef, params *SendInvoiceParams, body SendInvoiceJSONRequestBody, reqEditors ...RequestEditorFn) (*SendInvoiceResponse, error) {
+	rsp, err := c.SendInvoice(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendInvoiceResponse(rsp)
+}
+
+// InvoicePageWithResponse The invoice's public page (HTML), its payment_url
+//
+// A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
+// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
+// and totals, and pays the invoice's one live payment intent: however many forms are open, the
+// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+// cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
+// invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
+// progress, or the database).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
+func (c *ClientWithResponses) InvoicePageWithResponse(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*InvoicePageResponse, error) {
+	rsp, err := c.InvoicePage(ctx, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInvoicePageResponse(rsp)
+}
+
 // ScriptWithResponse The CardEncryption script
 //
 // `card-encryption.js` is cached for 5 minutes and names its content-hashed version in a `Link`
@@ -21108,6 +23472,722 @@ func ParseHostedPagePayResponse(rsp *http.Response) (*HostedPagePayResponse, err
 		}
 		response.JSON502 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListInvoicesResponse parses an HTTP response from a ListInvoicesWithResponse call
+func ParseListInvoicesResponse(rsp *http.Response) (*ListInvoicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInvoicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Entities []Invoice `json:"entities"`
+			Paging   Paging    `json:"paging"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListInvoicesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInvoiceResponse parses an HTTP response from a CreateInvoiceWithResponse call
+func ParseCreateInvoiceResponse(rsp *http.Response) (*CreateInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateInvoiceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteInvoiceResponse parses an HTTP response from a DeleteInvoiceWithResponse call
+func ParseDeleteInvoiceResponse(rsp *http.Response) (*DeleteInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Deleted  bool   `json:"deleted"`
+			Id       int    `json:"id"`
+			LookupId string `json:"lookup_id"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteInvoiceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInvoiceResponse parses an HTTP response from a GetInvoiceWithResponse call
+func ParseGetInvoiceResponse(rsp *http.Response) (*GetInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetInvoiceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateInvoiceResponse parses an HTTP response from a UpdateInvoiceWithResponse call
+func ParseUpdateInvoiceResponse(rsp *http.Response) (*UpdateInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers UpdateInvoiceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePayInvoiceResponse parses an HTTP response from a PayInvoiceWithResponse call
+func ParsePayInvoiceResponse(rsp *http.Response) (*PayInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PayInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSendInvoiceResponse parses an HTTP response from a SendInvoiceWithResponse call
+func ParseSendInvoiceResponse(rsp *http.Response) (*SendInvoiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendInvoiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Invoice
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers SendInvoiceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseInvoicePageResponse parses an HTTP response from a InvoicePageWithResponse call
+func ParseInvoicePageResponse(rsp *http.Response) (*InvoicePageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InvoicePageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		var headers InvoicePageResponse303Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers303 = &headers
 	}
 
 	return response, nil
