@@ -78,7 +78,13 @@ type InvoiceLine struct {
 // invoice/<lookup_id>) as well as against the intent.
 func (s *Service) CreateForInvoice(ctx context.Context, m merchant.Merchant, in checkout.Intent, inv Invoice) (Session, string, error) {
 	who := checkout.Who{Merchant: m, RequestID: httpapi.RequestID(ctx)}
-	ss, page, err := s.create(ctx, who, in, shopPage{}, PurposeInvoice, Dashboard{Credential: "invoice/" + inv.LookupID, Invoice: &inv})
+	return s.createOwn(ctx, who, in, PurposeInvoice, Dashboard{Credential: "invoice/" + inv.LookupID, Invoice: &inv})
+}
+
+// createOwn creates a session of Kassa's own pages (the dashboard's, an invoice's) and returns it
+// with its page's path, for a frame or a redirect on Kassa's own origin.
+func (s *Service) createOwn(ctx context.Context, who checkout.Who, in checkout.Intent, purpose string, d Dashboard) (Session, string, error) {
+	ss, page, err := s.create(ctx, who, in, shopPage{}, purpose, d)
 	if err != nil {
 		return Session{}, "", err
 	}
@@ -126,15 +132,7 @@ func (s *Service) CreateForDashboard(ctx context.Context, who checkout.Who, req 
 		}
 	}
 	req.Dashboard.Credential, req.Dashboard.Saved = who.Principal.Credential, nil
-	ss, page, err := s.create(ctx, who, in, shopPage{}, req.Purpose, req.Dashboard)
-	if err != nil {
-		return Session{}, "", err
-	}
-	u, err := url.Parse(page)
-	if err != nil {
-		return Session{}, "", err
-	}
-	return ss, u.Path, nil
+	return s.createOwn(ctx, who, in, req.Purpose, req.Dashboard)
 }
 
 // DashboardSession reads one of the merchant's dashboard sessions and its intent (none for
