@@ -16,10 +16,20 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// ExecPath finds Chromium: $KASSA_CHROMIUM, or chromium / chromium-browser / google-chrome on PATH.
+// debianChromium is the browser itself behind Debian's /usr/bin/chromium, a shell launcher that
+// sources /etc/chromium.d first. One of those scripts tests the space left on /dev/shm with findmnt,
+// which failed once ("[: unexpected operator") while another test mounted a tmpfs, and the browser
+// did not start; the flag that script adds, --disable-dev-shm-usage, chromedp passes anyway.
+const debianChromium = "/usr/lib/chromium/chromium"
+
+// ExecPath finds Chromium: $KASSA_CHROMIUM, Debian's browser binary, or chromium / chromium-browser /
+// google-chrome on PATH.
 func ExecPath() (string, bool) {
 	if p := os.Getenv("KASSA_CHROMIUM"); p != "" {
 		return p, true
+	}
+	if _, err := os.Stat(debianChromium); err == nil {
+		return debianChromium, true
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
