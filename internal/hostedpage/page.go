@@ -335,12 +335,19 @@ func (s *Service) handlePay(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return checkout.Intent{}, err
 		}
-		if ss.Purpose == PurposeInvoice {
-			// An invoice is paid once: its intent, which every session of the invoice pays, may have
-			// succeeded through another session (or the API's stored card). Say so; charge nothing.
+		if ss.Purpose != PurposeSaveCard {
+			// The intent may be settled while the session is not: a payment whose answer was lost
+			// when the node stopped between the charge and the session's record (the page, or a
+			// client, then posts again), or an invoice's intent, which every session of the invoice
+			// pays, paid through another session or the API. Answer with what settled, and let act
+			// record the session's completion; charge nothing.
 			in, err := s.checkout.Get(ctx, who, ss.IntentID)
-			if err != nil || in.Status == checkout.StatusSucceeded || in.Status == checkout.StatusCanceled {
+			if err != nil {
 				return in, err
+			}
+			switch in.Status {
+			case checkout.StatusSucceeded, checkout.StatusRequiresCapture, checkout.StatusCanceled:
+				return in, nil
 			}
 		}
 		if ss.Purpose == PurposeSaveCard {

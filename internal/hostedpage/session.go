@@ -386,14 +386,29 @@ func (s *Service) Sweep(ctx context.Context) error {
 	}
 }
 
-// expire records the expiry of ss, unless it ended or was recorded as expired meanwhile.
+// expire records the expiry of ss, unless it ended or was recorded as expired meanwhile. A session
+// whose intent was paid while its own record of that was lost (its node stopped between the two
+// writes, and the page never posted again) did not expire: it is completed now, as the page's post
+// would have completed it.
 func (s *Service) expire(ctx context.Context, ss Session) error {
 	var in checkout.Intent
-	if ss.Purpose == "" {
+	if ss.IntentID != "" && ss.Purpose != PurposeInvoice { // an invoice's intent is every session's of the invoice
 		var err error
 		if in, err = s.checkout.Get(ctx, checkout.Who{Merchant: merchant.Merchant{ID: ss.MerchantID}}, ss.IntentID); err != nil {
 			return err
 		}
+	}
+	if in.Status == checkout.StatusSucceeded || in.Status == checkout.StatusRequiresCapture {
+		m, err := s.merchants.Get(ctx, ss.MerchantID)
+		if err != nil {
+			return err
+		}
+		then, err := s.completion(ctx, ss, m, in)
+		if err != nil {
+			return err
+		}
+		_, err = s.record(ctx, ss, in, &Attempt{CreatedAt: s.now().Unix(), Status: in.Status}, "completed", then)
+		return err
 	}
 	return s.db.Write(ctx, func(tx *store.Tx) error {
 		now := s.now()

@@ -365,3 +365,74 @@ func TestPayingACompletedSessionAgain(t *testing.T) {
 		}
 	})
 }
+
+// A payment whose charge settled while its session was not recorded — the node stopped between the
+// two writes, and the page (or a client) posts again — is answered with the settled result, charges
+// nothing, and completes the session then (issue 20's drill found such a retry told 409
+// payment_intent_unexpected_state).
+func TestPayingAfterTheSessionRecordWasLost(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db)
+		ss := s.session(t, map[string]any{"amount": 1700, "currency": "cad"})
+		path := strings.Replace(ss.Str("url"), s.srv.URL, "", 1)
+		card := map[string]any{"type": "card", "card": map[string]any{"number": cardtest.Visa, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}
+		// The charge of the first post, without the session's record of it.
+		pm := s.do(t, "POST", "/v1/payment-methods", card)
+		charged := s.do(t, "POST", "/v1/payment-intents/"+ss.Str("payment_intent")+"/confirm", map[string]any{"payment_method_id": pm.Str("id")})
+		if pm.Status != 200 || charged.Status != 200 || charged.Str("status") != "succeeded" {
+			t.Fatalf("charge the session's intent: %d %s / %d %s", pm.Status, pm.Raw, charged.Status, charged.Raw)
+		}
+		again := s.srv.Do(t, "POST", path+"/pay", card)
+		pi, _ := again.Body["payment_intent"].(map[string]any)
+		if again.Status != 200 || again.Str("outcome") != "completed" || pi["id"] != ss.Str("payment_intent") ||
+			pi["latest_charge"] != charged.Str("latest_charge") || pi["status"] != "succeeded" {
+			t.Fatalf("the page's post after the lost record: %d %s", again.Status, again.Raw)
+		}
+		var sales int
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM transactions WHERE merchant_id = $1`, s.m.ID).Scan(&sales); err != nil || sales != 1 {
+			t.Fatalf("%d transactions, want 1 (%v)", sales, err)
+		}
+		var outcome string
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COALESCE(outcome, '') FROM checkout_sessions WHERE session_id = $1`,
+			ss.Str("id")).Scan(&outcome); err != nil || outcome != "completed" {
+			t.Fatalf("the session's outcome after the post: %q (%v)", outcome, err)
+		}
+		if r := s.srv.Do(t, "POST", path+"/cancel", map[string]any{}); r.Status != 409 || r.Str("error") != "session_ended" {
+			t.Fatalf("canceling the completed session: %d %s", r.Status, r.Raw)
+		}
+
+		// A page that never posts again: the sweep, at the session's hour, completes it instead of
+		// expiring it, with the completed event.
+		left := s.session(t, map[string]any{"amount": 1800, "currency": "cad"})
+		pm = s.do(t, "POST", "/v1/payment-methods", card)
+		if r := s.do(t, "POST", "/v1/payment-intents/"+left.Str("payment_intent")+"/confirm", map[string]any{"payment_method_id": pm.Str("id")}); r.Str("status") != "succeeded" {
+			t.Fatalf("charge the second session's intent: %d %s", r.Status, r.Raw)
+		}
+		s.clock.Advance(hostedpage.Lifetime + 5*time.Minute)
+		for range 2 {
+			if err := s.srv.HostedPages().Sweep(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var types []string
+		rows, err := db.Reader().QueryContext(context.Background(), `SELECT type FROM events WHERE merchant_id = $1 AND type LIKE 'hosted_page.%' ORDER BY id`, s.m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ty string
+			if err := rows.Scan(&ty); err != nil {
+				t.Fatal(err)
+			}
+			types = append(types, ty)
+		}
+		if want := "hosted_page.session.completed hosted_page.session.completed"; strings.Join(types, " ") != want {
+			t.Fatalf("hosted-page events %v, want %s (the first session's, then the swept one's)", types, want)
+		}
+		_, _, body := page(t, left.Str("url"), "")
+		if st := state(t, body); st["state"] != "completed" {
+			t.Fatalf("the swept session's page: state %v", st["state"])
+		}
+	})
+}
