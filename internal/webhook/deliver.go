@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -40,7 +41,7 @@ const (
 	DisableAfter = 5 * 24 * time.Hour
 	// ResponseLimit is how much of an answer the delivery log keeps: "the first 1 KiB of the answer".
 	ResponseLimit = 1024
-	// MinLease is the shortest lease of a delivery: an attempt's Timeout, and 15 s to record it.
+	// MinLease is the shortest lease of an endpoint: an attempt's Timeout, and 15 s to record it.
 	MinLease = Timeout + 15*time.Second
 	// UserAgent names Kassa to the merchant's server.
 	UserAgent = "Kassa-Webhooks/1.0"
@@ -66,10 +67,12 @@ type Config struct {
 	// Poll is how often due deliveries are looked for (default 500 ms). A worker that has sent a
 	// delivery takes the next one due for the same endpoint at once, without waiting for it.
 	Poll time.Duration
-	// Workers bounds the deliveries this node sends at once, over every endpoint (default 128).
+	// Workers bounds the deliveries this node sends at once, over every endpoint (default 128): it
+	// sends to Workers / MaxInFlight endpoints at once.
 	Workers int
-	// Lease is how long a node holds a delivery it sends (default and at least MinLease).
-	// The deliveries of a node that died are sent again once their lease is over.
+	// Lease is how long a node holds an endpoint it sends to without renewing the lease (default and
+	// at least MinLease); it renews it with each batch of outcomes it records. The deliveries a node
+	// that died had not recorded are sent again once its lease is over.
 	Lease time.Duration
 }
 
@@ -78,10 +81,12 @@ type Config struct {
 // attempt written to webhook_attempts. Any number of nodes may run one on the same database: a
 // delivery is sent by the node that holds its lease.
 type Deliverer struct {
-	cfg    Config
-	client *http.Client
-	slots  chan struct{} // one per delivery being sent by this node
-	wg     sync.WaitGroup
+	cfg      Config
+	client   *http.Client
+	runners  int          // how many endpoints this node sends to at once: Workers / inFlight
+	inFlight int          // how many deliveries to one endpoint a runner sends at once
+	running  atomic.Int32 // runners under way
+	wg       sync.WaitGroup
 }
 
 // New returns a Deliverer; Run starts it.
@@ -121,7 +126,8 @@ func New(cfg Config) *Deliverer {
 	client := &http.Client{Transport: transport, Timeout: Timeout,
 		// "No redirects followed": a 3xx is the answer, and a failure.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Deliverer{cfg: cfg, client: client, slots: make(chan struct{}, cfg.Workers)}
+	inFlight := min(MaxInFlight, cfg.Workers)
+	return &Deliverer{cfg: cfg, client: client, inFlight: inFlight, runners: cfg.Workers / inFlight}
 }
 
 // Run sends due deliveries until ctx is done, then waits for the attempts under way (at most
@@ -142,20 +148,19 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
-// ReleaseAll frees every lease: for a node that is the only one on its database (SQLite), at start,
-// when no attempt of a previous process can still be under way, so that what it was sending when it
-// died is sent at once rather than after its lease.
+// ReleaseAll frees every endpoint's lease: for a node that is the only one on its database (SQLite),
+// at start, when no attempt of a previous process can still be under way, so that what it was
+// sending when it died is sent at once rather than after its lease.
 func (d *Deliverer) ReleaseAll(ctx context.Context) error {
-	_, err := d.cfg.DB.Exec(ctx, `UPDATE webhook_deliveries SET lease_until = NULL WHERE status = 'PENDING' AND lease_until IS NOT NULL`)
+	_, err := d.cfg.DB.Exec(ctx, `UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE lease_until IS NOT NULL`)
 	return err
 }
 
-// claimed is a delivery this node holds the lease of, with what it sends when that was read in the
-// transaction that took the lease.
+// claimed is a due delivery of an endpoint this node holds the lease of, with what it sends.
 type claimed struct {
-	id, endpoint int64
-	attempts     int
-	msg          *message
+	id       int64
+	attempts int
+	msg      message
 }
 
 // message is what a delivery sends, and to whom: its event, and its endpoint as it stands.
@@ -163,33 +168,6 @@ type message struct {
 	eventID, typ, data, target string
 	createdAt                  int64
 	secrets                    SealedSecrets
-	failingSince               sql.NullInt64
-	disabled                   bool
-}
-
-// messageColumns are a message's columns, from events e and webhook_endpoints w, in dest's order.
-const messageColumns = `e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret, w.previous_secret, w.previous_until,
-	w.disabled, w.failing_since`
-
-func (m *message) dest() []any {
-	return []any{&m.eventID, &m.typ, &m.data, &m.createdAt, &m.secrets.EndpointID, &m.target, &m.secrets.Secret, &m.secrets.Previous,
-		&m.secrets.PreviousUntil, &m.disabled, &m.failingSince}
-}
-
-// rowQuerier is what reads a message: the read pool, or the transaction that took the lease.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// load reads the message of delivery id; nil when the delivery is gone.
-func load(ctx context.Context, q rowQuerier, id int64) (*message, error) {
-	var m message
-	err := q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-		JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1`, id).Scan(m.dest()...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return &m, err
 }
 
 // notDone is the condition of an UPDATE of a delivery by id that applies only while the delivery is
@@ -201,61 +179,34 @@ func load(ctx context.Context, q rowQuerier, id int64) (*message, error) {
 // "NOT IN" the two other statuses says the same and matches no index's predicate.
 const notDone = `status NOT IN ('SUCCEEDED', 'FAILED')`
 
-// dueSQL finds a delivery due at $1 that no live lease holds, by dialect. On PostgreSQL it looks
-// endpoint by endpoint through the (endpoint_id, next_attempt) index, which no other query of the
-// queue can take for another (see notDone); there is no index of the pending deliveries by time alone.
-var dueSQL = map[store.Dialect]string{
-	store.SQLite: `SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt <= $1
-	AND (lease_until IS NULL OR lease_until < $1) LIMIT 1`,
-	store.Postgres: `SELECT 1 FROM webhook_endpoints w WHERE w.disabled = FALSE AND EXISTS (SELECT 1 FROM webhook_deliveries d
-	WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)) LIMIT 1`,
-}
+// freeEndpoints is the condition of an endpoint whose deliveries a node may take at $1: enabled, its
+// lease free or run out, and a delivery of it due, found through (endpoint_id, next_attempt, id).
+const freeEndpoints = `w.disabled = FALSE AND (w.lease_until IS NULL OR w.lease_until < $1)
+	AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1)`
 
-// claimSQL leases ($2, until) up to $3 deliveries due at $1, to enabled endpoints, none beyond the
-// $4-th lease held on its endpoint; the earliest due first. On PostgreSQL a row that another node
-// leased meanwhile is re-checked against the outer WHERE once that node commits, and skipped; and the
-// due deliveries are found endpoint by endpoint, as dueSQL's are.
-var claimSQL = map[store.Dialect]string{store.SQLite: claimSQLite, store.Postgres: claimPostgres}
+// dueSQL tells whether an endpoint is free with a delivery due at $1: a read, so that a poll that
+// finds nothing writes nothing.
+const dueSQL = `SELECT 1 FROM webhook_endpoints w WHERE ` + freeEndpoints + ` LIMIT 1`
 
-const claimSQLite = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
-		WHERE status = 'PENDING' AND lease_until >= $1 GROUP BY endpoint_id),
-	due AS (SELECT d.id, d.endpoint_id, d.next_attempt FROM webhook_deliveries d
-		WHERE d.status = 'PENDING' AND d.next_attempt <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
-		AND NOT EXISTS (SELECT 1 FROM busy WHERE busy.endpoint_id = d.endpoint_id AND busy.n >= $4)
-		AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.id = d.endpoint_id AND w.disabled = FALSE)
-		ORDER BY d.next_attempt LIMIT 1000),
-	ranked AS (SELECT due.id, ROW_NUMBER() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt, due.id)
-		+ COALESCE(busy.n, 0) AS k, due.next_attempt FROM due LEFT JOIN busy ON busy.endpoint_id = due.endpoint_id)
-	UPDATE webhook_deliveries SET lease_until = $2
-	WHERE id IN (SELECT id FROM ranked WHERE k <= $4 ORDER BY next_attempt LIMIT $3)
-		AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $1)
-	RETURNING id, endpoint_id, attempts`
+// leaseSQL leases ($2, until $3) up to $4 free endpoints with a delivery due at $1. On PostgreSQL an
+// endpoint that another node leased meanwhile is re-checked against the outer WHERE once that node
+// commits, and skipped.
+const leaseSQL = `UPDATE webhook_endpoints SET lease_owner = $2, lease_until = $3
+	WHERE id IN (SELECT w.id FROM webhook_endpoints w WHERE ` + freeEndpoints + ` LIMIT $4)
+		AND disabled = FALSE AND (lease_until IS NULL OR lease_until < $1)
+	RETURNING id`
 
-const claimPostgres = `WITH busy AS (SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
-		WHERE status = 'PENDING' AND lease_until >= $1 GROUP BY endpoint_id),
-	due AS (SELECT d.id, d.next_attempt FROM webhook_endpoints w LEFT JOIN busy ON busy.endpoint_id = w.id
-		CROSS JOIN LATERAL (SELECT x.id, x.next_attempt FROM webhook_deliveries x
-			WHERE x.endpoint_id = w.id AND x.status = 'PENDING' AND x.next_attempt <= $1 AND (x.lease_until IS NULL OR x.lease_until < $1)
-			ORDER BY x.next_attempt, x.id LIMIT GREATEST($4 - COALESCE(busy.n, 0), 0)) d
-		WHERE w.disabled = FALSE)
-	UPDATE webhook_deliveries SET lease_until = $2
-	WHERE id IN (SELECT id FROM due ORDER BY next_attempt LIMIT $3)
-		AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $1)
-	RETURNING id, endpoint_id, attempts`
-
-// claimNext is claimNextSQL without and with the lock, built once.
-var claimNext = map[bool]string{false: fmt.Sprintf(claimNextSQL, ""), true: fmt.Sprintf(claimNextSQL, " FOR UPDATE SKIP LOCKED")}
-
-// dispatch leases as many due deliveries as this node has free workers for, and starts them.
+// dispatch leases as many endpoints with deliveries due as this node has room for, and starts a runner
+// for each.
 func (d *Deliverer) dispatch(ctx context.Context) error {
-	free := cap(d.slots) - len(d.slots)
-	if free == 0 || ctx.Err() != nil {
+	free := d.runners - int(d.running.Load())
+	if free <= 0 || ctx.Err() != nil {
 		return nil
 	}
 	now := d.cfg.Now().UnixMilli()
 	due := false
 	if err := d.cfg.DB.Read(ctx, func(q store.Querier) error {
-		err := q.QueryRowContext(ctx, dueSQL[d.cfg.DB.Dialect()], now).Scan(new(int))
+		err := q.QueryRowContext(ctx, dueSQL, now).Scan(new(int))
 		due = err == nil
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -264,58 +215,183 @@ func (d *Deliverer) dispatch(ctx context.Context) error {
 	}); err != nil || !due {
 		return err
 	}
-	var batch []claimed
+	var leased []int64
 	err := d.cfg.DB.Write(ctx, func(tx *store.Tx) error {
-		batch = batch[:0]
-		rows, err := tx.QueryContext(ctx, claimSQL[tx.Dialect()], now, now+d.cfg.Lease.Milliseconds(), free, MaxInFlight)
+		leased = leased[:0]
+		rows, err := tx.QueryContext(ctx, leaseSQL, now, d.cfg.Node, now+d.cfg.Lease.Milliseconds(), free)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c claimed
-			if err := rows.Scan(&c.id, &c.endpoint, &c.attempts); err != nil {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
 				return err
 			}
-			batch = append(batch, c)
+			leased = append(leased, id)
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return err
 	}
-	for _, c := range batch {
-		d.slots <- struct{}{} // never blocks: only dispatch takes slots, and it took no more than were free
+	for _, endpoint := range leased {
+		d.running.Add(1)
 		d.wg.Go(func() {
-			defer func() { <-d.slots }()
-			d.work(ctx, c)
+			defer d.running.Add(-1)
+			d.run(ctx, endpoint)
 		})
 	}
 	return nil
 }
 
-// work sends a claimed delivery, records the attempt, and goes on with the next delivery due for the
-// same endpoint, taken in the same transaction, until there is none or ctx is done.
-func (d *Deliverer) work(ctx context.Context, c claimed) {
+// fetchSize is how many due deliveries a runner reads at once.
+const fetchSize = 64
+
+// ended is an attempt made, or a delivery not attempted (err) because its endpoint's secret could not
+// be opened.
+type ended struct {
+	c   claimed
+	o   outcome
+	err error
+}
+
+// run sends endpoint's due deliveries while this node holds the endpoint's lease: at most inFlight at
+// once, the earliest due first, each attempt's outcome recorded before its delivery leaves the
+// runner's hands. The outcomes are recorded in batches, while the next attempts are under way — the
+// attempts that ended while one batch was being written make the next — each batch in a transaction
+// that also renews the lease; after a failure, nothing more is sent until it is recorded. A lease lost (run out and taken by another node) or an endpoint
+// disabled stops the runner once the attempts under way are recorded. When nothing is due, the lease
+// is given back; after an error it is left to run out, and what was not recorded is sent again then.
+func (d *Deliverer) run(ctx context.Context, endpoint int64) {
+	var queue []claimed      // read, not yet sent
+	var waiting []ended      // ended, not yet recorded
+	held := map[int64]bool{} // read and not yet recorded: queued, in flight, ended or being recorded
+	results := make(chan ended, d.inFlight)
+	recorded := make(chan recordedBatch, 1)
+	inFlight, recording, keep, read, abandon := 0, false, true, true, false
+	failed := 0 // failures ended and not yet recorded: nothing more is sent until what they lead to (a 410's disabling, say) is
 	for {
-		o, ok, err := d.attempt(ctx, c)
-		var next *claimed
-		if err == nil && ok {
-			d.cfg.Metrics.WebhookAttempt(o.status)
-			next, err = d.record(ctx, c, o, ctx.Err() == nil)
-		} else if err == nil {
-			err = d.release(ctx, c)
+		if keep && read && ctx.Err() == nil && len(queue) < d.inFlight {
+			more, err := d.fetch(ctx, endpoint, held)
+			if err != nil {
+				d.cfg.Logger.WarnContext(ctx, "webhook deliveries not read", "node", d.cfg.Node, "err", err)
+				keep = false
+			}
+			for _, c := range more {
+				held[c.id] = true
+			}
+			queue, read = append(queue, more...), false
 		}
-		if err != nil {
-			d.cfg.Logger.WarnContext(ctx, "webhook delivery not recorded; it is sent again when its lease is over",
-				"node", d.cfg.Node, "delivery", c.id, "err", err)
-			return
+		for keep && failed == 0 && ctx.Err() == nil && inFlight < d.inFlight && len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			inFlight++
+			go func() { results <- d.attempt(ctx, c) }()
 		}
-		if next == nil {
-			return
+		if !recording && len(waiting) > 0 {
+			batch := waiting
+			waiting, recording = nil, true
+			go func() {
+				still, err := d.record(ctx, endpoint, batch)
+				recorded <- recordedBatch{batch, still, err}
+			}()
 		}
-		c = *next
+		if inFlight == 0 && !recording {
+			break
+		}
+		select {
+		case r := <-results:
+			inFlight--
+			if r.err != nil {
+				// No retry at once of what cannot be signed: the lease is left to run out.
+				d.cfg.Logger.WarnContext(ctx, "webhook delivery not sent; it is tried again when the endpoint's lease is over",
+					"node", d.cfg.Node, "delivery", r.c.id, "err", r.err)
+				delete(held, r.c.id)
+				keep, abandon = false, true
+				continue
+			}
+			waiting = append(waiting, r)
+			if !r.o.succeeded() {
+				failed++
+			}
+		case b := <-recorded:
+			recording = false
+			for _, r := range b.batch {
+				delete(held, r.c.id)
+				if !r.o.succeeded() {
+					failed--
+				}
+			}
+			if b.err != nil {
+				d.cfg.Logger.WarnContext(ctx, "webhook deliveries not recorded; they are sent again when the endpoint's lease is over",
+					"node", d.cfg.Node, "endpoint", endpoint, "err", b.err)
+				keep, abandon = false, true
+			}
+			keep, read = keep && b.still, true
+		}
 	}
+	if abandon {
+		return
+	}
+	if _, err := d.cfg.DB.Exec(context.WithoutCancel(ctx), `UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, endpoint, d.cfg.Node); err != nil {
+		d.cfg.Logger.WarnContext(ctx, "webhook endpoint's lease not given back; it runs out", "node", d.cfg.Node, "endpoint", endpoint, "err", err)
+	}
+}
+
+// recordedBatch is what record made of a batch.
+type recordedBatch struct {
+	batch []ended
+	still bool
+	err   error
+}
+
+// fetchSQL reads up to $3 deliveries of endpoint $1 due at $2, the earliest first, with their
+// messages, but for those the runner holds ($4), by dialect: a JSON array for SQLite, an array for
+// PostgreSQL.
+var fetchSQL = map[store.Dialect]string{
+	store.SQLite:   fmt.Sprintf(fetchSQLFormat, `d.id NOT IN (SELECT value FROM json_each($4))`),
+	store.Postgres: fmt.Sprintf(fetchSQLFormat, `d.id <> ALL($4::BIGINT[])`),
+}
+
+const fetchSQLFormat = `SELECT d.id, d.attempts, e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret,
+		w.previous_secret, w.previous_until
+	FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
+	WHERE d.endpoint_id = $1 AND d.status = 'PENDING' AND d.next_attempt <= $2 AND %s
+	ORDER BY d.next_attempt, d.id LIMIT $3`
+
+// fetch reads endpoint's due deliveries that the runner does not hold.
+func (d *Deliverer) fetch(ctx context.Context, endpoint int64, held map[int64]bool) ([]claimed, error) {
+	ids := make([]int64, 0, len(held))
+	for id := range held {
+		ids = append(ids, id)
+	}
+	var exclude any = ids
+	if d.cfg.DB.Dialect() == store.SQLite {
+		b, _ := json.Marshal(ids)
+		exclude = string(b)
+	}
+	var out []claimed
+	err := d.cfg.DB.Read(ctx, func(q store.Querier) error {
+		out = out[:0]
+		rows, err := q.QueryContext(ctx, fetchSQL[d.cfg.DB.Dialect()], endpoint, d.cfg.Now().UnixMilli(), fetchSize, exclude)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c claimed
+			m := &c.msg
+			if err := rows.Scan(&c.id, &c.attempts, &m.eventID, &m.typ, &m.data, &m.createdAt, &m.secrets.EndpointID, &m.target,
+				&m.secrets.Secret, &m.secrets.Previous, &m.secrets.PreviousUntil); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // Backlog counts the deliveries neither succeeded nor failed for good, through the index of pending
@@ -328,12 +404,6 @@ func Backlog(ctx context.Context, db *store.DB) (int, error) {
 	return n, err
 }
 
-// release gives up the lease of a delivery not attempted.
-func (d *Deliverer) release(ctx context.Context, c claimed) error {
-	_, err := d.cfg.DB.Exec(context.WithoutCancel(ctx), `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND `+notDone, c.id)
-	return err
-}
-
 // outcome is what one attempt came to.
 type outcome struct {
 	at         time.Time     // when it was made (Now)
@@ -342,42 +412,26 @@ type outcome struct {
 	response   string        // the first ResponseLimit bytes of the answer
 	err        string        // why there was no answer
 	retryAfter time.Duration // how long the answer asked to be left alone
-	failing    bool          // the endpoint was failing when the attempt was made
 }
 
 func (o outcome) succeeded() bool { return o.status >= 200 && o.status < 300 }
 
-// attempt sends a delivery once. It reports false, with nothing sent, when the delivery or its endpoint
-// is gone or disabled meanwhile.
-func (d *Deliverer) attempt(ctx context.Context, c claimed) (outcome, bool, error) {
-	rctx := context.WithoutCancel(ctx)
+// attempt sends a delivery once. It reports sent false, with nothing sent, when its endpoint's
+// secret could not be opened.
+func (d *Deliverer) attempt(ctx context.Context, c claimed) ended {
 	m := c.msg
-	if m == nil {
-		if err := d.cfg.DB.Read(rctx, func(q store.Querier) error {
-			var err error
-			m, err = load(rctx, q, c.id)
-			return err
-		}); err != nil {
-			return outcome{}, false, err
-		}
-	}
-	if m == nil || m.disabled {
-		return outcome{}, false, nil
-	}
 	at := d.cfg.Now()
 	signing, err := m.secrets.SigningSecrets(d.cfg.Keyring, at)
 	if err != nil {
-		return outcome{}, false, err
+		return ended{c: c, err: err}
 	}
 	body := Body(m.typ, time.UnixMilli(m.createdAt), m.data)
 	sig, err := Sign(signing, m.eventID, at, body)
 	if err != nil {
-		return outcome{}, false, err
+		return ended{c: c, err: err}
 	}
 	// An attempt under way when the node shuts down is finished (within Timeout) and recorded.
-	o := d.send(rctx, m.target, m.eventID, at, sig, body)
-	o.failing = m.failingSince.Valid
-	return o, true, nil
+	return ended{c: c, o: d.send(context.WithoutCancel(ctx), m.target, m.eventID, at, sig, body)}
 }
 
 // Body is what a delivery of an event sends: {"type", "timestamp", "data"}, with the event's time in
@@ -453,113 +507,105 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// claimNextSQL leases ($2, until) the next delivery due at $1 for endpoint $3 that no live lease
-// holds. FOR UPDATE SKIP LOCKED (PostgreSQL) keeps two workers of one endpoint from waiting on the
-// same row.
-const claimNextSQL = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = (SELECT id FROM webhook_deliveries
-	WHERE endpoint_id = $3 AND status = 'PENDING' AND next_attempt <= $1 AND (lease_until IS NULL OR lease_until < $1)
-	ORDER BY next_attempt, id LIMIT 1%s) AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $1)
-	RETURNING id, endpoint_id, attempts`
-
-// record writes an attempt and what follows from it, in one transaction: the delivery succeeded,
-// failed for good, or is due again; the endpoint's health; and, when next, the lease of the next
-// delivery due for the same endpoint, which it returns.
-func (d *Deliverer) record(ctx context.Context, c claimed, o outcome, next bool) (*claimed, error) {
+// record writes a batch of outcomes of endpoint's deliveries, and what follows from each — the
+// delivery succeeded, failed for good, or is due again; the endpoint's health — with the renewal of
+// the endpoint's lease, in one transaction. It reports whether the runner may go on: the lease is
+// still this node's and the endpoint enabled.
+func (d *Deliverer) record(ctx context.Context, endpoint int64, batch []ended) (bool, error) {
 	ctx = context.WithoutCancel(ctx)
-	at := o.at.UnixMilli()
-	n := c.attempts + 1
-	if next && o.succeeded() && !o.failing && d.cfg.DB.Dialect() == store.Postgres {
-		return d.recordSuccess(ctx, c, o)
+	now := d.cfg.Now().UnixMilli()
+	until := now + d.cfg.Lease.Milliseconds()
+	succeeded := true
+	for _, r := range batch {
+		d.cfg.Metrics.WebhookAttempt(r.o.status)
+		succeeded = succeeded && r.o.succeeded()
 	}
-	var taken *claimed
+	if succeeded && d.cfg.DB.Dialect() == store.Postgres {
+		return d.recordSuccesses(ctx, endpoint, batch, until)
+	}
+	var still bool
 	err := d.cfg.DB.Write(ctx, func(tx *store.Tx) error {
-		taken = nil
-		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, c.id, o.status, o.latency.Milliseconds(), o.response, o.err, at); err != nil {
-			return err
-		}
-		status, due := "FAILED", at
-		switch {
-		case o.succeeded():
-			status = "SUCCEEDED"
-		case o.status == http.StatusGone:
-			// "410 disables the endpoint": the receiver says it is gone for good.
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET disabled = TRUE, disabled_reason = $2, updated_at = $3
-				WHERE id = $1 AND disabled = FALSE`, c.endpoint, "The endpoint answered 410 Gone on "+o.at.UTC().Format(time.RFC3339)+".", at); err != nil {
+		for _, r := range batch {
+			if err := d.recordOne(ctx, tx, endpoint, r); err != nil {
 				return err
 			}
-		default:
-			if delay, more := retryDelay(n); more {
-				status, due = "PENDING", o.at.Add(max(delay, o.retryAfter)).UnixMilli()
-			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt = $4, lease_until = NULL,
-			updated_at = $5 WHERE id = $1 AND `+notDone, c.id, status, n, due, at); err != nil {
-			return err
-		}
-		if err := d.health(ctx, tx, c.endpoint, o); err != nil {
-			return err
-		}
-		if !next {
-			return nil
-		}
-		var t claimed
-		err := tx.QueryRowContext(ctx, claimNext[tx.Dialect() == store.Postgres], at, at+d.cfg.Lease.Milliseconds(), c.endpoint).Scan(&t.id, &t.endpoint, &t.attempts)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		// Read here, in the transaction that took it, the next delivery's message costs no read of its own.
-		if t.msg, err = load(ctx, tx, t.id); err != nil {
-			return err
-		}
-		taken = &t
-		return nil
+		return tx.QueryRowContext(ctx, `UPDATE webhook_endpoints SET lease_until = $2 WHERE id = $1 AND lease_owner = $3
+			RETURNING NOT disabled`, endpoint, until, d.cfg.Node).Scan(&still)
 	})
-	return taken, err
-}
-
-// recordSuccess is record for the common case on PostgreSQL, a success to an endpoint that was not
-// failing: the attempt, the delivery's end and the lease of the endpoint's next due delivery, with its
-// message, in one statement — one round trip instead of six. All of a statement's parts see one
-// snapshot, in which this delivery is still leased: the next is another.
-func (d *Deliverer) recordSuccess(ctx context.Context, c claimed, o outcome) (*claimed, error) {
-	at := o.at.UnixMilli()
-	t := claimed{msg: &message{}}
-	err := d.cfg.DB.QueryRow(ctx, append([]any{&t.id, &t.endpoint, &t.attempts}, t.msg.dest()...), recordSuccessSQL,
-		c.id, o.status, o.latency.Milliseconds(), o.response, at, c.attempts+1, at+d.cfg.Lease.Milliseconds(), c.endpoint)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return false, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return still, err
 }
 
-// recordSuccessSQL: $1 the delivery, $2 to $4 the answer's status, latency and text, $5 now, $6 the
-// attempts made, $7 the next lease's end, $8 the endpoint.
-const recordSuccessSQL = `WITH attempt AS (INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
-		VALUES ($1, $2, $3, $4, '', $5)),
-	done AS (UPDATE webhook_deliveries SET status = 'SUCCEEDED', attempts = $6, next_attempt = $5, lease_until = NULL, updated_at = $5
-		WHERE id = $1 AND ` + notDone + `),
-	taken AS (UPDATE webhook_deliveries SET lease_until = $7 WHERE id = (SELECT id FROM webhook_deliveries
-		WHERE endpoint_id = $8 AND status = 'PENDING' AND next_attempt <= $5 AND (lease_until IS NULL OR lease_until < $5) AND id <> $1
-		ORDER BY next_attempt, id LIMIT 1 FOR UPDATE SKIP LOCKED) AND ` + notDone + ` AND (lease_until IS NULL OR lease_until < $5)
-		RETURNING id, endpoint_id, attempts, event_id)
-	SELECT taken.id, taken.endpoint_id, taken.attempts, ` + messageColumns + ` FROM taken JOIN events e ON e.id = taken.event_id
-		JOIN webhook_endpoints w ON w.id = taken.endpoint_id`
+// recordOne writes one attempt of a delivery of endpoint and what follows from it.
+func (d *Deliverer) recordOne(ctx context.Context, tx *store.Tx, endpoint int64, r ended) error {
+	o, at, n := r.o, r.o.at.UnixMilli(), r.c.attempts+1
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, r.c.id, o.status, o.latency.Milliseconds(), o.response, o.err, at); err != nil {
+		return err
+	}
+	status, due := "FAILED", at
+	switch {
+	case o.succeeded():
+		status = "SUCCEEDED"
+	case o.status == http.StatusGone:
+		// "410 disables the endpoint": the receiver says it is gone for good.
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET disabled = TRUE, disabled_reason = $2, updated_at = $3
+			WHERE id = $1 AND disabled = FALSE`, endpoint, "The endpoint answered 410 Gone on "+o.at.UTC().Format(time.RFC3339)+".", at); err != nil {
+			return err
+		}
+	default:
+		if delay, more := retryDelay(n); more {
+			status, due = "PENDING", o.at.Add(max(delay, o.retryAfter)).UnixMilli()
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt = $4, updated_at = $5
+		WHERE id = $1 AND `+notDone, r.c.id, status, n, due, at); err != nil {
+		return err
+	}
+	return d.health(ctx, tx, endpoint, o)
+}
+
+// recordSuccesses is record for the common case on PostgreSQL, a batch of successes: the attempts,
+// the deliveries' end, the endpoint's health and its lease's renewal in one statement, sent through
+// the statement batcher with the sales' — one round trip for the batch.
+func (d *Deliverer) recordSuccesses(ctx context.Context, endpoint int64, batch []ended, until int64) (bool, error) {
+	ids, statuses, latencies, responses, ats, attempts :=
+		make([]int64, len(batch)), make([]int32, len(batch)), make([]int64, len(batch)), make([]string, len(batch)), make([]int64, len(batch)), make([]int32, len(batch))
+	for i, r := range batch {
+		ids[i], statuses[i], latencies[i], responses[i] = r.c.id, int32(r.o.status), r.o.latency.Milliseconds(), r.o.response
+		ats[i], attempts[i] = r.o.at.UnixMilli(), int32(r.c.attempts+1)
+	}
+	var still bool
+	err := d.cfg.DB.QueryRow(ctx, []any{&still}, recordSuccessesSQL, ids, statuses, latencies, responses, ats, attempts,
+		endpoint, until, d.cfg.Node)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return still, err
+}
+
+// recordSuccessesSQL: $1 to $6 the deliveries, their answers' status, latency and text, the times
+// of their attempts and the attempts made, as arrays; $7 the endpoint, $8 the lease's new end, $9
+// this node. A success clears the endpoint's failing_since — "set at the first failure after
+// a success, cleared on a success" — with the lease's renewal, one update of the endpoint's row.
+const recordSuccessesSQL = `WITH o AS (SELECT * FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::INT[])
+		AS o (id, status, latency, response, at, attempts)),
+	attempt AS (INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
+		SELECT id, status, latency, response, '', at FROM o),
+	done AS (UPDATE webhook_deliveries d SET status = 'SUCCEEDED', attempts = o.attempts, next_attempt = o.at, updated_at = o.at
+		FROM o WHERE d.id = o.id AND d.` + notDone + `)
+	UPDATE webhook_endpoints SET failing_since = NULL,
+		lease_until = CASE WHEN lease_owner = $9 THEN $8 ELSE lease_until END
+	WHERE id = $7 RETURNING lease_owner IS NOT DISTINCT FROM $9 AND NOT disabled`
 
 // health keeps the endpoint's failing_since — "set at the first failure after a success, cleared on a
 // success" — and disables an endpoint whose deliveries have all failed for DisableAfter, e-mailing its
 // merchant through the outbox, once.
 func (d *Deliverer) health(ctx context.Context, tx *store.Tx, endpoint int64, o outcome) error {
 	at := o.at.UnixMilli()
-	if o.succeeded() && !o.failing {
-		return nil
-	}
 	if o.succeeded() {
 		_, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, endpoint)
 		return err

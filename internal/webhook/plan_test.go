@@ -39,34 +39,31 @@ func TestQueueQueriesUseTheirIndexes(t *testing.T) {
 		}
 		now, until := f.clock.Now().UnixMilli(), f.clock.Now().UnixMilli()+60_000
 		byID := []string{"webhook_deliveries_pkey", "USING INTEGER PRIMARY KEY"}
-		next := []string{"webhook_deliveries_endpoint_due"}
-		// SQLite, which plans without statistics of the pending deliveries, keeps their index by time
-		// for finding the due ones (migration 00036); PostgreSQL looks endpoint by endpoint.
-		due := map[store.Dialect][]string{store.SQLite: {"webhook_deliveries_due"}, store.Postgres: next}[db.Dialect()]
+		due := []string{"webhook_deliveries_endpoint_due"}
+		held := map[store.Dialect]any{store.SQLite: "[1,2,3]", store.Postgres: []int64{1, 2, 3}}[db.Dialect()]
 		for _, c := range []struct {
 			name string
 			stmt string
 			args []any
 			want []string // each statement's plan has one of these
 		}{
-			{"record an attempt's outcome", `UPDATE webhook_deliveries SET status = 'SUCCEEDED', lease_until = NULL WHERE id = $1 AND ` + notDone,
+			{"record an attempt's outcome", `UPDATE webhook_deliveries SET status = 'SUCCEEDED' WHERE id = $1 AND ` + notDone,
 				[]any{id}, byID},
-			{"release a lease", `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND ` + notDone, []any{id}, byID},
-			{"lease an endpoint's next delivery", claimNext[db.Dialect() == store.Postgres], []any{now, until, endpoint}, next},
-			{"find a due delivery", dueSQL[db.Dialect()], []any{now}, due},
-			{"lease due deliveries", claimSQL[db.Dialect()], []any{now, until, 128, MaxInFlight}, due},
+			{"find an endpoint with a delivery due", dueSQL, []any{now}, due},
+			{"lease endpoints with deliveries due", leaseSQL, []any{now, "node", until, 32}, due},
+			{"read an endpoint's due deliveries", fetchSQL[db.Dialect()], []any{endpoint, now, fetchSize, held}, due},
 		} {
 			checkPlan(t, db, c.name, c.stmt, c.args, c.want...)
 		}
 		if db.Dialect() == store.Postgres {
-			plan := storetest.Plan(t, db, recordSuccessSQL, id, 200, 3, "", now, 1, until, endpoint)
-			for _, bad := range []string{"Sort", "Seq Scan on webhook_deliveries"} {
+			args := []any{[]int64{id, id - 1}, []int32{200, 200}, []int64{3, 4}, []string{"", ""}, []int64{now, now}, []int32{1, 1}, endpoint, until, "node"}
+			plan := storetest.Plan(t, db, recordSuccessesSQL, args...)
+			for _, bad := range []string{"Seq Scan on webhook_deliveries", "Sort"} {
 				if strings.Contains(plan, bad) {
-					t.Errorf("recording a success: %s in\n%s", bad, plan)
+					t.Errorf("recording successes: %s in\n%s", bad, plan)
 				}
 			}
-			checkPlan(t, db, "recording a success", recordSuccessSQL, []any{id, 200, 3, "", now, 1, until, endpoint}, byID...)
-			checkPlan(t, db, "recording a success", recordSuccessSQL, []any{id, 200, 3, "", now, 1, until, endpoint}, next...)
+			checkPlan(t, db, "recording successes", recordSuccessesSQL, args, byID...)
 		}
 	})
 }
