@@ -1701,6 +1701,12 @@ type Invoice struct {
 	// PaymentUrl The invoice's public page, which leads to the card form that pays it
 	PaymentUrl string `json:"payment_url"`
 
+	// ReminderDays The reminder schedule, days relative to due_date, ascending
+	ReminderDays []int `json:"reminder_days"`
+
+	// RemindersSent How many reminders the schedule has sent
+	RemindersSent int `json:"reminders_sent"`
+
 	// SentAt Epoch milliseconds of the last sending
 	SentAt         *int          `json:"sent_at,omitempty"`
 	ShippingAmount json.Number   `json:"shipping_amount"`
@@ -1753,7 +1759,11 @@ type InvoiceFields struct {
 	InvoiceNumber *string              `json:"invoice_number,omitempty"`
 	Items         *[]InvoiceItemFields `json:"items,omitempty"`
 	Notes         *string              `json:"notes,omitempty"`
-	SendEmail     *Flag                `json:"send_email,omitempty"`
+
+	// ReminderDays Days relative to due_date on which a reminder is e-mailed (0 the due date, negative before it),
+	// each once; default [0, 7] on create, [] for none. Whole numbers from -365 to 365, at most 10.
+	ReminderDays *[]int `json:"reminder_days,omitempty"`
+	SendEmail    *Flag  `json:"send_email,omitempty"`
 
 	// ShippingAmount A decimal amount as a string, with at most the currency's decimals.
 	ShippingAmount *Decimal `json:"shipping_amount,omitempty"`

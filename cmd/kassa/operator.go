@@ -186,7 +186,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	profile := fs.String("simulator-profile", "", "standard (test cards decide) or payfirma (odd whole amounts approve, even decline)")
 	currencies := fs.String("currencies", "", "accepted currencies, comma-separated ISO 4217 codes; the default currency is always kept")
 	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
-	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by, e.g. America/Toronto")
+	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by and invoices fall due by, e.g. America/Toronto")
 	origins := fs.String("allowed-origins", "", `origins whose pages may embed the hosted payment page, comma-separated (e.g. https://shop.example); "default" for any https origin and localhost`)
 	kind := fs.String("processor", "", "processor that takes the merchant's new payments: simulator (the default), iso8583 or stripe; earlier transactions keep theirs")
 	configFile := fs.String("processor-config", "", "file with the processor's configuration (JSON); stored sealed, never printed back")

@@ -66,7 +66,15 @@ type Config struct {
 	Mailer *Mailer
 	// Metrics counts the cycles charged and the e-mails sent (nil: not counted).
 	Metrics *metrics.Set
+	// Tasks are more work of the scheduler, done by each run after the charges: the invoices' due
+	// dates and reminders (invoice.Service.RunDue).
+	Tasks []Task
 }
+
+// Task is scheduled work that the engine does at each run, given the engine's clock's now. Every node
+// that runs an engine runs it, at once with the others: it must take each piece of its work once
+// itself, as the engine takes a subscription's cycle, and leave what failed to the next run.
+type Task func(ctx context.Context, now time.Time) error
 
 // Engine bills subscriptions.
 type Engine struct {
@@ -81,6 +89,7 @@ type Engine struct {
 	lease    time.Duration
 	mailer   *Mailer
 	metrics  *metrics.Set
+	tasks    []Task
 	wake     chan struct{}
 	// unsentWarned is when this engine last warned that e-mails wait for want of SMTP (Unix ns).
 	unsentWarned atomic.Int64
@@ -90,7 +99,7 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	e := &Engine{db: cfg.DB, vault: cfg.Vault, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
 		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer,
-		metrics: cfg.Metrics, wake: make(chan struct{}, 1)}
+		metrics: cfg.Metrics, tasks: cfg.Tasks, wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -143,9 +152,19 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 }
 
-// RunOnce charges every cycle due now, and returns how many charges it attempted. A subscription
-// several cycles behind is charged once per cycle (up to the backlog limit), one after another.
+// RunOnce charges every cycle due now, then does the engine's tasks (Config.Tasks), and returns how
+// many charges it attempted. A subscription several cycles behind is charged once per cycle (up to
+// the backlog limit), one after another.
 func (e *Engine) RunOnce(ctx context.Context) (int, error) {
+	attempted, err := e.bill(ctx)
+	for _, task := range e.tasks {
+		err = errors.Join(err, task(ctx, e.now()))
+	}
+	return attempted, err
+}
+
+// bill charges every cycle due now, and returns how many charges it attempted.
+func (e *Engine) bill(ctx context.Context) (int, error) {
 	attempted := 0
 	deferred := map[int64]bool{} // waiting for an earlier attempt to be resolved: not again this run
 	for {

@@ -55,6 +55,18 @@ const (
 	PlanCreated = "plan.created"
 	PlanUpdated = "plan.updated"
 	PlanDeleted = "plan.deleted"
+
+	// Invoices (issue 21): the invoice as GET /invoice-service/invoice/{id} shows it. Sent is each
+	// e-mail of it through the API (the first makes it SENT); ReminderSent each reminder the billing
+	// engine sends on its schedule; Overdue when the engine finds it past its due date.
+	InvoiceCreated      = "invoice.created"
+	InvoiceUpdated      = "invoice.updated"
+	InvoiceSent         = "invoice.sent"
+	InvoiceReminderSent = "invoice.reminder_sent"
+	InvoiceOverdue      = "invoice.overdue"
+	InvoicePaid         = "invoice.paid"
+	InvoiceCanceled     = "invoice.canceled"
+	InvoiceDeleted      = "invoice.deleted"
 )
 
 // Types lists every event type, in the order the documentation lists them.
@@ -68,6 +80,7 @@ var Types = []string{
 	SubscriptionCreated, SubscriptionUpdated, SubscriptionCharged, SubscriptionPaymentFailed,
 	SubscriptionSuspended, SubscriptionCanceled, SubscriptionExpired,
 	PlanCreated, PlanUpdated, PlanDeleted,
+	InvoiceCreated, InvoiceUpdated, InvoiceSent, InvoiceReminderSent, InvoiceOverdue, InvoicePaid, InvoiceCanceled, InvoiceDeleted,
 }
 
 // Known reports whether t is an event type.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,7 @@ type Body struct {
 	Notes              field.Value     `json:"notes"`
 	Terms              field.Value     `json:"terms"`
 	CustomFields       json.RawMessage `json:"custom_fields"`
+	ReminderDays       json.RawMessage `json:"reminder_days"`
 	SendEmail          field.Value     `json:"send_email"`
 }
 
@@ -242,6 +244,16 @@ func (b Body) Apply(inv *Invoice, m merchant.Merchant, create bool) error {
 			return err
 		}
 		inv.CustomFields = cf
+	}
+	switch {
+	case !isNull(b.ReminderDays):
+		days, err := parseReminderDays(b.ReminderDays)
+		if err != nil {
+			return err
+		}
+		inv.ReminderDays = days
+	case create:
+		inv.ReminderDays = slices.Clone(DefaultReminderDays)
 	}
 	if _, err := b.SendEmail.Flag("send_email"); err != nil {
 		return err

@@ -2,6 +2,7 @@ package invoice
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,9 @@ func FuzzInvoiceBody(f *testing.F) {
 		`{"items":[{"description":"x","unit_price":1}],"discount_amount":"5"}`, `[]`, `"x"`, `{"items":null}`, `{`,
 		`{"items":[{"description":"\u0000","unit_price":1}]}`, `{"items":[{"description":"x","unit_price":1}],"custom_fields":{"\u0000":"1"}}`,
 		`{"items":[{"description":"x","quantity":"1000001","unit_price":1}]}`, `{"currency":"XXX","items":[{"description":"x","unit_price":1}]}`,
+		`{"items":[{"description":"x","unit_price":1}],"reminder_days":[7,-3,"0"]}`, `{"items":[{"description":"x","unit_price":1}],"reminder_days":[]}`,
+		`{"items":[{"description":"x","unit_price":1}],"reminder_days":[1,1]}`, `{"items":[{"description":"x","unit_price":1}],"reminder_days":"7"}`,
+		`{"items":[{"description":"x","unit_price":1}],"reminder_days":[366]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -75,6 +79,11 @@ func FuzzInvoiceBody(f *testing.F) {
 		}
 		if inv.TaxRate < 0 || inv.TaxRate > maxRate || inv.Discount < 0 || inv.Shipping < 0 {
 			t.Fatalf("%q: rate %d, discount %d, shipping %d", raw, inv.TaxRate, inv.Discount, inv.Shipping)
+		}
+		days := inv.ReminderDays
+		if days == nil || len(days) > maxReminders || !slices.IsSorted(days) || len(slices.Compact(slices.Clone(days))) != len(days) ||
+			len(days) > 0 && (days[0] < -maxReminderDay || days[len(days)-1] > maxReminderDay) {
+			t.Fatalf("%q: reminder_days %v", raw, days)
 		}
 	})
 }

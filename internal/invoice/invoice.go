@@ -101,6 +101,16 @@ type Invoice struct {
 	IntentID string
 	// Payment is how the invoice was paid, once PAID; nil before.
 	Payment *Payment
+	// ReminderDays is the invoice's reminder schedule: days relative to its due date (0 the due date,
+	// negative before it), ascending (overdue.go).
+	ReminderDays []int
+	// RemindersSent counts the reminders the billing engine sent.
+	RemindersSent int
+	// RemindedUntil is when reminders were last taken care of: one whose day began at or before it
+	// was sent or passed over (the last sending, the last reminder). Zero before the first sending.
+	RemindedUntil time.Time
+	// SentTo is the address the invoice was last sent to: its reminders go there.
+	SentTo string
 }
 
 // Payment is how an invoice was paid, as recorded in the transaction that settled its charge.
@@ -137,7 +147,8 @@ type WireItem struct {
 // Wire is an invoice as the API shows it: amounts as decimal numbers in the currency's decimals, times
 // in epoch milliseconds (wire-contract.md's style). pdf_url is left out until the PDF lands (issue 21,
 // point 3); payment_url opens the invoice's public page, which leads to the card form; payment_info
-// says how a PAID invoice was paid.
+// says how a PAID invoice was paid; reminder_days is its reminder schedule and reminders_sent how
+// many reminders went out (overdue.go).
 type Wire struct {
 	ID                 int64             `json:"id"`
 	LookupID           string            `json:"lookup_id"`
@@ -169,6 +180,8 @@ type Wire struct {
 	CustomFields       map[string]string `json:"custom_fields"`
 	PaymentURL         string            `json:"payment_url"`
 	PaymentInfo        *WirePayment      `json:"payment_info,omitempty"`
+	ReminderDays       []int             `json:"reminder_days"`
+	RemindersSent      int               `json:"reminders_sent"`
 	SentAt             *int64            `json:"sent_at,omitempty"`
 	PaidAt             *int64            `json:"paid_at,omitempty"`
 	CreatedAt          int64             `json:"created_at"`
@@ -201,13 +214,16 @@ func (inv Invoice) Wire(publicURL string) Wire {
 		CustomerAddress1: inv.Customer.Address1, CustomerAddress2: inv.Customer.Address2, CustomerCity: inv.Customer.City,
 		CustomerProvince: inv.Customer.Province, CustomerCountry: inv.Customer.Country, CustomerPostalCode: inv.Customer.PostalCode,
 		Notes: inv.Notes, Terms: inv.Terms, CustomFields: inv.CustomFields, PaymentURL: inv.PaymentURL(publicURL),
-		SentAt: millis(inv.SentAt), PaidAt: millis(inv.PaidAt), CreatedAt: inv.CreatedAt.UnixMilli(), UpdatedAt: inv.UpdatedAt.UnixMilli()}
+		ReminderDays: inv.ReminderDays, RemindersSent: inv.RemindersSent, SentAt: millis(inv.SentAt), PaidAt: millis(inv.PaidAt), CreatedAt: inv.CreatedAt.UnixMilli(), UpdatedAt: inv.UpdatedAt.UnixMilli()}
 	if p := inv.Payment; p != nil {
 		w.PaymentInfo = &WirePayment{TransactionID: p.TransactionID, Method: p.Method, CardType: p.CardType, CardLast4: p.CardLast4,
 			Amount: amt(p.Amount), Currency: c.Code, Date: p.Date}
 	}
 	if w.CustomFields == nil {
 		w.CustomFields = map[string]string{}
+	}
+	if w.ReminderDays == nil {
+		w.ReminderDays = []int{}
 	}
 	for i, it := range inv.Items {
 		w.Items[i] = WireItem{Description: it.Description, Quantity: json.Number(formatDecimal(it.Quantity, QuantityScale)),

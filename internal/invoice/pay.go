@@ -11,6 +11,7 @@ import (
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -163,8 +164,10 @@ func (s *Service) paid(ctx context.Context, tx *store.Tx, in checkout.Intent, t 
 		p.Date = now.UnixMilli()
 	}
 	info, _ := json.Marshal(p)
+	// A paid invoice is never reminded nor made OVERDUE: nothing left for the billing engine to check.
 	r, err := tx.ExecContext(ctx, `UPDATE invoices SET status = 'PAID', payment_info = $3, paid_at = $4, updated_at = $4,
-		version = version + 1 WHERE id = $1 AND intent_id = $2 AND status IN ('SENT', 'OVERDUE')`, inv.ID, in.IntentID, string(info), now.UnixMilli())
+		next_check = NULL, version = version + 1 WHERE id = $1 AND intent_id = $2 AND status IN ('SENT', 'OVERDUE')`,
+		inv.ID, in.IntentID, string(info), now.UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -174,6 +177,10 @@ func (s *Service) paid(ctx context.Context, tx *store.Tx, in checkout.Intent, t 
 		s.log.ErrorContext(ctx, "an invoice's intent succeeded while the invoice was not payable", "invoice", inv.LookupID,
 			"status", inv.Status, "intent", in.IntentID, "transaction", t.TransactionID, "err", err)
 		return nil
+	}
+	inv.Status, inv.Payment, inv.PaidAt, inv.UpdatedAt = Paid, &p, now, now
+	if err := s.record(ctx, tx, event.InvoicePaid, inv, now); err != nil {
+		return err
 	}
 	m, err := s.merchants.Get(ctx, inv.MerchantID)
 	if err != nil {

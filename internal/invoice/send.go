@@ -9,6 +9,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -82,7 +83,8 @@ func (s *Service) Send(ctx context.Context, m merchant.Merchant, ref string, b S
 	return inv, err
 }
 
-// send queues the invoice's e-mail in tx and marks it SENT.
+// send queues the invoice's e-mail in tx and marks it SENT, with its event; its reminders go to the
+// same address.
 func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, inv *Invoice, r SendRequest) error {
 	switch inv.Status {
 	case Draft, Sent, Overdue:
@@ -100,8 +102,14 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 	if inv.Status == Draft {
 		inv.Status = Sent
 	}
-	inv.SentAt, inv.UpdatedAt = now, now
-	return save(ctx, tx, *inv)
+	inv.SentAt, inv.UpdatedAt, inv.SentTo = now, now, r.To
+	// "An invoice sent after a reminder date does not get that past reminder" (overdue.go): the
+	// e-mail that leaves now says what it would have.
+	inv.RemindedUntil = passedOver(*inv, now)
+	if err := save(ctx, tx, *inv, m.Location()); err != nil {
+		return err
+	}
+	return s.record(ctx, tx, event.InvoiceSent, *inv, now)
 }
 
 // message is the invoice's e-mail: the merchant's message, the lines, the totals, the due date and

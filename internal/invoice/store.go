@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -24,19 +26,19 @@ const columns = `id, lookup_id, merchant_id, invoice_number, status, pay_key, cu
 	discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
 	customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
 	customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, version, sent_at, paid_at,
-	created_at, updated_at, COALESCE(intent_id, ''), COALESCE(payment_info, '')`
+	created_at, updated_at, COALESCE(intent_id, ''), COALESCE(payment_info, ''), reminder_days, reminders_sent, reminded_until, sent_to`
 
 func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	var inv Invoice
-	var status, items, custom, info string
-	var sent, paid sql.NullInt64
+	var status, items, custom, info, reminders string
+	var sent, paid, reminded sql.NullInt64
 	var created, updated int64
 	cu := &inv.Customer
 	err := s.Scan(&inv.ID, &inv.LookupID, &inv.MerchantID, &inv.Number, &status, &inv.PayKey, &inv.Currency.Code, &inv.Currency.Digits,
 		&inv.DueDate, &inv.TaxRate, &items, &inv.Discount, &inv.Shipping, &inv.Totals.Subtotal, &inv.Totals.Tax, &inv.Totals.Total,
 		&cu.LookupID, &cu.Email, &cu.FirstName, &cu.LastName, &cu.Company, &cu.Telephone, &cu.Address1, &cu.Address2, &cu.City,
 		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &inv.Version, &sent, &paid, &created, &updated,
-		&inv.IntentID, &info)
+		&inv.IntentID, &info, &reminders, &inv.RemindersSent, &reminded, &inv.SentTo)
 	if err != nil {
 		return inv, err
 	}
@@ -45,6 +47,9 @@ func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 		return inv, err
 	}
 	if err := json.Unmarshal([]byte(custom), &inv.CustomFields); err != nil {
+		return inv, err
+	}
+	if err := json.Unmarshal([]byte(reminders), &inv.ReminderDays); err != nil {
 		return inv, err
 	}
 	if info != "" {
@@ -58,6 +63,9 @@ func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	}
 	if paid.Valid {
 		inv.PaidAt = time.UnixMilli(paid.Int64)
+	}
+	if reminded.Valid {
+		inv.RemindedUntil = time.UnixMilli(reminded.Int64)
 	}
 	inv.CreatedAt, inv.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return inv, nil
@@ -124,13 +132,17 @@ func customerOf(ctx context.Context, q store.Querier, merchantID string, cu *Cus
 	return nil
 }
 
-func (inv Invoice) jsonColumns() (items, custom string) {
+func (inv Invoice) jsonColumns() (items, custom, reminders string) {
 	it, _ := json.Marshal(inv.Items)
 	if inv.CustomFields == nil {
 		inv.CustomFields = map[string]string{}
 	}
 	cf, _ := json.Marshal(inv.CustomFields)
-	return string(it), string(cf)
+	if inv.ReminderDays == nil {
+		inv.ReminderDays = []int{}
+	}
+	rd, _ := json.Marshal(inv.ReminderDays)
+	return string(it), string(cf), string(rd)
 }
 
 func nullMillis(t time.Time) any {
@@ -140,20 +152,21 @@ func nullMillis(t time.Time) any {
 	return t.UnixMilli()
 }
 
-// insert writes a new invoice.
+// insert writes a new invoice, a DRAFT: nothing for the billing engine to do until it is sent.
 func insert(ctx context.Context, tx *store.Tx, inv *Invoice) error {
-	items, custom := inv.jsonColumns()
+	items, custom, reminders := inv.jsonColumns()
 	cu := inv.Customer
 	return tx.QueryRowContext(ctx, `INSERT INTO invoices (lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date,
 		tax_rate, items, discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
 		customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
-		customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, created_at, updated_at)
+		customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, created_at, updated_at,
+		reminder_days)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-		$26, $27, $28, $29, $30, $31, $31) RETURNING id`,
+		$26, $27, $28, $29, $30, $31, $31, $32) RETURNING id`,
 		inv.LookupID, inv.MerchantID, inv.Number, string(inv.Status), inv.PayKey, inv.Currency.Code, inv.Currency.Digits, inv.DueDate,
 		inv.TaxRate, items, inv.Discount, inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email,
 		cu.FirstName, cu.LastName, cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode,
-		inv.Notes, inv.Terms, custom, inv.CreatedAt.UnixMilli()).Scan(&inv.ID)
+		inv.Notes, inv.Terms, custom, inv.CreatedAt.UnixMilli(), reminders).Scan(&inv.ID)
 }
 
 // concurrentUpdate is the 409 of a change made to an invoice while the request ran: it is retried.
@@ -178,19 +191,23 @@ func changedOne(r sql.Result, err error, inv Invoice) error {
 
 // save writes every field of an existing invoice, unless it changed since it was read (a cancellation
 // racing a send, on PostgreSQL where both read it at once): that is a 409 concurrent_update to retry.
-func save(ctx context.Context, tx *store.Tx, inv Invoice) error {
-	items, custom := inv.jsonColumns()
+// It schedules the invoice's next check by the billing engine from its due date and reminders in
+// loc, its merchant's time zone (overdue.go).
+func save(ctx context.Context, tx *store.Tx, inv Invoice, loc *time.Location) error {
+	items, custom, reminders := inv.jsonColumns()
 	cu := inv.Customer
 	r, err := tx.ExecContext(ctx, `UPDATE invoices SET invoice_number = $2, status = $3, currency = $4, scale = $5, due_date = $6,
 		tax_rate = $7, items = $8, discount_amount = $9, shipping_amount = $10, subtotal_amount = $11, tax_amount = $12,
 		total_amount = $13, customer_lookup_id = $14, customer_email = $15, customer_first_name = $16, customer_last_name = $17,
 		customer_company = $18, customer_telephone = $19, customer_address1 = $20, customer_address2 = $21, customer_city = $22,
 		customer_province = $23, customer_country = $24, customer_postal_code = $25, notes = $26, terms = $27, custom_fields = $28,
-		sent_at = $29, updated_at = $30, version = version + 1 WHERE id = $1 AND version = $31`,
+		sent_at = $29, updated_at = $30, reminder_days = $32, reminders_sent = $33, reminded_until = $34, sent_to = $35,
+		next_check = $36, version = version + 1 WHERE id = $1 AND version = $31`,
 		inv.ID, inv.Number, string(inv.Status), inv.Currency.Code, inv.Currency.Digits, inv.DueDate, inv.TaxRate, items, inv.Discount,
 		inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email, cu.FirstName, cu.LastName,
 		cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode, inv.Notes, inv.Terms,
-		custom, nullMillis(inv.SentAt), inv.UpdatedAt.UnixMilli(), inv.Version)
+		custom, nullMillis(inv.SentAt), inv.UpdatedAt.UnixMilli(), inv.Version, reminders, inv.RemindersSent,
+		nullMillis(inv.RemindedUntil), inv.SentTo, nullMillis(inv.nextCheck(loc)))
 	return changedOne(r, err, inv)
 }
 
@@ -365,6 +382,9 @@ func (s *Service) Create(ctx context.Context, m merchant.Merchant, b Body) (Invo
 		if err := insert(ctx, tx, &inv); err != nil {
 			return err
 		}
+		if err := s.record(ctx, tx, event.InvoiceCreated, inv, now); err != nil {
+			return err
+		}
 		if send {
 			if inv.Customer.Email == "" {
 				return fault.Invalid("customer_email", "customer_email is required to send the invoice (send_email)")
@@ -436,30 +456,41 @@ func (s *Service) Update(ctx context.Context, m merchant.Merchant, ref string, b
 		if cancel && inv.IntentID != stopped {
 			return concurrentUpdate(inv) // a page bound a new intent after the old one was stopped
 		}
-		lookup := inv.Customer.LookupID
+		before := inv
 		if err := b.Apply(&inv, m, false); err != nil {
 			return err
 		}
 		if send, _ := b.SendEmail.Flag("send_email"); send {
 			return fault.Invalid("send_email", "send_email is for create: send an existing invoice with POST /invoice-service/invoice/{id}/send")
 		}
-		if inv.Customer.LookupID != lookup {
+		if inv.Customer.LookupID != before.Customer.LookupID {
 			if err := customerOf(ctx, tx, m.ID, &inv.Customer); err != nil {
 				return err
 			}
 		}
+		now := s.now().Truncate(time.Millisecond)
 		if cancel {
 			inv.Status = Cancelled
 		}
-		inv.UpdatedAt = s.now().Truncate(time.Millisecond)
-		if err := save(ctx, tx, inv); err != nil {
+		if inv.DueDate != before.DueDate || !slices.Equal(inv.ReminderDays, before.ReminderDays) {
+			inv.RemindedUntil = passedOver(inv, now)
+		}
+		inv.UpdatedAt = now
+		if err := save(ctx, tx, inv, m.Location()); err != nil {
 			return err
 		}
-		action := "invoice.update"
+		action, typ := "invoice.update", event.InvoiceUpdated
 		if cancel {
-			action = "invoice.cancel"
+			action, typ = "invoice.cancel", event.InvoiceCanceled
 		}
-		return audit.Change(ctx, tx, m.ID, action, "invoice/"+inv.LookupID, s.now())
+		if cancel || s.shown(before) != s.shown(inv) {
+			// An update that leaves the invoice as the API shows it records no event (issue 18: "an
+			// event reports a change").
+			if err := s.record(ctx, tx, typ, inv, now); err != nil {
+				return err
+			}
+		}
+		return audit.Change(ctx, tx, m.ID, action, "invoice/"+inv.LookupID, now)
 	})
 	if store.IsUniqueViolation(err) {
 		return Invoice{}, numberTaken()
@@ -483,7 +514,11 @@ func (s *Service) Remove(ctx context.Context, merchantID, ref string) (Invoice, 
 		if err := changedOne(r, err, inv); err != nil {
 			return err
 		}
-		return audit.Change(ctx, tx, merchantID, "invoice.delete", "invoice/"+inv.LookupID, s.now())
+		now := s.now()
+		if err := s.record(ctx, tx, event.InvoiceDeleted, inv, now); err != nil { // as the API showed it last
+			return err
+		}
+		return audit.Change(ctx, tx, merchantID, "invoice.delete", "invoice/"+inv.LookupID, now)
 	})
 	return inv, err
 }

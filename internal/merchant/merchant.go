@@ -43,7 +43,8 @@ type Settings struct {
 	// SimulatorProfile is the built-in simulator's decision rule for this merchant: "standard"
 	// (test cards decide) or "payfirma" (the original sandbox's odd/even amount rule).
 	SimulatorProfile string
-	// Timezone is the IANA time zone whose calendar subscriptions bill by (default UTC).
+	// Timezone is the IANA time zone whose calendar subscriptions bill by, and whose days invoices'
+	// due dates and reminders are (default UTC).
 	Timezone string
 	// AllowedOrigins are the origins whose pages may embed the merchant's hosted payment page; none
 	// means the default (see FrameAncestors).

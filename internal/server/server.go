@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,9 +72,11 @@ type Config struct {
 	MerchantCacheTTL time.Duration
 	// KEK is the key-encryption key under which secrets at rest are sealed (required).
 	KEK *envelope.KEK
-	// Billing configures the billing engine; its DB, Vault, Merchants, Logger and Now are filled in.
+	// Billing configures the billing engine; its DB, Vault, Merchants, Logger and Now are filled in,
+	// and the invoices' task (overdue and reminders) is added to its Tasks.
 	Billing billing.Config
-	// NoBillingEngine keeps this node from billing subscriptions (an API-only node of a cluster).
+	// NoBillingEngine keeps this node from billing subscriptions and from marking invoices overdue and
+	// reminding them (an API-only node of a cluster).
 	NoBillingEngine bool
 	// CodeTTL is how long an authorization code lives (default 60 s, at most 10 min).
 	CodeTTL time.Duration
@@ -218,10 +221,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
-	invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now, Checkout: s.checkout,
-		Pages: pages, Vault: v, Logger: cfg.Logger}).Routes(r, s.invoices)
+	invoices := invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now, Checkout: s.checkout,
+		Pages: pages, Vault: v, Logger: cfg.Logger})
+	invoices.Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
+	// Invoices become OVERDUE and are reminded by the billing engine's scheduler (issue 21, point 4).
+	s.billingCfg.Tasks = append(slices.Clip(s.billingCfg.Tasks), invoices.RunDue)
 	if s.billingCfg.Metrics == nil {
 		s.billingCfg.Metrics = cfg.Metrics
 	}

@@ -1,0 +1,192 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/clock"
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/server"
+	"github.com/kassapay/kassa/internal/server/servertest"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// hooks is a merchant's server receiving webhooks over plain HTTP (the server runs with
+// --webhooks-allow-private): what each of its paths received, verified with the Standard Webhooks
+// library under that path's endpoint's secret, by webhook-id.
+type hooks struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	secrets map[string]string                    // path → the endpoint's secret
+	got     map[string]map[string]map[string]any // path → webhook-id → the body
+	bad     []string
+}
+
+func newHooks(t *testing.T) *hooks {
+	h := &hooks{secrets: map[string]string{}, got: map[string]map[string]map[string]any{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		wh, err := standardwebhooks.NewWebhook(h.secrets[r.URL.Path])
+		if err == nil {
+			// The test's clock is not the library's: the signature is checked, not the time.
+			err = wh.VerifyIgnoringTimestamp(body, r.Header)
+		}
+		var msg map[string]any
+		if err == nil {
+			err = json.Unmarshal(body, &msg)
+		}
+		if err != nil {
+			h.bad = append(h.bad, r.URL.Path+": "+err.Error())
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		if h.got[r.URL.Path] == nil {
+			h.got[r.URL.Path] = map[string]map[string]any{}
+		}
+		h.got[r.URL.Path][r.Header.Get("webhook-id")] = msg // a delivery sent twice is one
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// received returns what path received, by webhook-id, and the requests that failed verification.
+func (h *hooks) received(path string) (map[string]map[string]any, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]map[string]any{}
+	for id, msg := range h.got[path] {
+		out[id] = msg
+	}
+	return out, slices.Clone(h.bad)
+}
+
+// Every invoice event type is produced by driving the invoice API and the billing engine with an
+// injected clock, and reaches the endpoints subscribed to it, signed: one subscribed to "*" and one
+// subscribed to the invoice types receive each invoice event once, with the data the events API shows
+// (the invoice as the API showed it then); one subscribed to transactions receives none of them.
+func TestInvoiceEventsReachEndpoints(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Date(2026, time.November, 20, 12, 0, 0, 0, time.UTC))
+		srv := servertest.Start(t, db, server.Config{Now: clk.Now, NoBillingEngine: true, WebhooksAllowPrivate: true})
+		s := newShop(t, srv, checkout.AllPermissions)
+		var invoiceTypes []string
+		for _, typ := range event.Types {
+			if strings.HasPrefix(typ, "invoice.") {
+				invoiceTypes = append(invoiceTypes, typ)
+			}
+		}
+		h := newHooks(t)
+		for path, enabled := range map[string][]string{"/all": {"*"}, "/invoices": invoiceTypes, "/sales": {event.TransactionApproved}} {
+			r := s.v1(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": h.srv.URL + path, "enabled_events": enabled})
+			h.mu.Lock()
+			h.secrets[path] = r.Str("secret")
+			h.mu.Unlock()
+		}
+		do := func(method, path string, body any) servertest.Response {
+			t.Helper()
+			s.m.NewToken(t) // the clock may have outrun the last one
+			r := s.m.Do(t, method, path, body)
+			if r.Status != 200 {
+				t.Fatalf("%s %s: %d %s", method, path, r.Status, r.Raw)
+			}
+			return r
+		}
+
+		const base = "/invoice-service/invoice"
+		customer := do("POST", "/customer-service/customer", map[string]any{"email": "vault@example.com"}).Str("lookup_id")
+		card := do("POST", "/customer-service/customer/"+customer+"/card", map[string]any{"card_number": cardtest.Visa,
+			"card_expiry_month": "12", "card_expiry_year": "40"}).Body["cards"].([]any)[0].(map[string]any)["lookup_id"].(string)
+		items := []map[string]any{{"description": "Retainer", "unit_price": "250.00"}}
+		paid := do("POST", base, map[string]any{"customer_lookup_id": customer, "due_date": "2026-12-01", "reminder_days": []int{1},
+			"items": items}).Str("lookup_id")
+		do("PUT", base+"/"+paid, map[string]any{"notes": "Thank you"})
+		do("POST", base+"/"+paid+"/send", map[string]any{})
+		clk.Advance(12 * 24 * time.Hour) // Dec 2: overdue, and the reminder of day 1
+		if _, err := srv.Billing().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		do("POST", base+"/"+paid+"/pay", map[string]any{"card_lookup_id": card})
+		cancelled := do("POST", base, map[string]any{"customer_email": "b@example.com", "send_email": true, "items": items}).Str("lookup_id")
+		do("PUT", base+"/"+cancelled, map[string]any{"status": "CANCELLED"})
+		draft := do("POST", base, map[string]any{"items": items}).Str("lookup_id")
+		do("DELETE", base+"/"+draft, nil)
+
+		events := map[string]map[string]any{} // every event of the shop, by id
+		var invoiceEvents, sales []string
+		var produced []string
+		for _, e := range s.events(t, "limit=100") {
+			id, typ := e["id"].(string), e["type"].(string)
+			events[id] = e
+			switch {
+			case strings.HasPrefix(typ, "invoice."):
+				invoiceEvents = append(invoiceEvents, id)
+				if !slices.Contains(produced, typ) {
+					produced = append(produced, typ)
+				}
+			case typ == event.TransactionApproved:
+				sales = append(sales, id)
+			}
+		}
+		if slices.Sort(produced); !slices.Equal(produced, slices.Sorted(slices.Values(invoiceTypes))) {
+			t.Fatalf("invoice event types produced: %v; want every one of %v", produced, invoiceTypes)
+		}
+		if n := len(s.events(t, "limit=100&type=invoice.*")); n != len(invoiceEvents) {
+			t.Fatalf("type=invoice.* lists %d events, want %d", n, len(invoiceEvents))
+		}
+
+		for path, want := range map[string][]string{"/all": slices.Collect(maps.Keys(events)), "/invoices": invoiceEvents, "/sales": sales} {
+			var got map[string]map[string]any
+			var bad []string
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				got, bad = h.received(path)
+				if len(got) >= len(want) || len(bad) > 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if len(bad) > 0 {
+				t.Fatalf("deliveries that failed verification: %v", bad)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s received %d events, want %d", path, len(got), len(want))
+			}
+			for _, id := range want {
+				msg, e := got[id], events[id]
+				if msg == nil || msg["type"] != e["type"] || !reflect.DeepEqual(normalize(t, msg["data"]), normalize(t, e["data"])) {
+					t.Fatalf("%s: event %s (%v) delivered as %v; the events API shows %v", path, id, e["type"], msg, e["data"])
+				}
+			}
+		}
+	})
+}
+
+// normalize is v as a JSON decoder without UseNumber reads it, to compare what the receiver decoded
+// with what the test's client did.
+func normalize(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
