@@ -178,7 +178,7 @@ func (s *Service) RunDue(ctx context.Context, now time.Time) error {
 }
 
 // dueSQL lists the invoices whose next check has come ($1), after the cursor ($2, $3: one that failed
-// is not read again in the same run), through invoices_next_check (migration 00044).
+// is not read again in the same run), through invoices_next_check (migration 00046).
 const dueSQL = `SELECT id, next_check FROM invoices WHERE next_check <= $1 AND (next_check, id) > ($2, $3)
 	ORDER BY next_check, id LIMIT $4`
 

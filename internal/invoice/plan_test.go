@@ -10,7 +10,7 @@ import (
 )
 
 // The billing engine finds the invoices it has something to do for through invoices_next_check, which
-// holds only those (migration 00044), never by reading the table: every invoice a merchant ever sent
+// holds only those (migration 00046), never by reading the table: every invoice a merchant ever sent
 // stays in it. The same for the claim of one invoice, by its primary key.
 func TestDueQueriesUseTheirIndexes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
