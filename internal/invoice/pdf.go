@@ -67,10 +67,12 @@ func pdfFilename(number string) string {
 const (
 	pdfMargin    = 15.0
 	pdfBottom    = 20.0 // the footer's room
-	pdfLine      = 5.0  // a line of 9 and 10 pt text
-	pdfTotalsX   = 105.0
-	pdfTotalsW   = 45.0 // each of the totals' two columns, ending at the right margin
 	pdfPageWidth = 180.0
+	pdfLine      = 5.0  // a line of 9 and 10 pt text
+	pdfHeadLeft  = 95.0 // the header's left column, the merchant's; the invoice's takes the rest
+	pdfHeadRight = pdfPageWidth - pdfHeadLeft
+	pdfTotalsW   = 45.0 // each of the totals' two columns, ending at the right margin
+	pdfTotalsX   = pdfMargin + pdfPageWidth - 2*pdfTotalsW
 )
 
 // pdfColumns are the lines' table: header, width, alignment.
@@ -162,41 +164,40 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) 
 	// The header: the merchant on the left; the invoice's number, dates and state on the right.
 	top := d.GetY()
 	d.SetFont("Helvetica", "B", 16)
-	d.MultiCell(95, 8, d.text(m.Name), "", "L", false)
+	d.MultiCell(pdfHeadLeft, 8, d.text(m.Name), "", "L", false)
 	d.SetFont("Helvetica", "", 9)
 	if m.Email != "" {
-		d.cell(95, m.Email, "L")
-		d.Ln(pdfLine)
+		d.MultiCell(pdfHeadLeft, pdfLine, d.text(m.Email), "", "L", false)
 	}
 	left := d.GetY()
-	d.SetXY(pdfMargin+95, top)
+	d.SetXY(pdfMargin+pdfHeadLeft, top)
 	d.SetFont("Helvetica", "B", 16)
-	d.MultiCell(85, 8, d.text(title), "", "R", false)
+	d.MultiCell(pdfHeadRight, 8, d.text(title), "", "R", false)
 	d.SetFont("Helvetica", "", 9)
 	dates := [][2]string{{"Issued", inv.CreatedAt.In(loc).Format(time.DateOnly)}}
 	if inv.DueDate != "" {
 		dates = append(dates, [2]string{"Due", inv.DueDate})
 	}
 	for _, row := range dates {
-		d.SetX(pdfMargin + 95)
-		d.cell(60, row[0], "R")
+		d.SetX(pdfMargin + pdfHeadLeft)
+		d.cell(pdfHeadRight-25, row[0], "R")
 		d.cell(25, row[1], "R")
 		d.Ln(pdfLine)
 	}
 	if state, red := pdfState(inv, loc); state != "" {
-		d.SetX(pdfMargin + 95)
+		d.SetX(pdfMargin + pdfHeadLeft)
 		d.SetFont("Helvetica", "B", 14)
 		if red {
 			d.SetTextColor(170, 0, 0)
 		} else {
 			d.SetTextColor(0, 110, 0)
 		}
-		d.MultiCell(85, 7, d.text(state), "", "R", false)
+		d.MultiCell(pdfHeadRight, 7, d.text(state), "", "R", false)
 		d.SetTextColor(0, 0, 0)
 		if p := inv.Payment; p != nil && inv.Status == Paid {
 			d.SetFont("Helvetica", "", 9)
-			d.SetX(pdfMargin + 95)
-			d.MultiCell(85, pdfLine, d.text("Transaction "+p.TransactionID), "", "R", false)
+			d.SetX(pdfMargin + pdfHeadLeft)
+			d.MultiCell(pdfHeadRight, pdfLine, d.text("Transaction "+p.TransactionID), "", "R", false)
 		}
 	}
 	d.SetY(max(left, d.GetY()) + 6)
@@ -208,7 +209,7 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) 
 		d.Ln(pdfLine)
 		d.SetFont("Helvetica", "", 10)
 		for _, l := range lines {
-			d.MultiCell(110, pdfLine, d.text(l), "", "L", false)
+			d.MultiCell(pdfHeadLeft, pdfLine, d.text(l), "", "L", false)
 		}
 		d.Ln(4)
 	}
@@ -226,12 +227,12 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) 
 	}
 	tableHeader()
 	for _, l := range pageLines(inv) {
-		cells := [][]string{d.wrap(l.Description, pdfColumns[0].width), d.wrap(l.SKU, pdfColumns[1].width),
-			d.wrap(l.Quantity, pdfColumns[2].width), d.wrap(l.UnitPrice, pdfColumns[3].width), d.wrap(l.Tax, pdfColumns[4].width),
-			d.wrap(l.Total, pdfColumns[5].width)}
+		texts := []string{l.Description, l.SKU, l.Quantity, l.UnitPrice, l.Tax, l.Total} // pdfColumns' order
+		cells := make([][]string, len(pdfColumns))
 		rows := 0
-		for _, c := range cells {
-			rows = max(rows, len(c))
+		for i, c := range pdfColumns {
+			cells[i] = d.wrap(texts[i], c.width)
+			rows = max(rows, len(cells[i]))
 		}
 		// A row is written line by line, so that one taller than what is left of the page goes on
 		// over the next, under the table's header again.
