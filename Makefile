@@ -25,7 +25,7 @@ check:
 generate:
 	cd client && $(GO) generate ./...
 
-## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock, systemd-analyze
+## deps: install (or explain how to install) what the tests need beyond Go: PostgreSQL binaries, Node.js, Chromium, axe-core, standardwebhooks, stripe-mock, systemd-analyze, pdftotext
 deps:
 	@scripts/test-deps.sh
 

@@ -1701,6 +1701,9 @@ type Invoice struct {
 	// PaymentUrl The invoice's public page, which leads to the card form that pays it
 	PaymentUrl string `json:"payment_url"`
 
+	// PdfUrl The invoice as a PDF (GET /invoice/{key}/pdf), under the same secret as payment_url
+	PdfUrl string `json:"pdf_url"`
+
 	// ReminderDays The reminder schedule, days relative to due_date, ascending
 	ReminderDays []int `json:"reminder_days"`
 
@@ -4365,6 +4368,18 @@ type ClientInterface interface {
 	// Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
 	InvoicePage(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// InvoicePDF The invoice as a PDF, its pdf_url
+	//
+	// The invoice as it stands, made on each request: the merchant, whom it bills, its number and
+	// dates, its lines, totals, notes and terms, its state (PAID with the date, CANCELLED) and a link
+	// to its payment_url. Under the same secret as payment_url and without a token, since its customer
+	// opens it from the same e-mail. Served inline as `invoice-<number>.pdf` (every character of the
+	// number but ASCII letters, digits, `-`, `_` and `.` a `_`), with `Cache-Control: private,
+	// no-store`. An unknown key is the page that says the invoice was not found.
+	//
+	// Corresponds with GET /invoice/{key}/pdf (the `InvoicePDF` operationId).
+	InvoicePDF(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Script The CardEncryption script
 	//
 	// `card-encryption.js` is cached for 5 minutes and names its content-hashed version in a `Link`
@@ -5681,6 +5696,28 @@ func (c *Client) SendInvoice(ctx context.Context, id InvoiceRef, params *SendInv
 // Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
 func (c *Client) InvoicePage(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInvoicePageRequest(c.Server, key)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InvoicePDF The invoice as a PDF, its pdf_url
+//
+// The invoice as it stands, made on each request: the merchant, whom it bills, its number and
+// dates, its lines, totals, notes and terms, its state (PAID with the date, CANCELLED) and a link
+// to its payment_url. Under the same secret as payment_url and without a token, since its customer
+// opens it from the same e-mail. Served inline as `invoice-<number>.pdf` (every character of the
+// number but ASCII letters, digits, `-`, `_` and `.` a `_`), with `Cache-Control: private,
+// no-store`. An unknown key is the page that says the invoice was not found.
+//
+// Corresponds with GET /invoice/{key}/pdf (the `InvoicePDF` operationId).
+func (c *Client) InvoicePDF(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvoicePDFRequest(c.Server, key)
 	if err != nil {
 		return nil, err
 	}
@@ -8605,6 +8642,40 @@ func NewInvoicePageRequest(server string, key string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/invoice/%s/pay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInvoicePDFRequest constructs an http.Request for the InvoicePDF method
+func NewInvoicePDFRequest(server string, key string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/invoice/%s/pdf", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -12213,6 +12284,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /invoice/{key}/pay (the `InvoicePage` operationId).
 	InvoicePageWithResponse(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*InvoicePageResponse, error)
 
+	// InvoicePDFWithResponse The invoice as a PDF, its pdf_url
+	//
+	// The invoice as it stands, made on each request: the merchant, whom it bills, its number and
+	// dates, its lines, totals, notes and terms, its state (PAID with the date, CANCELLED) and a link
+	// to its payment_url. Under the same secret as payment_url and without a token, since its customer
+	// opens it from the same e-mail. Served inline as `invoice-<number>.pdf` (every character of the
+	// number but ASCII letters, digits, `-`, `_` and `.` a `_`), with `Cache-Control: private,
+	// no-store`. An unknown key is the page that says the invoice was not found.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /invoice/{key}/pdf (the `InvoicePDF` operationId).
+	InvoicePDFWithResponse(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*InvoicePDFResponse, error)
+
 	// ScriptWithResponse The CardEncryption script
 	//
 	// `card-encryption.js` is cached for 5 minutes and names its content-hashed version in a `Link`
@@ -15232,6 +15317,48 @@ func (r InvoicePageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r InvoicePageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// InvoicePDFResponse200Headers the declared response headers of an HTTP 200 response for InvoicePDF
+type InvoicePDFResponse200Headers struct {
+	CacheControl       *string
+	ContentDisposition *string
+}
+
+type InvoicePDFResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *InvoicePDFResponse200Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r InvoicePDFResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InvoicePDFResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InvoicePDFResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InvoicePDFResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20736,6 +20863,26 @@ func (c *ClientWithResponses) InvoicePageWithResponse(ctx context.Context, key s
 	return ParseInvoicePageResponse(rsp)
 }
 
+// InvoicePDFWithResponse The invoice as a PDF, its pdf_url
+//
+// The invoice as it stands, made on each request: the merchant, whom it bills, its number and
+// dates, its lines, totals, notes and terms, its state (PAID with the date, CANCELLED) and a link
+// to its payment_url. Under the same secret as payment_url and without a token, since its customer
+// opens it from the same e-mail. Served inline as `invoice-<number>.pdf` (every character of the
+// number but ASCII letters, digits, `-`, `_` and `.` a `_`), with `Cache-Control: private,
+// no-store`. An unknown key is the page that says the invoice was not found.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /invoice/{key}/pdf (the `InvoicePDF` operationId).
+func (c *ClientWithResponses) InvoicePDFWithResponse(ctx context.Context, key string, reqEditors ...RequestEditorFn) (*InvoicePDFResponse, error) {
+	rsp, err := c.InvoicePDF(ctx, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInvoicePDFResponse(rsp)
+}
+
 // ScriptWithResponse The CardEncryption script
 //
 // `card-encryption.js` is cached for 5 minutes and names its content-hashed version in a `Link`
@@ -24198,6 +24345,42 @@ func ParseInvoicePageResponse(rsp *http.Response) (*InvoicePageResponse, error) 
 			headers.Location = &value
 		}
 		response.Headers303 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseInvoicePDFResponse parses an HTTP response from a InvoicePDFWithResponse call
+func ParseInvoicePDFResponse(rsp *http.Response) (*InvoicePDFResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InvoicePDFResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers InvoicePDFResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

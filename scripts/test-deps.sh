@@ -9,7 +9,8 @@
 #   - standardwebhooks (npm, pinned): the webhook tests verify deliveries with it under Node, from the
 #     user's cache directory like axe-core (internal/webhook, KASSA_STANDARDWEBHOOKS);
 #   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API;
-#   - systemd-analyze (Debian's systemd): the check of deploy/kassa.service.
+#   - systemd-analyze (Debian's systemd): the check of deploy/kassa.service;
+#   - pdftotext (Debian's poppler-utils): the invoice PDF tests read the PDF's text back with it.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
 
@@ -61,6 +62,15 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
 test-deps: systemd-analyze is missing, and could not be installed here.
   On Debian or Ubuntu:  sudo apt-get install systemd
   Without it the check of deploy/kassa.service is skipped (and fails under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+if ! command -v pdftotext >/dev/null 2>&1; then
+  if ! apt_install poppler-utils; then
+    cat >&2 <<'MSG'
+test-deps: pdftotext is missing, and could not be installed here.
+  On Debian or Ubuntu:  sudo apt-get install poppler-utils
+  Without it the invoice PDF tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

@@ -132,23 +132,26 @@ func TestREADMEGatewayAPI(t *testing.T) {
 }
 
 // The README's invoice walk-through works as it stands against kassa serve with the quickstart's
-// token: it creates the invoice with the totals the README explains, sends it, reads, lists and
-// cancels it (issue 21, point 6: "The README shows the invoice walk-through with curl").
+// token: it creates the invoice with the totals the README explains, sends it, downloads its PDF,
+// reads, lists and cancels it (issue 21, point 6: "The README shows the invoice walk-through with curl").
 func TestREADMEInvoices(t *testing.T) {
 	t.Parallel()
 	needTools(t, "curl", "jq", "sh")
 	dir := t.TempDir()
 	m := cliJSON(t, "merchant", "create", "--init", "--name", "Readme Shop", "--email", "readme@example.com", "--data-dir", dir)
 	srv := startServer(t, nil, "--data-dir", dir)
-	text := runREADME(t, srv, readmetest.Block(t, "<!-- gateway-api-invoices:", "sh"), "TOKEN="+token(t, srv.url, m))
-	want := regexp.MustCompile(`^\{"status":"SENT","total_amount":176\.98,"payment_url":"http://127\.0\.0\.1:\d+/invoice/[A-Z2-7]{26}/pay"\}
+	// The block saves the invoice's PDF in the directory it runs in: its first bytes say it is one.
+	script := readmetest.Block(t, "<!-- gateway-api-invoices:", "sh") + "head -c 5 invoice-2026-001.pdf; echo\n"
+	text := runREADME(t, srv, script, "TOKEN="+token(t, srv.url, m))
+	want := regexp.MustCompile(`^\{"status":"SENT","total_amount":176\.98,"payment_url":"http://127\.0\.0\.1:\d+/invoice/([A-Z2-7]{26})/pay","pdf_url":"http://127\.0\.0\.1:\d+/invoice/([A-Z2-7]{26})/pdf"\}
 \{"subtotal_amount":149\.98,"tax_amount":19\.5,"total_amount":176\.98\}
 2026-001
 CANCELLED
 \{"status":"PAID","payment_info":\{"method":"card","amount":250,"card_last4":"4242"\}\}
+%PDF-
 $`)
-	if !want.MatchString(text) {
-		t.Fatalf("the README's invoice block printed:\n%s", text)
+	if keys := want.FindStringSubmatch(text); keys == nil || keys[1] != keys[2] {
+		t.Fatalf("the README's invoice block printed (pdf_url's secret is payment_url's):\n%s", text)
 	}
 }
 
@@ -172,6 +175,7 @@ func runREADME(t *testing.T, srv *server, script string, env ...string) string {
 		t.Fatal("the README's script names no http://127.0.0.1:8080 address")
 	}
 	cmd := exec.Command("sh", "-e", "-c", run)
+	cmd.Dir = t.TempDir() // where a block that saves a file (the invoice's PDF) saves it
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

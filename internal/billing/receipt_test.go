@@ -2,21 +2,15 @@ package billing_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"mime"
-	"mime/multipart"
 	"net"
 	"net/http/httptest"
-	"net/mail"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/metrics/metricstest"
@@ -24,72 +18,10 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// inbox is a real SMTP server (go-smtp) that keeps what it receives.
-type inbox struct {
-	mu   sync.Mutex
-	msgs []received
-	srv  *smtp.Server
-	ln   net.Listener
-	addr string
-}
-
-type received struct {
-	from string
-	rcpt []string
-	data []byte
-}
-
-type session struct {
-	in  *inbox
-	cur received
-}
-
-func (s *session) Reset()                                      { s.cur = received{} }
-func (s *session) Logout() error                               { return nil }
-func (s *session) Mail(from string, _ *smtp.MailOptions) error { s.cur.from = from; return nil }
-func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.cur.rcpt = append(s.cur.rcpt, to)
-	return nil
-}
-func (s *session) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = b
-	s.in.mu.Lock()
-	s.in.msgs = append(s.in.msgs, s.cur)
-	s.in.mu.Unlock()
-	return nil
-}
-
-// startInbox listens on addr ("127.0.0.1:0" for a free port).
-func startInbox(t *testing.T, addr string) *inbox {
-	t.Helper()
-	in := &inbox{}
-	in.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{in: in}, nil }))
-	in.srv.Domain = "localhost"
-	in.srv.AllowInsecureAuth = true
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.ln, in.addr = ln, ln.Addr().String()
-	go in.srv.Serve(ln)
-	t.Cleanup(func() { in.srv.Close() })
-	return in
-}
-
-func (in *inbox) all() []received {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return append([]received(nil), in.msgs...)
-}
-
 func TestReceipts(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		in := startInbox(t, "127.0.0.1:0")
-		mailer, err := billing.NewMailer("smtp://"+in.addr, "Maple Goods <receipts@maple.example>")
+		in := billingtest.StartInbox(t, "127.0.0.1:0")
+		mailer, err := billing.NewMailer("smtp://"+in.Addr, "Maple Goods <receipts@maple.example>")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,25 +38,21 @@ func TestReceipts(t *testing.T) {
 		if n, err := f.eng.Deliver(context.Background()); err != nil || n != 1 {
 			t.Fatalf("Deliver = %d, %v", n, err)
 		}
-		msgs := in.all()
+		msgs := in.Messages()
 		if len(msgs) != 1 {
 			t.Fatalf("%d messages received", len(msgs))
 		}
 		got := msgs[0]
-		if got.from != "receipts@maple.example" || strings.Join(got.rcpt, ",") != "payer@example.com,books@example.com" {
-			t.Fatalf("envelope from %s to %v", got.from, got.rcpt)
+		if got.From != "receipts@maple.example" || strings.Join(got.Rcpt, ",") != "payer@example.com,books@example.com" {
+			t.Fatalf("envelope from %s to %v", got.From, got.Rcpt)
 		}
-		msg, err := mail.ReadMessage(strings.NewReader(string(got.data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg.Header.Get("To") != "payer@example.com" || msg.Header.Get("Bcc") != "" || strings.Contains(string(got.data), "books@example.com") {
+		msg, subj, parts := billingtest.Read(t, got)
+		if msg.Header.Get("To") != "payer@example.com" || msg.Header.Get("Bcc") != "" || strings.Contains(string(got.Data), "books@example.com") {
 			t.Fatalf("headers: %v (Bcc must not show)", msg.Header)
 		}
-		if subj, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); subj != "Receipt from Test Shop: 42.50 CAD" {
+		if subj != "Receipt from Test Shop: 42.50 CAD" {
 			t.Fatalf("subject %q", subj)
 		}
-		parts := readParts(t, msg)
 		var txID string
 		for _, e := range f.must(t, "GET", "/transaction-service/transaction?min_amount=42.50", nil).Body["entities"].([]any) {
 			txID = e.(map[string]any)["transaction_id"].(string)
@@ -172,14 +100,14 @@ func TestReceiptsSurviveAnSMTPOutage(t *testing.T) {
 	if s, _ := billing.Status(context.Background(), db, f.clock.Now()); s.OutboxBacklog != 1 {
 		t.Fatalf("status during the outage: %+v", s)
 	}
-	in := startInbox(t, addr)
+	in := billingtest.StartInbox(t, addr)
 	f.clock.Advance(time.Hour)
 	if n, err := f.eng.Deliver(context.Background()); n != 1 || err != nil {
 		t.Fatalf("after the outage: %d, %v", n, err)
 	}
 	f.clock.Advance(2 * time.Hour)
 	f.eng.Deliver(context.Background())
-	if msgs := in.all(); len(msgs) != 1 {
+	if msgs := in.Messages(); len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
 	}
 	// Issue 19, point 1: the engine counts the cycle it charged and each attempt to send the receipt.
@@ -198,28 +126,5 @@ func TestReceiptsSurviveAnSMTPOutage(t *testing.T) {
 		if n := got.Value(w.name, map[string]string{w.label: w.value}); n != w.want {
 			t.Errorf("%s{%s=%q} = %v, want %v", w.name, w.label, w.value, n, w.want)
 		}
-	}
-}
-
-// readParts returns the parts of a multipart/alternative message by content type.
-func readParts(t *testing.T, msg *mail.Message) map[string]string {
-	t.Helper()
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/alternative" {
-		t.Fatalf("content type %q", msg.Header.Get("Content-Type"))
-	}
-	out := map[string]string{}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(p) // the multipart reader undoes quoted-printable
-		typ, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
-		out[typ] = string(b)
 	}
 }

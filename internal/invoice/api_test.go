@@ -136,8 +136,9 @@ func TestInvoiceLife(t *testing.T) {
 			t.Errorf("quantity %s, want 1.5", q)
 		}
 		payURL := cad.Str("payment_url")
-		if !strings.HasPrefix(payURL, f.srv.URL+"/invoice/") || !strings.HasSuffix(payURL, "/pay") || cad.Body["pdf_url"] != nil {
-			t.Errorf("payment_url %q, pdf_url %v", payURL, cad.Body["pdf_url"])
+		if !strings.HasPrefix(payURL, f.srv.URL+"/invoice/") || !strings.HasSuffix(payURL, "/pay") ||
+			cad.Str("pdf_url") != strings.TrimSuffix(payURL, "/pay")+"/pdf" {
+			t.Errorf("payment_url %q, pdf_url %q", payURL, cad.Str("pdf_url"))
 		}
 		id := cad.Str("lookup_id")
 
@@ -240,7 +241,7 @@ func TestInvoiceLife(t *testing.T) {
 			t.Fatalf("%d e-mails in the outbox, want 2", len(mails))
 		}
 		if e := mails[1]; e.to != "accounts@example.com" || e.subject != "Your invoice" || !strings.Contains(e.bcc, "@example.com") ||
-			!strings.Contains(e.text, "Hello <Bob>") || !strings.Contains(e.html, "Hello &lt;Bob&gt;") || !strings.Contains(e.text, payURL) ||
+			!strings.Contains(e.text, "Hello <Bob>") || !strings.Contains(e.html, "Hello &lt;Bob&gt;") || !strings.Contains(e.text, payURL) || !strings.Contains(e.text, cad.Str("pdf_url")) || !strings.Contains(e.html, cad.Str("pdf_url")) ||
 			!strings.Contains(e.text, "120.50 CAD") || !strings.Contains(e.text, "Due: 2030-01-31") {
 			t.Errorf("the invoice's e-mail: %+v", e)
 		}

@@ -1,6 +1,7 @@
 package invoice
 
 import (
+	"context"
 	"errors"
 	"html/template"
 	"io"
@@ -18,7 +19,7 @@ import (
 )
 
 // Routes registers the invoice service; protect wraps each API route (a bearer token with the invoice
-// scope). The invoice's public page needs no token: its URL's secret is the key.
+// scope). The invoice's public page and its PDF need no token: their URL's secret is the key.
 func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Handler) {
 	r.Handle("POST", "/invoice-service/invoice", protect(http.HandlerFunc(s.handleCreate)))
 	r.Handle("GET", "/invoice-service/invoice", protect(http.HandlerFunc(s.handleList)))
@@ -28,6 +29,7 @@ func (s *Service) Routes(r *httpapi.Router, protect func(http.Handler) http.Hand
 	r.Handle("POST", "/invoice-service/invoice/{id}/send", protect(http.HandlerFunc(s.handleSend)))
 	r.Handle("POST", "/invoice-service/invoice/{id}/pay", protect(http.HandlerFunc(s.handlePay)))
 	r.HandleFunc("GET", "/invoice/{key}/pay", s.handlePage)
+	r.HandleFunc("GET", "/invoice/{key}/pdf", s.handlePDF)
 }
 
 // body reads the request's invoice body.
@@ -229,7 +231,20 @@ var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 </html>
 `))
 
-type pageLine struct{ Description, Quantity, UnitPrice, Total string }
+// pageLine is a line of an invoice as its page and its PDF show it: the unit price and the tax in the
+// currency's decimals, the line's total with the currency's code.
+type pageLine struct{ Description, SKU, Quantity, UnitPrice, Tax, Total string }
+
+// pageLines are the lines of inv as its page and its PDF show them.
+func pageLines(inv Invoice) []pageLine {
+	c := inv.Currency
+	out := make([]pageLine, len(inv.Items))
+	for i, it := range inv.Items {
+		out[i] = pageLine{Description: it.Description, SKU: it.SKU, Quantity: formatDecimal(it.Quantity, QuantityScale),
+			UnitPrice: money.Format(it.UnitPrice, c), Tax: money.Format(it.Tax, c), Total: money.Format(it.Total, c) + " " + c.Code}
+	}
+	return out
+}
 
 type pageView struct {
 	Found                   bool
@@ -239,6 +254,38 @@ type pageView struct {
 	Totals                  [][2]string
 }
 
+// byKey reads the invoice whose public URLs carry key, and its merchant: a key that names no invoice is
+// a 404 (what cannot be a key is one without a query).
+func (s *Service) byKey(ctx context.Context, key string) (Invoice, merchant.Merchant, error) {
+	if len(key) != payKeyLength || !httpapi.Storable(key) {
+		return Invoice{}, merchant.Merchant{}, fault.NotFound("No such invoice.")
+	}
+	var inv Invoice
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		inv, err = ByPayKey(ctx, q, key)
+		return err
+	})
+	if err != nil {
+		return inv, merchant.Merchant{}, err
+	}
+	m, err := s.merchants.Get(ctx, inv.MerchantID)
+	return inv, m, err
+}
+
+// noInvoice answers a public URL of an invoice that byKey did not find with the page that says so: a
+// 404, or a 500 when the invoice could not be read (logged as what).
+func noInvoice(w http.ResponseWriter, r *http.Request, err error, what string) {
+	httpapi.SetPageHeaders(w.Header(), pageCSP)
+	status := http.StatusNotFound
+	if fe, ok := err.(*fault.Error); !ok || fe.Status != http.StatusNotFound {
+		status = http.StatusInternalServerError
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), what, "err", err)
+	}
+	w.WriteHeader(status)
+	page.Execute(w, pageView{Title: "Invoice not found"})
+}
+
 // handlePage serves the invoice's public page (payment_url). A payable invoice (SENT or OVERDUE)
 // redirects to a card form that pays it and shows the merchant, the invoice's number, its lines and
 // totals (a hosted-page session of purpose invoice, made for this view: a page URL is kept only as its
@@ -246,41 +293,16 @@ type pageView struct {
 // Any other shows the invoice and its state: paid, cancelled, or not sent yet.
 func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	httpapi.SetPageHeaders(w.Header(), pageCSP)
-	var inv Invoice
-	var m merchant.Merchant
-	key := r.PathValue("key")
-	err := error(fault.NotFound("No such invoice."))
-	if len(key) == payKeyLength && httpapi.Storable(key) { // anything else is no key, and no query
-		err = s.db.Read(r.Context(), func(q store.Querier) error {
-			var err error
-			inv, err = ByPayKey(r.Context(), q, key)
-			return err
-		})
-	}
-	if err == nil {
-		m, err = s.merchants.Get(r.Context(), inv.MerchantID)
-	}
+	inv, m, err := s.byKey(r.Context(), r.PathValue("key"))
 	if err != nil {
-		status := http.StatusNotFound
-		if fe, ok := err.(*fault.Error); !ok || fe.Status != http.StatusNotFound {
-			status = http.StatusInternalServerError
-			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "invoice page", "err", err)
-		}
-		w.WriteHeader(status)
-		page.Execute(w, pageView{Title: "Invoice not found"})
+		noInvoice(w, r, err, "invoice page")
 		return
 	}
-	c := inv.Currency
-	amt := func(v int64) string { return money.Format(v, c) + " " + c.Code }
 	v := pageView{Found: true, Title: "Invoice " + inv.Number, Number: inv.Number, Merchant: m.Name, Due: inv.DueDate,
-		Customer: strings.TrimSpace(strings.Join([]string{inv.Customer.FirstName, inv.Customer.LastName}, " "))}
+		Customer: inv.Customer.name(), Lines: pageLines(inv), Totals: totalRows(inv)}
 	if v.Customer == "" {
 		v.Customer = inv.Customer.Company
 	}
-	for _, it := range inv.Items {
-		v.Lines = append(v.Lines, pageLine{it.Description, formatDecimal(it.Quantity, QuantityScale), money.Format(it.UnitPrice, c), amt(it.Total)})
-	}
-	v.Totals = totalRows(inv)
 	switch inv.Status {
 	case Paid:
 		v.State = "This invoice is paid."

@@ -6,6 +6,7 @@ package invoice
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/money"
@@ -70,6 +71,11 @@ type Customer struct {
 	Province   string
 	Country    string
 	PostalCode string
+}
+
+// name is the customer's first and last names, as the invoice's page and PDF show them.
+func (cu Customer) name() string {
+	return strings.TrimSpace(cu.FirstName + " " + cu.LastName)
 }
 
 // Invoice is a merchant's invoice.
@@ -145,10 +151,10 @@ type WireItem struct {
 }
 
 // Wire is an invoice as the API shows it: amounts as decimal numbers in the currency's decimals, times
-// in epoch milliseconds (wire-contract.md's style). pdf_url is left out until the PDF lands (issue 21,
-// point 3); payment_url opens the invoice's public page, which leads to the card form; payment_info
-// says how a PAID invoice was paid; reminder_days is its reminder schedule and reminders_sent how
-// many reminders went out (overdue.go).
+// in epoch milliseconds (wire-contract.md's style). payment_url opens the invoice's public page, which
+// leads to the card form; pdf_url is the invoice as a PDF (pdf.go); payment_info says how a PAID
+// invoice was paid; reminder_days is its reminder schedule and reminders_sent how many reminders
+// went out (overdue.go).
 type Wire struct {
 	ID                 int64             `json:"id"`
 	LookupID           string            `json:"lookup_id"`
@@ -179,6 +185,7 @@ type Wire struct {
 	Terms              string            `json:"terms,omitempty"`
 	CustomFields       map[string]string `json:"custom_fields"`
 	PaymentURL         string            `json:"payment_url"`
+	PDFURL             string            `json:"pdf_url"`
 	PaymentInfo        *WirePayment      `json:"payment_info,omitempty"`
 	ReminderDays       []int             `json:"reminder_days"`
 	RemindersSent      int               `json:"reminders_sent"`
@@ -201,7 +208,12 @@ func (inv Invoice) PaymentURL(publicURL string) string {
 	return publicURL + "/invoice/" + inv.PayKey + "/pay"
 }
 
-// Wire renders inv; publicURL is the base of its payment_url.
+// PDFURL is the invoice as a PDF under the server's public URL: the same secret as its page's.
+func (inv Invoice) PDFURL(publicURL string) string {
+	return publicURL + "/invoice/" + inv.PayKey + "/pdf"
+}
+
+// Wire renders inv; publicURL is the base of its payment_url and pdf_url.
 func (inv Invoice) Wire(publicURL string) Wire {
 	c := inv.Currency
 	amt := func(v int64) json.Number { return json.Number(money.Format(v, c)) }
@@ -214,7 +226,8 @@ func (inv Invoice) Wire(publicURL string) Wire {
 		CustomerAddress1: inv.Customer.Address1, CustomerAddress2: inv.Customer.Address2, CustomerCity: inv.Customer.City,
 		CustomerProvince: inv.Customer.Province, CustomerCountry: inv.Customer.Country, CustomerPostalCode: inv.Customer.PostalCode,
 		Notes: inv.Notes, Terms: inv.Terms, CustomFields: inv.CustomFields, PaymentURL: inv.PaymentURL(publicURL),
-		ReminderDays: inv.ReminderDays, RemindersSent: inv.RemindersSent, SentAt: millis(inv.SentAt), PaidAt: millis(inv.PaidAt), CreatedAt: inv.CreatedAt.UnixMilli(), UpdatedAt: inv.UpdatedAt.UnixMilli()}
+		PDFURL: inv.PDFURL(publicURL), ReminderDays: inv.ReminderDays, RemindersSent: inv.RemindersSent,
+		SentAt: millis(inv.SentAt), PaidAt: millis(inv.PaidAt), CreatedAt: inv.CreatedAt.UnixMilli(), UpdatedAt: inv.UpdatedAt.UnixMilli()}
 	if p := inv.Payment; p != nil {
 		w.PaymentInfo = &WirePayment{TransactionID: p.TransactionID, Method: p.Method, CardType: p.CardType, CardLast4: p.CardLast4,
 			Amount: amt(p.Amount), Currency: c.Code, Date: p.Date}

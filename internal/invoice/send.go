@@ -112,8 +112,8 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 	return s.record(ctx, tx, event.InvoiceSent, *inv, now)
 }
 
-// message is the invoice's e-mail: the merchant's message, the lines, the totals, the due date and
-// the payment link.
+// message is the invoice's e-mail: the merchant's message, the lines, the totals, the due date, the
+// payment link and the PDF's link (a link, not an attachment: the outbox's messages are text and HTML).
 func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billing.Message {
 	subject := r.Subject
 	if subject == "" {
@@ -149,7 +149,8 @@ func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billi
 		t.WriteString("\n" + inv.Terms + "\n")
 		h.WriteString("<p>" + esc(inv.Terms) + "</p>\n")
 	}
-	fmt.Fprintf(&t, "\nView and pay the invoice: %s\n", url)
-	fmt.Fprintf(&h, "<p><a href=\"%s\">View and pay the invoice</a></p>\n", esc(url))
+	pdf := inv.PDFURL(s.publicURL)
+	fmt.Fprintf(&t, "\nView and pay the invoice: %s\nDownload the invoice (PDF): %s\n", url, pdf)
+	fmt.Fprintf(&h, "<p><a href=\"%s\">View and pay the invoice</a> · <a href=\"%s\">Download the invoice (PDF)</a></p>\n", esc(url), esc(pdf))
 	return billing.Message{To: r.To, Subject: subject, Text: t.String(), HTML: h.String()}
 }
