@@ -245,8 +245,15 @@ func (d *Deliverer) dispatch(ctx context.Context) error {
 	return nil
 }
 
-// fetchSize is how many due deliveries a runner reads at once.
+// fetchSize is how many due deliveries a runner reads at once, and how many outcomes it records at
+// most in one batch.
 const fetchSize = 64
+
+// gather is how long a runner lets outcomes gather before it records them, and new deliveries before
+// it reads them, while it has attempts under way: a busy endpoint's deliveries are read and recorded
+// a few dozen at a time, not one or two (issue 18, point 7: the sales' database is the deliveries').
+// Nothing waits for it that a receiver sees.
+const gather = 20 * time.Millisecond
 
 // ended is an attempt made, or a delivery not attempted (err) because its endpoint's secret could not
 // be opened.
@@ -269,10 +276,15 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 	held := map[int64]bool{} // read and not yet recorded: queued, in flight, ended or being recorded
 	results := make(chan ended, d.inFlight)
 	recorded := make(chan recordedBatch, 1)
-	inFlight, recording, keep, read, abandon := 0, false, true, true, false
+	inFlight, recording, keep, abandon := 0, false, true, false
 	failed := 0 // failures ended and not yet recorded: nothing more is sent until what they lead to (a 410's disabling, say) is
+	var firstEnded, lastRead time.Time
+	full := true // the last read found as many deliveries as it asked for: more are due
+	timer := time.NewTimer(gather)
+	defer timer.Stop()
 	for {
-		if keep && read && ctx.Err() == nil && len(queue) < d.inFlight {
+		idle, justRead := inFlight == 0 && !recording && len(waiting) == 0, false
+		if keep && ctx.Err() == nil && len(queue) < d.inFlight && (full || idle || time.Since(lastRead) >= gather) {
 			more, err := d.fetch(ctx, endpoint, held)
 			if err != nil {
 				d.cfg.Logger.WarnContext(ctx, "webhook deliveries not read", "node", d.cfg.Node, "err", err)
@@ -281,7 +293,7 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 			for _, c := range more {
 				held[c.id] = true
 			}
-			queue, read = append(queue, more...), false
+			queue, full, lastRead, justRead = append(queue, more...), len(more) == fetchSize, time.Now(), true
 		}
 		for keep && failed == 0 && ctx.Err() == nil && inFlight < d.inFlight && len(queue) > 0 {
 			c := queue[0]
@@ -289,7 +301,8 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 			inFlight++
 			go func() { results <- d.attempt(ctx, c) }()
 		}
-		if !recording && len(waiting) > 0 {
+		if !recording && len(waiting) > 0 && (len(waiting) >= fetchSize || failed > 0 || inFlight == 0 || !keep || ctx.Err() != nil ||
+			time.Since(firstEnded) >= gather) {
 			batch := waiting
 			waiting, recording = nil, true
 			go func() {
@@ -297,9 +310,22 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 				recorded <- recordedBatch{batch, still, err}
 			}()
 		}
-		if inFlight == 0 && !recording {
-			break
+		if inFlight == 0 && !recording && len(waiting) == 0 && (len(queue) == 0 || !keep || ctx.Err() != nil) {
+			if !keep || ctx.Err() != nil || justRead {
+				break // the read just made found nothing due
+			}
+			continue // read again before giving the endpoint back
 		}
+		// Wake for the next outcome, the end of a batch's writing, or when the outcomes waiting should be
+		// written or the queue read again.
+		wake := gather
+		if len(waiting) > 0 {
+			wake = min(wake, gather-time.Since(firstEnded))
+		}
+		if len(queue) < d.inFlight {
+			wake = min(wake, gather-time.Since(lastRead))
+		}
+		timer.Reset(max(wake, 0))
 		select {
 		case r := <-results:
 			inFlight--
@@ -310,6 +336,9 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 				delete(held, r.c.id)
 				keep, abandon = false, true
 				continue
+			}
+			if len(waiting) == 0 {
+				firstEnded = time.Now()
 			}
 			waiting = append(waiting, r)
 			if !r.o.succeeded() {
@@ -328,7 +357,8 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 					"node", d.cfg.Node, "endpoint", endpoint, "err", b.err)
 				keep, abandon = false, true
 			}
-			keep, read = keep && b.still, true
+			keep = keep && b.still
+		case <-timer.C:
 		}
 	}
 	if abandon {
