@@ -219,7 +219,9 @@ type stored struct {
 }
 
 // claim records the key as running, or says why the request must not run: a replay, a mismatch or a
-// request still running.
+// request still running. The record is taken by a compare-and-set, an upsert that changes only a
+// record expired or of a request that died, so that of requests that all found no record (on
+// PostgreSQL, where each reads before any inserts) one runs and the others are told it is running.
 func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, error) {
 	now := s.now()
 	var replay *stored
@@ -248,17 +250,30 @@ func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, err
 			replay = &stored{status: int(status.Int64), body: body}
 			return nil
 		case lockedUntil > now.UnixMilli():
-			return fault.Busy("idempotency_key_in_use",
-				"A request with this Idempotency-Key is still being processed; retry after it completes.")
+			return inUse()
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, request_mac, status, body, locked_until, expires_at)
+		r, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, request_mac, status, body, locked_until, expires_at)
 			VALUES ($1, $2, $3, NULL, NULL, $4, $5)
 			ON CONFLICT (scope, idem_key) DO UPDATE SET request_mac = excluded.request_mac, status = NULL, body = NULL,
-				locked_until = excluded.locked_until, expires_at = excluded.expires_at`,
-			rec.scope, rec.key, mac, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli())
+				locked_until = excluded.locked_until, expires_at = excluded.expires_at
+			WHERE idempotency_keys.expires_at <= $6 OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= $6)`,
+			rec.scope, rec.key, mac, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err == nil && n == 0 {
+			// Another request took the key between the read and the upsert: it runs, this one waits.
+			err = inUse()
+		}
 		return err
 	})
 	return replay, err
+}
+
+// inUse is the refusal of a request whose key's first request is still running.
+func inUse() error {
+	return fault.Busy("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry after it completes.")
 }
 
 // complete records the response, its body sealed: issue 14, "seal stored response bodies under the

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -259,4 +260,39 @@ func TestKeyValidation(t *testing.T) {
 	if runs.Load() != 0 {
 		t.Fatal("an invalid key reached the handler")
 	}
+}
+
+// Requests with one key sent at the same moment run once, on both backends (on PostgreSQL each reads
+// no record before either writes one): the others are answered 409 while the first runs, or its
+// replay after.
+func TestConcurrentRequestsRunOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		c := clock.NewManual(time.Now())
+		srv, _, runs := server(t, db, c)
+		for round := range 5 {
+			key := "race-" + strconv.Itoa(round)
+			before := runs.Load()
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			codes := make([]int, 8)
+			for i := range codes {
+				wg.Go(func() {
+					<-start
+					codes[i], _, _ = send(t, srv.URL, "acct_m1 client:c1", key, "once")
+				})
+			}
+			close(start)
+			wg.Wait()
+			if n := runs.Load() - before; n != 1 {
+				t.Fatalf("round %d: %d requests at once with one key ran %d times (%v)", round, len(codes), n, codes)
+			}
+			for _, code := range codes {
+				if code != 200 && code != 409 {
+					t.Fatalf("round %d: the answers %v", round, codes)
+				}
+			}
+		}
+
+	})
 }
