@@ -68,11 +68,11 @@ func TestSignInInBrowser(t *testing.T) {
 		}
 		// Tab reaches the navigation's links in order, then sign-out.
 		var focused []string
-		for range 11 {
+		for range 12 {
 			browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent("\t"))
 			focused = append(focused, browsertest.Eval[string](t, ctx, `document.activeElement.textContent.trim()`))
 		}
-		if strings.Join(focused, ", ") != "Home, Transactions, Terminal, Customers, Billing, Payments, Staff, Settings, Activity, Account, Sign out" {
+		if strings.Join(focused, ", ") != "Home, Transactions, Terminal, Customers, Billing, Invoices, Payments, Staff, Settings, Activity, Account, Sign out" {
 			t.Fatalf("keyboard focus went %q", focused)
 		}
 		browsertest.Step(t, ctx, 30*time.Second,

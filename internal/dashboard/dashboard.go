@@ -30,6 +30,8 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/idempotency"
+	"github.com/kassapay/kassa/internal/invoice"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
@@ -72,7 +74,8 @@ const (
 
 // scripted are the pages with a script of their own, which their CSP allows by the response's nonce;
 // the others allow none. Every page works without it.
-var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true, "webhook": true}
+var scripted = map[string]bool{"settings": true, "transactions": true, "cardframe": true, "webhook": true, "invoice": true,
+	"invoice-form": true}
 
 // framed are the pages that frame Kassa's own hosted card form (hosted-page sessions the dashboard
 // creates), which their CSP allows by frame-src 'self'; the others may frame nothing.
@@ -110,6 +113,7 @@ var sections = []section{
 	{"Terminal", terminalPath, "take a payment by telephone or mail", sellers},
 	{"Customers", customersPath, "customers and their stored cards", readers},
 	{"Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
+	{"Invoices", invoicesPath, "invoices e-mailed to customers with a link to pay them", readers},
 	{"Payments", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
 	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
 	{"Settings", settingsPath, "client credentials and connected partners", managers},
@@ -138,6 +142,10 @@ type Config struct {
 	Billing     *billing.Engine
 	// Webhooks are the merchants' webhook endpoints and their delivery logs (issue 18).
 	Webhooks *webhook.Endpoints
+	// Invoices is the invoice service (issue 21), and Idempotency the records under which the
+	// invoice forms act once per form (Store.Once), as its API's requests do per Idempotency-Key.
+	Invoices    *invoice.Service
+	Idempotency *idempotency.Store
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
 	PublicURL string
 	// Proxies name the client behind a reverse proxy, for sign-in throttling and the sessions' record.
@@ -208,6 +216,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.paymentsRoutes(r)
 	h.terminalRoutes(r)
 	h.webhookRoutes(r)
+	h.invoiceRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404

@@ -130,7 +130,7 @@ func (s *Store) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		rec := record{scope: p.String(), key: key}
-		mac := s.mac(rec, r, body)
+		mac := s.mac(rec, []byte(r.Method), []byte(r.URL.Path), []byte(r.URL.RawQuery), body)
 
 		replay, err := s.claim(r.Context(), rec, mac)
 		if err != nil {
@@ -171,6 +171,42 @@ func (s *Store) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// Once gives a request that is not an API call the same guarantee under the same records: the
+// dashboard's forms, whose key is a hidden field of the form (one per form shown) rather than a
+// header. The first call of principal p with key runs do and records the result it returns; a later
+// call with the same key and the same request returns that result without running do (replayed
+// true); the same key with another request is a 422 idempotency_key_reused, and a call while the first
+// still runs a 409 idempotency_key_in_use (fault.Busy). When do fails nothing is recorded, so that a
+// form refused for a field can be corrected and sent again with its key. The result is sealed like a
+// recorded response.
+func (s *Store) Once(ctx context.Context, p httpapi.Principal, key string, request []byte, do func() ([]byte, error)) ([]byte, bool, error) {
+	if err := validKey(key); err != nil {
+		return nil, false, err
+	}
+	rec := record{scope: p.String(), key: key}
+	replay, err := s.claim(ctx, rec, s.mac(rec, request))
+	switch {
+	case err != nil:
+		return nil, false, err
+	case replay != nil:
+		return replay.body, true, nil
+	}
+	result, err := do()
+	// The record outlives a client that went away: finish it on a context of its own.
+	done := context.WithoutCancel(ctx)
+	if err != nil {
+		if rerr := s.release(done, rec); rerr != nil {
+			httpapi.Logger(ctx).ErrorContext(ctx, "release an idempotency key", "err", rerr)
+		}
+		return nil, false, err
+	}
+	if err := s.complete(done, rec, http.StatusOK, result); err != nil {
+		// Done, and said so: only a retry would run it again, as after a lost API response's record.
+		httpapi.Logger(ctx).ErrorContext(ctx, "record an idempotent result", "err", err)
+	}
+	return result, false, nil
+}
+
 func validKey(k string) error {
 	if len(k) > maxKeyLen {
 		return fault.Invalid(Header, "the Idempotency-Key header must be at most %d characters", maxKeyLen)
@@ -189,17 +225,19 @@ type record struct {
 }
 
 // mac is the request's fingerprint: HMAC-SHA256, under a server secret sealed under the KEK, of the
-// record's name, the method, path, query and body, each length-prefixed. Issue 14: "make it a keyed
-// MAC under a server secret sealed under the key-encryption key, never a plain hash of card data" —
-// a plain hash of a body whose card number is known but for a few digits, and whose CVV has three or
-// four, falls to a brute force in seconds; without the secret there is nothing to test guesses
-// against. The record's name is in it too, so that equal fingerprints of two records say nothing.
-func (s *Store) mac(rec record, r *http.Request, body []byte) []byte {
+// record's name and the request's parts (an API request's method, path, query and body), each
+// length-prefixed. Issue 14: "make it a keyed MAC under a server secret sealed under the
+// key-encryption key, never a plain hash of card data" — a plain hash of a body whose card number is
+// known but for a few digits, and whose CVV has three or four, falls to a brute force in seconds;
+// without the secret there is nothing to test guesses against. The record's name is in it too, so
+// that equal fingerprints of two records say nothing.
+func (s *Store) mac(rec record, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, s.macKey)
-	for _, part := range []string{rec.scope, rec.key, r.Method, r.URL.Path, r.URL.RawQuery} {
-		writePart(m, []byte(part))
+	writePart(m, []byte(rec.scope))
+	writePart(m, []byte(rec.key))
+	for _, part := range parts {
+		writePart(m, part)
 	}
-	writePart(m, body)
 	return m.Sum(nil)
 }
 
@@ -219,7 +257,9 @@ type stored struct {
 }
 
 // claim records the key as running, or says why the request must not run: a replay, a mismatch or a
-// request still running.
+// request still running. The record is taken by a compare-and-set, an upsert that changes only a
+// record expired or of a request that died, so that of requests that all found no record (on
+// PostgreSQL, where each reads before any inserts) one runs and the others are told it is running.
 func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, error) {
 	now := s.now()
 	var replay *stored
@@ -248,17 +288,30 @@ func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, err
 			replay = &stored{status: int(status.Int64), body: body}
 			return nil
 		case lockedUntil > now.UnixMilli():
-			return fault.Busy("idempotency_key_in_use",
-				"A request with this Idempotency-Key is still being processed; retry after it completes.")
+			return inUse()
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, request_mac, status, body, locked_until, expires_at)
+		r, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, request_mac, status, body, locked_until, expires_at)
 			VALUES ($1, $2, $3, NULL, NULL, $4, $5)
 			ON CONFLICT (scope, idem_key) DO UPDATE SET request_mac = excluded.request_mac, status = NULL, body = NULL,
-				locked_until = excluded.locked_until, expires_at = excluded.expires_at`,
-			rec.scope, rec.key, mac, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli())
+				locked_until = excluded.locked_until, expires_at = excluded.expires_at
+			WHERE idempotency_keys.expires_at <= $6 OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= $6)`,
+			rec.scope, rec.key, mac, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		if err == nil && n == 0 {
+			// Another request took the key between the read and the upsert: it runs, this one waits.
+			err = inUse()
+		}
 		return err
 	})
 	return replay, err
+}
+
+// inUse is the refusal of a request whose key's first request is still running.
+func inUse() error {
+	return fault.Busy("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry after it completes.")
 }
 
 // complete records the response, its body sealed: issue 14, "seal stored response bodies under the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,12 +12,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
 	"github.com/kassapay/kassa/internal/store"
@@ -259,4 +262,77 @@ func TestKeyValidation(t *testing.T) {
 	if runs.Load() != 0 {
 		t.Fatal("an invalid key reached the handler")
 	}
+}
+
+// Requests with one key sent at the same moment run once, on both backends (on PostgreSQL each reads
+// no record before either writes one): through the middleware, the others answered 409 while the
+// first runs or its replay after; through Once, likewise, do run once. Once replays the result
+// to the same request, refuses another request under the key, and records nothing when do fails.
+func TestConcurrentRequestsRunOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		c := clock.NewManual(time.Now())
+		srv, s, runs := server(t, db, c)
+		for round := range 5 {
+			key := "race-" + strconv.Itoa(round)
+			before := runs.Load()
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			codes := make([]int, 8)
+			for i := range codes {
+				wg.Go(func() {
+					<-start
+					codes[i], _, _ = send(t, srv.URL, "acct_m1 client:c1", key, "once")
+				})
+			}
+			close(start)
+			wg.Wait()
+			if n := runs.Load() - before; n != 1 {
+				t.Fatalf("round %d: %d requests at once with one key ran %d times (%v)", round, len(codes), n, codes)
+			}
+			for _, code := range codes {
+				if code != 200 && code != 409 {
+					t.Fatalf("round %d: the answers %v", round, codes)
+				}
+			}
+		}
+
+		p := httpapi.Principal{Account: "acct_m1", Credential: "user:u1"}
+		var done atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				out, _, err := s.Once(context.Background(), p, "form-1", []byte("request"), func() ([]byte, error) {
+					done.Add(1)
+					time.Sleep(50 * time.Millisecond)
+					return []byte("result"), nil
+				})
+				var f *fault.Error
+				if err != nil && !(errors.As(err, &f) && f.Code == "idempotency_key_in_use") || err == nil && string(out) != "result" {
+					t.Errorf("Once at once: %q %v", out, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if done.Load() != 1 {
+			t.Fatalf("Once ran do %d times for calls at once", done.Load())
+		}
+		out, replayed, err := s.Once(context.Background(), p, "form-1", []byte("request"), func() ([]byte, error) { return nil, errors.New("ran again") })
+		if err != nil || !replayed || string(out) != "result" {
+			t.Fatalf("Once after: %q %v %v", out, replayed, err)
+		}
+		var f *fault.Error
+		if _, _, err := s.Once(context.Background(), p, "form-1", []byte("another"), nil); !errors.As(err, &f) || f.Code != "idempotency_key_reused" {
+			t.Fatalf("Once with another request: %v", err)
+		}
+		if _, _, err := s.Once(context.Background(), p, "form-2", nil, func() ([]byte, error) { return nil, errors.New("refused") }); err == nil {
+			t.Fatal("a failed do answered no error")
+		}
+		if out, replayed, err := s.Once(context.Background(), p, "form-2", []byte("corrected"), func() ([]byte, error) { return []byte("ok"), nil }); err != nil || replayed || string(out) != "ok" {
+			t.Fatalf("the key of a failed do, used again: %q %v %v", out, replayed, err)
+		}
+	})
 }

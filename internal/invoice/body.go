@@ -176,19 +176,8 @@ func (b Body) Apply(inv *Invoice, m merchant.Merchant, create bool) error {
 		}
 		inv.DueDate = s
 	}
-	if b.TaxRate.Set() {
-		s, err := b.TaxRate.Str("tax_rate")
-		if err != nil {
-			return err
-		}
-		r, err := parseDecimal(s, RateScale)
-		if err != nil {
-			return fault.Invalid("tax_rate", "tax_rate (a percentage) %s", err)
-		}
-		if r > maxRate {
-			return fault.Invalid("tax_rate", "tax_rate is a percentage from 0 to 100")
-		}
-		inv.TaxRate = r
+	if err := b.applyRate(inv); err != nil {
+		return err
 	}
 	var lines []itemBody
 	if !isNull(b.Items) || create {
@@ -203,16 +192,8 @@ func (b Body) Apply(inv *Invoice, m merchant.Merchant, create bool) error {
 			}
 		}
 	}
-	for _, a := range []struct {
-		f    field.Value
-		name string
-		dst  *int64
-	}{{b.DiscountAmount, "discount_amount", &inv.Discount}, {b.ShippingAmount, "shipping_amount", &inv.Shipping}} {
-		if v, set, err := amount(a.f, a.name, c); err != nil {
-			return err
-		} else if set {
-			*a.dst = v
-		}
+	if err := b.applyAmounts(inv); err != nil {
+		return err
 	}
 	cu := &inv.Customer
 	for _, f := range []struct {
@@ -259,6 +240,43 @@ func (b Body) Apply(inv *Invoice, m merchant.Merchant, create bool) error {
 		return err
 	}
 	return b.totals(inv, lines, m)
+}
+
+// applyRate reads tax_rate into inv when it is sent.
+func (b Body) applyRate(inv *Invoice) error {
+	if !b.TaxRate.Set() {
+		return nil
+	}
+	s, err := b.TaxRate.Str("tax_rate")
+	if err != nil {
+		return err
+	}
+	r, err := parseDecimal(s, RateScale)
+	if err != nil {
+		return fault.Invalid("tax_rate", "tax_rate (a percentage) %s", err)
+	}
+	if r > maxRate {
+		return fault.Invalid("tax_rate", "tax_rate is a percentage from 0 to 100")
+	}
+	inv.TaxRate = r
+	return nil
+}
+
+// applyAmounts reads discount_amount and shipping_amount, in inv's currency, into inv when they are
+// sent.
+func (b Body) applyAmounts(inv *Invoice) error {
+	for _, a := range []struct {
+		f    field.Value
+		name string
+		dst  *int64
+	}{{b.DiscountAmount, "discount_amount", &inv.Discount}, {b.ShippingAmount, "shipping_amount", &inv.Shipping}} {
+		if v, set, err := amount(a.f, a.name, inv.Currency); err != nil {
+			return err
+		} else if set {
+			*a.dst = v
+		}
+	}
+	return nil
 }
 
 // totals computes inv's totals and checks them, and those the client sent, against the rule.

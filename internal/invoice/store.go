@@ -18,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
 )
@@ -236,14 +237,27 @@ func pow10(n int) int64 {
 	return v
 }
 
-// List returns a page of the merchant's invoices, newest first.
-func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Invoice, error) {
-	args := []any{merchantID}
-	where := []string{"merchant_id = $1"}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
-	}
+// conds are a statement's conditions and their arguments, numbered in the order they are added.
+type conds struct {
+	where []string
+	args  []any
+}
+
+// add adds cond, whose ? is the argument v.
+func (c *conds) add(cond string, v any) {
+	c.args = append(c.args, v)
+	c.where = append(c.where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(c.args))))
+}
+
+// sql is the conditions as a WHERE clause's.
+func (c *conds) sql() string { return strings.Join(c.where, " AND ") }
+
+// where is the condition of the merchant's invoices that f selects, paging aside: the list's and the
+// sums'.
+func (f Filter) where(merchantID string) *conds {
+	c := &conds{}
+	add := c.add
+	add("merchant_id = ?", merchantID)
 	if f.Status != "" {
 		add("status = ?", string(f.Status))
 	}
@@ -276,10 +290,10 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 			if b.op == ">=" && b.v%unit != 0 {
 				minor++
 			}
-			args = append(args, minor)
-			alts = append(alts, "(scale = "+strconv.Itoa(d)+" AND total_amount "+b.op+" $"+strconv.Itoa(len(args))+")")
+			c.args = append(c.args, minor)
+			alts = append(alts, "(scale = "+strconv.Itoa(d)+" AND total_amount "+b.op+" $"+strconv.Itoa(len(c.args))+")")
 		}
-		where = append(where, "("+strings.Join(alts, " OR ")+")")
+		c.where = append(c.where, "("+strings.Join(alts, " OR ")+")")
 	}
 	if !f.From.IsZero() {
 		add("created_at >= ?", f.From.UnixMilli())
@@ -287,16 +301,22 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 	if !f.To.IsZero() {
 		add("created_at < ?", f.To.UnixMilli())
 	}
+	return c
+}
+
+// List returns a page of the merchant's invoices, newest first.
+func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Invoice, error) {
+	c := f.where(merchantID)
 	order := "DESC"
 	if f.After > 0 {
-		add("id < ?", f.After)
+		c.add("id < ?", f.After)
 	} else if f.Before > 0 {
-		add("id > ?", f.Before)
+		c.add("id > ?", f.Before)
 		order = "ASC"
 	}
-	args = append(args, f.Limit)
-	rows, err := q.QueryContext(ctx, `SELECT `+columns+` FROM invoices WHERE `+strings.Join(where, " AND ")+` ORDER BY id `+order+
-		` LIMIT $`+strconv.Itoa(len(args)), args...)
+	c.args = append(c.args, f.Limit)
+	rows, err := q.QueryContext(ctx, `SELECT `+columns+` FROM invoices WHERE `+c.sql()+` ORDER BY id `+order+
+		` LIMIT $`+strconv.Itoa(len(c.args)), c.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +335,42 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 		}
 	}
 	return out, rows.Err()
+}
+
+// Sum is how many of a list's invoices are in one currency, and their total_amount summed.
+type Sum struct {
+	Currency money.Currency
+	Count    int64
+	Total    int64 // minor units
+}
+
+// Sums returns, per currency (by code), how many of the merchant's invoices f selects and the sum of
+// their totals, by one aggregate in the database over the list's own condition and indexes (f's
+// paging is ignored): the dashboard's totals of a list, which never loads the rows.
+func Sums(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Sum, error) {
+	stmt, args := sumsQuery(merchantID, f)
+	rows, err := q.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Sum
+	for rows.Next() {
+		var s Sum
+		if err := rows.Scan(&s.Currency.Code, &s.Currency.Digits, &s.Count, &s.Total); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// sumsQuery is Sums' statement. A sum stays within 64 bits for hundreds of thousands of invoices of
+// the largest maximum amount a merchant may have (merchant.MaxOfMaxAmount).
+func sumsQuery(merchantID string, f Filter) (string, []any) {
+	c := f.where(merchantID)
+	return `SELECT currency, scale, COUNT(*), CAST(SUM(total_amount) AS BIGINT) FROM invoices WHERE ` + c.sql() +
+		` GROUP BY currency, scale ORDER BY currency`, c.args
 }
 
 // Service is the invoice service.

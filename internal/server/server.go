@@ -235,8 +235,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	v.OnDue(s.billing.Kick)
 	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
 		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, Ledger: s.ledger, Vault: v, Checkout: s.checkout,
-		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies,
-		Now: cfg.Now}).Routes(r)
+		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, Invoices: invoices, Idempotency: s.idem,
+		PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate,
 		Metrics: cfg.Metrics})
