@@ -138,7 +138,8 @@ func listQuery(merchantID string, f Filter, after, before int64) (string, []any)
 const purgeBatch = 1000
 
 // Purge deletes the events older than Retention at now, a batch at a time, with their webhook
-// deliveries and their attempts (ON DELETE CASCADE), and returns how many it deleted.
+// deliveries (deleted here: on PostgreSQL a delivery has no foreign key to its event, see migration
+// 00047) and their attempts (ON DELETE CASCADE from the delivery), and returns how many it deleted.
 func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	cutoff := now.Add(-Retention).UnixMilli()
 	total := 0
@@ -146,12 +147,26 @@ func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 		// The oldest rows by id, of which those past retention: ids follow time (give or take the
 		// transactions in flight together), and reading the oldest batch needs no index on time, which
 		// every event would pay for.
-		r, err := db.Exec(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM (SELECT id, created_at FROM events ORDER BY id LIMIT $2) oldest
-			WHERE created_at < $1)`, cutoff, purgeBatch)
+		var n int64
+		err := db.Write(ctx, func(tx *store.Tx) error {
+			var last sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT MAX(id) FROM (SELECT id FROM events ORDER BY id LIMIT $1) oldest`, purgeBatch).Scan(&last); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2)`,
+				last, cutoff); err != nil {
+				return err
+			}
+			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id <= $1 AND created_at < $2`, last, cutoff)
+			if err != nil {
+				return err
+			}
+			n, _ = r.RowsAffected()
+			return nil
+		})
 		if err != nil {
 			return total, err
 		}
-		n, _ := r.RowsAffected()
 		total += int(n)
 		if n == 0 {
 			return total, nil

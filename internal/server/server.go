@@ -238,9 +238,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, Invoices: invoices, Idempotency: s.idem,
 		PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
+	load := &httpapi.Load{}
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate,
-		Metrics: cfg.Metrics})
-	s.handler = httpapi.Middleware(cfg.Logger, cfg.Metrics, r)
+		Metrics: cfg.Metrics, Requests: load.Requests})
+	s.handler = load.Count(httpapi.Middleware(cfg.Logger, cfg.Metrics, r))
 	if cfg.Metrics != nil {
 		backend := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[cfg.DB.Dialect()]
 		cfg.DB.ObserveBatches(func(n int) { cfg.Metrics.WriteBatch(backend, n) })

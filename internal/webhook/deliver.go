@@ -16,12 +16,15 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/envelope"
@@ -45,7 +48,14 @@ const (
 	MinLease = Timeout + 15*time.Second
 	// UserAgent names Kassa to the merchant's server.
 	UserAgent = "Kassa-Webhooks/1.0"
+	// BusyRate is how many deliveries a second a node sends at most while it is busy answering
+	// payments (Config.Requests); the rest wait until it is not, then go at full speed.
+	BusyRate = 100
 )
+
+// BusyRequests is how many API requests under way make a node busy: four per processor, a queue of
+// requests waiting for the processors rather than one being answered now and then.
+var BusyRequests = 4 * runtime.GOMAXPROCS(0)
 
 // Config configures a Deliverer.
 type Config struct {
@@ -70,6 +80,9 @@ type Config struct {
 	// Workers bounds the deliveries this node sends at once, over every endpoint (default 128): it
 	// sends to Workers / MaxInFlight endpoints at once.
 	Workers int
+	// Requests, when set, tells how many API requests the node is answering: while they are
+	// BusyRequests or more, the node sends at most BusyRate deliveries a second (payments first).
+	Requests func() int
 	// Lease is how long a node holds an endpoint it sends to without renewing the lease (default and
 	// at least MinLease); it renews it with each batch of outcomes it records. The deliveries a node
 	// that died had not recorded are sent again once its lease is over.
@@ -83,9 +96,10 @@ type Config struct {
 type Deliverer struct {
 	cfg      Config
 	client   *http.Client
-	runners  int          // how many endpoints this node sends to at once: Workers / inFlight
-	inFlight int          // how many deliveries to one endpoint a runner sends at once
-	running  atomic.Int32 // runners under way
+	runners  int           // how many endpoints this node sends to at once: Workers / inFlight
+	inFlight int           // how many deliveries to one endpoint a runner sends at once
+	running  atomic.Int32  // runners under way
+	busy     *rate.Limiter // paces the deliveries while the node is busy
 	wg       sync.WaitGroup
 }
 
@@ -127,7 +141,8 @@ func New(cfg Config) *Deliverer {
 		// "No redirects followed": a 3xx is the answer, and a failure.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	inFlight := min(MaxInFlight, cfg.Workers)
-	return &Deliverer{cfg: cfg, client: client, inFlight: inFlight, runners: cfg.Workers / inFlight}
+	return &Deliverer{cfg: cfg, client: client, inFlight: inFlight, runners: cfg.Workers / inFlight,
+		busy: rate.NewLimiter(BusyRate, MaxInFlight)}
 }
 
 // Run sends due deliveries until ctx is done, then waits for the attempts under way (at most
@@ -296,6 +311,13 @@ func (d *Deliverer) run(ctx context.Context, endpoint int64) {
 			queue, full, lastRead, justRead = append(queue, more...), len(more) == fetchSize, time.Now(), true
 		}
 		for keep && failed == 0 && ctx.Err() == nil && inFlight < d.inFlight && len(queue) > 0 {
+			if d.cfg.Requests != nil && d.cfg.Requests() >= BusyRequests {
+				// Payments first: a node busy answering them spends little on deliveries, which are
+				// not waited for by anyone's checkout; they catch up once it is not.
+				if d.busy.Wait(ctx) != nil {
+					break
+				}
+			}
 			c := queue[0]
 			queue = queue[1:]
 			inFlight++

@@ -417,7 +417,11 @@ func (s *Endpoints) Delete(ctx context.Context, merchantID, id string, by Actor)
 		if e, err = lockEndpoint(ctx, tx, merchantID, id, now); err != nil {
 			return err
 		}
-		// Its deliveries and their attempts go with it (ON DELETE CASCADE, enforced on both backends).
+		// Its deliveries go with it, and their attempts with them (ON DELETE CASCADE from the delivery;
+		// on PostgreSQL a delivery has no foreign key to its endpoint, see migration 00047).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = $1`, e.ID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, e.ID); err != nil {
 			return err
 		}

@@ -161,3 +161,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Payments first: while the node answers BusyRequests API requests or more, it sends at most
+// BusyRate deliveries a second; once it is not busy, the rest go at once.
+func TestBusyNodePacesDeliveries(t *testing.T) {
+	rc := newReceiver(t, nil)
+	var requests atomic.Int64
+	requests.Store(int64(BusyRequests))
+	f := newFixture(t, storetest.SQLite(t), Config{AllowPrivate: true, RootCAs: roots(rc), Poll: 10 * time.Millisecond,
+		Requests: func() int { return int(requests.Load()) }})
+	m := f.merchant(t, "busy@example.com")
+	f.endpoint(t, m, rc.srv.URL)
+	f.record(t, m, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { f.d.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	begin := time.Now()
+	waitFor(t, "the first delivery while busy", func() bool { return len(rc.requests()) > 0 })
+	time.Sleep(300 * time.Millisecond)
+	// The limiter's burst, then BusyRate a second; the slack is for a slow machine's scheduling.
+	if n, most := len(rc.requests()), MaxInFlight+int(time.Since(begin).Seconds()*BusyRate)+2; n > most {
+		t.Fatalf("%d deliveries in %v while busy, want at most %d", n, time.Since(begin), most)
+	}
+	requests.Store(0)
+	waitFor(t, "the other deliveries once not busy", func() bool { return len(rc.requests()) == 100 })
+}

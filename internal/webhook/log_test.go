@@ -275,3 +275,24 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		storetest.NotStored(t, raw, secrets)
 	})
 }
+
+// Deleting an endpoint deletes its deliveries and their attempts, and no other endpoint's: on
+// PostgreSQL by the delete's own statements, a delivery having no foreign key there (migration 00047).
+func TestDeletingAnEndpointDeletesItsDeliveries(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := servertest.Start(t, db, server.Config{})
+		a := newAccount(t, srv, checkout.WebhooksRead|checkout.WebhooksWrite)
+		gone, kept := a.create(t, "https://a.example/gone").Str("id"), a.create(t, "https://a.example/kept").Str("id")
+		deliver(t, db, a.id, gone) // one event: a delivery to each endpoint
+		exec(t, db, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, created_at) SELECT id, 500, 10, 0 FROM webhook_deliveries`)
+		a.ok(t, "DELETE", "/v1/webhook-endpoints/"+gone, nil)
+		for _, table := range []string{"webhook_deliveries", "webhook_attempts"} {
+			if n := count(t, db, `SELECT COUNT(*) FROM `+table); n != 1 {
+				t.Errorf("%s: %d rows after the delete, want the kept endpoint's one", table, n)
+			}
+		}
+		if l := a.ok(t, "GET", "/v1/webhook-endpoints/"+kept+"/deliveries", nil); len(l.Body["data"].([]any)) != 1 {
+			t.Errorf("the kept endpoint's deliveries: %s", l.Raw)
+		}
+	})
+}
