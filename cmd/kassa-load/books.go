@@ -332,6 +332,7 @@ func (b *books) cyclesOnce(ctx context.Context, db *store.DB) error {
 func (b *books) serverErrors() {
 	total, wrong := 0, 0
 	counts := map[string]int{}
+	var unexplained []string // the first few, with their answers, to find out why
 	for _, c := range b.calls {
 		for _, f := range c.failures {
 			total++
@@ -342,6 +343,9 @@ func (b *books) serverErrors() {
 			counts[strconv.Itoa(f.status)+" during "+strings.TrimRight(where, " 0123456789")]++
 			if f.during == "" || f.status != http.StatusBadGateway && f.status != http.StatusServiceUnavailable {
 				wrong++
+				if len(unexplained) < 3 {
+					unexplained = append(unexplained, fmt.Sprintf("%s %s at %s: %d %s", c.flow, c.op, f.at.Format("15:04:05.000"), f.status, f.body))
+				}
 			}
 		}
 	}
@@ -350,7 +354,7 @@ func (b *books) serverErrors() {
 		detail = append(detail, fmt.Sprintf("%d × %s", n, k))
 	}
 	slices.Sort(detail)
-	b.add("5xx only 502/503, only while a node was down", total, wrong, strings.Join(detail, ", "))
+	b.add("5xx only 502/503, only while a node was down", total, wrong, strings.Join(append(detail, unexplained...), ", "))
 }
 
 // answered checks that every request got an answer within the clients' retry bound.

@@ -74,6 +74,8 @@ type call struct {
 type failure struct {
 	status int
 	during string // the component down meanwhile, or ""
+	at     time.Time
+	body   string // the start of the answer, for a failure no outage explains
 }
 
 type authKind int
@@ -109,7 +111,7 @@ func (f *fleet) call(ctx context.Context, flow, op, method, path string, body []
 		c.last, c.lastBody = status, b
 		switch {
 		case status >= 500:
-			c.failures = append(c.failures, failure{status: status, during: f.outages.overlaps(t0, time.Now())})
+			c.failures = append(c.failures, failure{status: status, during: f.outages.overlaps(t0, time.Now()), at: t0, body: string(b[:min(len(b), 160)])})
 		case status == 0:
 			c.refused++
 		}
