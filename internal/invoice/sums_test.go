@@ -58,6 +58,7 @@ func TestSumsAreAnIndexedAggregate(t *testing.T) {
 			{"all", Filter{}, "invoices_"},
 			{"a status", Filter{Status: Sent}, "invoices_status"},
 			{"an invoice number", Filter{InvoiceNumber: "N7"}, "invoices_number"},
+			{"a customer e-mail, in any case", Filter{CustomerEmail: "C3@Example.com"}, "invoices_email"},
 		} {
 			tc.f.AmountMin, tc.f.AmountMax = -1, -1 // no bounds
 			stmt, args := sumsQuery(ours.ID, tc.f)
