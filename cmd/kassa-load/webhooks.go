@@ -205,11 +205,9 @@ func mean(rs []float64) float64 {
 	return sum / float64(len(rs))
 }
 
-// deliveriesPending counts the deliveries not yet made.
+// deliveriesPending counts the deliveries not yet made, and the events queued for the endpoint.
 func deliveriesPending(ctx context.Context, db *store.DB) (int, error) {
-	var n int
-	err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING'`).Scan(&n)
-	return n, err
+	return webhook.Backlog(ctx, db)
 }
 
 // waitDelivered waits until no delivery is pending.

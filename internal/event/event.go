@@ -191,12 +191,15 @@ func InsertSQL(n int, from string) string {
 		RETURNING id, merchant_id, type, created_at`, n, n+1, n+2, n+3, n+4, from)
 }
 
-// FanOutSQL queues the deliveries of the events that from returns (a table name or a parenthesized
-// query, with columns id, merchant_id, type, created_at): one for each enabled endpoint of the event's merchant subscribed to
-// its type ("*" or the type among the space-separated enabled_events), due at once.
+// FanOutSQL queues the events that from returns (a table name or a parenthesized query, with columns
+// id, merchant_id, type, created_at) for delivery: an entry of webhook_queue for each enabled endpoint
+// of the event's merchant subscribed to its type ("*" or the type among the space-separated
+// enabled_events). The endpoint's runner makes each entry a delivery, due at the event's time, as it
+// sends them (internal/webhook): the change's transaction writes one entry of one B-tree, not a
+// delivery row with its indexes (migration 00049).
 func FanOutSQL(from string) string {
-	return `INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, next_attempt, created_at, updated_at)
-		SELECT w.id, ev.id, ev.merchant_id, ev.created_at, ev.created_at, ev.created_at
+	return `INSERT INTO webhook_queue (endpoint_id, event_id)
+		SELECT w.id, ev.id
 		FROM ` + from + ` ev JOIN webhook_endpoints w ON w.merchant_id = ev.merchant_id AND w.disabled = FALSE
 		AND (w.enabled_events = '*' OR ' ' || w.enabled_events || ' ' LIKE '% ' || ev.type || ' %')`
 }

@@ -14,7 +14,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // An event is queued for delivery to each enabled endpoint of its merchant subscribed to its type, and
-// to no other.
+// to no other: an entry of webhook_queue each, which the endpoint's runner makes a delivery
+// (internal/webhook's TestQueuedEventsBecomeDeliveries).
 func TestRecordQueuesDeliveries(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -41,8 +42,8 @@ func TestRecordQueuesDeliveries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := db.Reader().QueryContext(ctx, `SELECT w.endpoint_id, d.next_attempt, e.type, e.data FROM webhook_deliveries d
-			JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN events e ON e.id = d.event_id ORDER BY w.endpoint_id`)
+		rows, err := db.Reader().QueryContext(ctx, `SELECT w.endpoint_id, e.created_at, e.type, e.data FROM webhook_queue q
+			JOIN webhook_endpoints w ON w.id = q.endpoint_id JOIN events e ON e.id = q.event_id ORDER BY w.endpoint_id`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,12 +51,12 @@ func TestRecordQueuesDeliveries(t *testing.T) {
 		var got []string
 		for rows.Next() {
 			var id, typ, data string
-			var next int64
-			if err := rows.Scan(&id, &next, &typ, &data); err != nil {
+			var created int64
+			if err := rows.Scan(&id, &created, &typ, &data); err != nil {
 				t.Fatal(err)
 			}
-			if next != at.UnixMilli() || typ != event.CustomerCreated || data != `{"id":"c1"}` {
-				t.Errorf("delivery to %s: next %d, type %s, data %s", id, next, typ, data)
+			if created != at.UnixMilli() || typ != event.CustomerCreated || data != `{"id":"c1"}` {
+				t.Errorf("queued for %s: event of %d, type %s, data %s", id, created, typ, data)
 			}
 			got = append(got, id)
 		}

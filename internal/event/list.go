@@ -138,8 +138,10 @@ func listQuery(merchantID string, f Filter, after, before int64) (string, []any)
 const purgeBatch = 1000
 
 // Purge deletes the events older than Retention at now, a batch at a time, with their webhook
-// deliveries (deleted here: on PostgreSQL a delivery has no foreign key to its event, see migration
-// 00047) and their attempts (ON DELETE CASCADE from the delivery), and returns how many it deleted.
+// deliveries and their attempts (ON DELETE CASCADE from the delivery) and the entries of the webhook
+// queue not yet made deliveries, and returns how many it deleted. The deliveries and the entries are
+// deleted here: on PostgreSQL a delivery has no foreign key to its event (migration 00047), and an
+// entry has none on either backend (00049).
 func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	cutoff := now.Add(-Retention).UnixMilli()
 	total := 0
@@ -153,9 +155,11 @@ func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 			if err := tx.QueryRowContext(ctx, `SELECT MAX(id) FROM (SELECT id FROM events ORDER BY id LIMIT $1) oldest`, purgeBatch).Scan(&last); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2)`,
-				last, cutoff); err != nil {
-				return err
+			for _, table := range []string{"webhook_deliveries", "webhook_queue"} {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2)`,
+					last, cutoff); err != nil {
+					return err
+				}
 			}
 			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id <= $1 AND created_at < $2`, last, cutoff)
 			if err != nil {

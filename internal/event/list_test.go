@@ -71,8 +71,8 @@ func TestRolledBackEventIsNotRecorded(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("write: %v", err)
 		}
-		if n := rows(t, db, "events") + rows(t, db, "webhook_deliveries"); n != 0 {
-			t.Fatalf("%d rows of events and deliveries after the rollback", n)
+		if n := rows(t, db, "events") + rows(t, db, "webhook_queue") + rows(t, db, "webhook_deliveries"); n != 0 {
+			t.Fatalf("%d rows of events, queue and deliveries after the rollback", n)
 		}
 	})
 }
@@ -96,17 +96,33 @@ func TestPurgeDeletesOldEventsWithTheirDeliveries(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := db.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, created_at)
-			SELECT id, 500, 10, 0 FROM webhook_deliveries`); err != nil {
-			t.Fatal(err)
+		// The entries of every other hundred events are made deliveries with an attempt, as the endpoint's
+		// runner would (internal/webhook); the others stay queued.
+		for _, stmt := range []string{
+			`INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, next_attempt, created_at, updated_at)
+				SELECT q.endpoint_id, e.id, e.merchant_id, e.created_at, e.created_at, e.created_at
+				FROM webhook_queue q JOIN events e ON e.id = q.event_id WHERE (e.id / 100) % 2 = 0`,
+			`DELETE FROM webhook_queue WHERE (event_id / 100) % 2 = 0`,
+			`INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, created_at) SELECT id, 500, 10, 0 FROM webhook_deliveries`,
+		} {
+			if _, err := db.Exec(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
 		}
 		n, err := Purge(ctx, db, now)
 		if want := purgeBatch + 5 - 11; err != nil || n != want {
 			t.Fatalf("purged %d, %v; want %d", n, err, want)
 		}
-		for _, table := range []string{"events", "webhook_deliveries", "webhook_attempts"} {
-			if got := rows(t, db, table); got != 11 {
-				t.Errorf("%s: %d rows left, want the 11 of the young events", table, got)
+		var delivered int // of the young events
+		if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE (id / 100) % 2 = 0`).Scan(&delivered); err != nil {
+			t.Fatal(err)
+		}
+		if delivered == 0 || delivered == 11 {
+			t.Fatalf("%d of the 11 young events delivered: the test wants both kinds", delivered)
+		}
+		for table, want := range map[string]int{"events": 11, "webhook_deliveries": delivered, "webhook_attempts": delivered, "webhook_queue": 11 - delivered} {
+			if got := rows(t, db, table); got != want {
+				t.Errorf("%s: %d rows left, want %d, those of the young events", table, got, want)
 			}
 		}
 	})

@@ -195,9 +195,11 @@ type message struct {
 const notDone = `status NOT IN ('SUCCEEDED', 'FAILED')`
 
 // freeEndpoints is the condition of an endpoint whose deliveries a node may take at $1: enabled, its
-// lease free or run out, and a delivery of it due, found through (endpoint_id, next_attempt, id).
+// lease free or run out, and a delivery of it due, found through (endpoint_id, next_attempt, id), or
+// an event queued for it (queue.go), found through the queue's key.
 const freeEndpoints = `w.disabled = FALSE AND (w.lease_until IS NULL OR w.lease_until < $1)
-	AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1)`
+	AND (EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1)
+		OR EXISTS (SELECT 1 FROM webhook_queue q WHERE q.endpoint_id = w.id))`
 
 // dueSQL tells whether an endpoint is free with a delivery due at $1: a read, so that a poll that
 // finds nothing writes nothing.
@@ -413,21 +415,36 @@ const fetchSQLFormat = `SELECT d.id, d.attempts, e.event_id, e.type, e.data, e.c
 	WHERE d.endpoint_id = $1 AND d.status = 'PENDING' AND d.next_attempt <= $2 AND %s
 	ORDER BY d.next_attempt, d.id LIMIT $3`
 
-// fetch reads endpoint's due deliveries that the runner does not hold.
+// fetch reads up to fetchSize of endpoint's due deliveries that the runner does not hold; when fewer
+// are due, it makes as many of the events queued for the endpoint deliveries (promote), and reads
+// them too.
 func (d *Deliverer) fetch(ctx context.Context, endpoint int64, held map[int64]bool) ([]claimed, error) {
-	ids := make([]int64, 0, len(held))
+	out, err := d.readDue(ctx, endpoint, held, nil)
+	if err != nil || len(out) == fetchSize {
+		return out, err
+	}
+	n, err := d.promote(ctx, endpoint, fetchSize-len(out))
+	if err != nil || n == 0 {
+		return out, err
+	}
+	return d.readDue(ctx, endpoint, held, out)
+}
+
+// readDue reads up to fetchSize of endpoint's due deliveries, the earliest first, but for those held
+// and those of read, and returns them after read.
+func (d *Deliverer) readDue(ctx context.Context, endpoint int64, held map[int64]bool, read []claimed) ([]claimed, error) {
+	ids := make([]int64, 0, len(held)+len(read))
 	for id := range held {
 		ids = append(ids, id)
 	}
-	var exclude any = ids
-	if d.cfg.DB.Dialect() == store.SQLite {
-		b, _ := json.Marshal(ids)
-		exclude = string(b)
+	for _, c := range read {
+		ids = append(ids, c.id)
 	}
+	exclude := idList(d.cfg.DB.Dialect(), ids)
 	var out []claimed
 	err := d.cfg.DB.Read(ctx, func(q store.Querier) error {
-		out = out[:0]
-		rows, err := q.QueryContext(ctx, fetchSQL[d.cfg.DB.Dialect()], endpoint, d.cfg.Now().UnixMilli(), fetchSize, exclude)
+		out = append(out[:0], read...)
+		rows, err := q.QueryContext(ctx, fetchSQL[d.cfg.DB.Dialect()], endpoint, d.cfg.Now().UnixMilli(), fetchSize-len(read), exclude)
 		if err != nil {
 			return err
 		}
@@ -447,11 +464,12 @@ func (d *Deliverer) fetch(ctx context.Context, endpoint int64, held map[int64]bo
 }
 
 // Backlog counts the deliveries neither succeeded nor failed for good, through the index of pending
-// deliveries.
+// deliveries, and the events queued for an endpoint and not yet made deliveries.
 func Backlog(ctx context.Context, db *store.DB) (int, error) {
 	var n int
 	err := db.Read(ctx, func(q store.Querier) error {
-		return q.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING'`).Scan(&n)
+		return q.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING')
+			+ (SELECT COUNT(*) FROM webhook_queue)`).Scan(&n)
 	})
 	return n, err
 }

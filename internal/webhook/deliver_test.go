@@ -155,8 +155,9 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 		if n := len(rc.requests()); n != 1 {
 			t.Fatalf("%d requests to a disabled endpoint", n-1)
 		}
-		if n := f.count(t, `SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = $1`, endpoint); n != 3 {
-			t.Fatalf("%d deliveries to the disabled endpoint, want the 3 queued before", n)
+		if n := f.count(t, `SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = $1)
+			+ (SELECT COUNT(*) FROM webhook_queue WHERE endpoint_id = $1)`, endpoint); n != 3 {
+			t.Fatalf("%d deliveries to the disabled endpoint, made or queued, want the 3 queued before", n)
 		}
 	})
 }

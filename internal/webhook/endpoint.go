@@ -418,9 +418,12 @@ func (s *Endpoints) Delete(ctx context.Context, merchantID, id string, by Actor)
 			return err
 		}
 		// Its deliveries go with it, and their attempts with them (ON DELETE CASCADE from the delivery;
-		// on PostgreSQL a delivery has no foreign key to its endpoint, see migration 00047).
-		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = $1`, e.ID); err != nil {
-			return err
+		// on PostgreSQL a delivery has no foreign key to its endpoint, see migration 00047), and the
+		// events queued for it (no foreign key, migration 00049).
+		for _, table := range []string{"webhook_deliveries", "webhook_queue"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE endpoint_id = $1`, e.ID); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, e.ID); err != nil {
 			return err

@@ -22,8 +22,8 @@ import (
 )
 
 // deliver records a customer.created event of the merchant, which queues its delivery to the
-// merchant's endpoint endpointID (the delivery engine's work is not this test's), and returns the
-// delivery's id.
+// merchant's endpoint endpointID, makes it a delivery as the endpoint's runner would (the delivery
+// engine's sending is not this test's), and returns the delivery's id.
 func deliver(t *testing.T, db *store.DB, merchantID, endpointID string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -32,6 +32,7 @@ func deliver(t *testing.T, db *store.DB, merchantID, endpointID string) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	webhook.PromoteQueued(t, db)
 	var id int64
 	if err := db.Reader().QueryRowContext(ctx, `SELECT MAX(d.id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 		WHERE w.endpoint_id = $1`, endpointID).Scan(&id); err != nil {
