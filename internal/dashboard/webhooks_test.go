@@ -19,6 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/webhook/webhooktest"
 )
 
 // webhooksPath is Settings → Webhooks.
@@ -32,7 +33,8 @@ func (s *shop) v1(t *testing.T, method, path string, body any) servertest.Respon
 }
 
 // recordEvent records a customer.created event of the merchant, which queues its delivery to each of
-// the merchant's endpoints; the delivery engine's work is not these tests'.
+// the merchant's endpoints, and makes those deliveries as the endpoints' runners would; the sending
+// is not these tests'.
 func recordEvent(t *testing.T, db *store.DB, merchantID string) {
 	t.Helper()
 	ctx := context.Background()
@@ -41,6 +43,7 @@ func recordEvent(t *testing.T, db *store.DB, merchantID string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	webhooktest.Promote(t, db)
 }
 
 // secretOn is the signing secret a page shows.

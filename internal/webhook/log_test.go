@@ -19,6 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/webhook"
+	"github.com/kassapay/kassa/internal/webhook/webhooktest"
 )
 
 // deliver records a customer.created event of the merchant, which queues its delivery to the
@@ -32,7 +33,7 @@ func deliver(t *testing.T, db *store.DB, merchantID, endpointID string) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	webhook.PromoteQueued(t, db)
+	webhooktest.Promote(t, db)
 	var id int64
 	if err := db.Reader().QueryRowContext(ctx, `SELECT MAX(d.id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 		WHERE w.endpoint_id = $1`, endpointID).Scan(&id); err != nil {

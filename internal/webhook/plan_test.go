@@ -8,6 +8,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
+	"github.com/kassapay/kassa/internal/webhook/webhooktest"
 )
 
 // The queue's statements take their index whatever the planner's statistics say. The worst case for
@@ -24,7 +25,7 @@ func TestQueueQueriesUseTheirIndexes(t *testing.T) {
 		for range 4 {
 			f.record(t, m, 500)
 		}
-		PromoteQueued(t, db)
+		webhooktest.Promote(t, db)
 		if _, err := db.Exec(ctx, `UPDATE webhook_deliveries SET status = 'SUCCEEDED'`); err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +35,7 @@ func TestQueueQueriesUseTheirIndexes(t *testing.T) {
 		for range 6 {
 			f.record(t, m, 500)
 		}
-		PromoteQueued(t, db)
+		webhooktest.Promote(t, db)
 		for range 2 {
 			f.record(t, m, 500) // left queued
 		}
