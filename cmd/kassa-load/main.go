@@ -69,6 +69,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
 		os.Exit(webhooksMain(os.Args[2:], os.Stdout))
 	}
+	// Not in the help: the bare server the http-ceiling scenario starts (barehttp.go).
+	if len(os.Args) > 1 && os.Args[1] == "bare-http" {
+		os.Exit(bareHTTPMain(os.Args[2:], os.Stdout))
+	}
 	var c config
 	var backends, scenarios, serveArgs string
 	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
