@@ -150,6 +150,8 @@ type result struct {
 	order             []string
 	ops               map[string]*stats
 	sampleErrors      []string
+	rssPeak           uint64 // the server's peak resident memory in bytes, warm-up included (rssWatch)
+	rssBefore         uint64 // the server's resident memory before the scenario's clients connected
 }
 
 func (r *result) rate(op string) float64 {
@@ -208,6 +210,10 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config, hos
 		}
 		s.latencies = append(s.latencies, d)
 	}
+	// The server's memory is watched from before the clients connect: a peak during the warm-up is
+	// one too.
+	rss := watchRSS(k.cmd.Process.Pid)
+	defer func() { res.rssPeak, res.rssBefore = rss.stop(), rss.before }()
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range c.clients {

@@ -235,7 +235,8 @@ func (r *reporter) result(res *result) {
 		host := res.per1000(res.hostCPU, op)
 		if r.json {
 			line := map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
-				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op)}
+				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op),
+				"server_peak_rss_mb": megabytes(res.rssPeak)}
 			if host > 0 {
 				line["host_cpu_s_per_1000"] = host
 			}
@@ -304,6 +305,9 @@ func (r *reporter) acquirer(backend string, rates map[string]float64, rounds int
 	}
 	fmt.Fprintln(r.w)
 }
+
+// megabytes is b in MB of 2^20 bytes, as the soak counts them (soak.go).
+func megabytes(b uint64) float64 { return float64(b) / (1 << 20) }
 
 func (r *reporter) emit(v any) {
 	b, _ := json.Marshal(v)
