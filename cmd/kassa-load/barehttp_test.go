@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary stand in for kassa-load as the bare server of the http-ceiling
@@ -18,6 +22,36 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// buildKassa builds the commands named (kassa, kassa-acquirer) into a temporary directory and
+// returns it.
+func buildKassa(t *testing.T, cmds ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, cmd := range cmds {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
+	}
+	return dir
+}
+
+// jsonLines parses the JSON lines of a run, failing the test on any other line.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		lines = append(lines, r)
+	}
+	return lines
+}
+
+// near reports whether a and b agree to a millionth.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(math.Abs(a), math.Abs(b)) }
 
 // The bare handler answers the sale scenario's request as Kassa does, in as many bytes as asked for,
 // through the load generator's own client; and it does check the card and the token.
@@ -57,5 +91,71 @@ func TestBareHandlerAnswersLikeASale(t *testing.T) {
 	c.token = "other"
 	if _, err := c.do(context.Background(), "POST", "/transaction-service/sale", saleBody, false); err == nil || !strings.Contains(err.Error(), ": 401 ") {
 		t.Errorf("another token: %v, want a 401", err)
+	}
+}
+
+// The HTTP-stack ceiling end to end, briefly, on SQLite: the http-ceiling scenario starts the bare
+// server in a process of its own (this test binary, see TestMain), sized to a sale's answer of the
+// same run, drives it from the sale scenario's clients, and the report carries both figures, their
+// ratio and the verdicts on the targets. Whether they are met is the benchmark's business.
+func TestHTTPCeilingReportsTheRatio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	dir := buildKassa(t, "kassa")
+	var out bytes.Buffer
+	c := config{kassa: filepath.Join(dir, "kassa"), backends: []string{"sqlite"}, scenarios: []string{"sale", "http-ceiling"},
+		clients: 4, duration: time.Second, warmup: 300 * time.Millisecond, rounds: 1, jsonOut: true}
+	if err := run(context.Background(), c, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+	seen := map[string]bool{}
+	for _, r := range jsonLines(t, out.String()) {
+		switch {
+		case r["machine"] != nil:
+		case r["http_ceiling_per_s"] != nil:
+			bare, sales, ratio := r["http_ceiling_per_s"].(float64), r["sales_per_s"].(float64), r["sales_to_http_ceiling"].(float64)
+			// Kassa does all the bare handler does and more: it cannot answer twice as many.
+			if bare <= 0 || sales <= 0 || !near(ratio, sales/bare) || ratio > 2 || r["http_ceiling_p99_ms"].(float64) <= 0 ||
+				r["sale_p99_ms"].(float64) <= 0 || r["target_ratio"] != 0.5 || r["target_p99_ms"] != 15.0 || r["clients"] != 4.0 {
+				t.Errorf("HTTP-stack ceiling line %v", r)
+			}
+			if _, ok := r["ratio_met"].(bool); !ok {
+				t.Errorf("no verdict on the ratio: %v", r)
+			}
+			if _, ok := r["p99_met"].(bool); !ok {
+				t.Errorf("no verdict on the p99: %v", r)
+			}
+			seen["ceiling"] = true
+		default:
+			if r["ops_per_s"].(float64) <= 0 || r["errors"].(float64) != 0 || r["cpu_s_per_1000"].(float64) <= 0 || r["server_peak_rss_mb"].(float64) <= 0 {
+				t.Errorf("%s: %v", r["operation"], r)
+			}
+			seen[r["operation"].(string)] = true
+		}
+	}
+	for _, want := range []string{"sale", "bare http sale", "ceiling"} {
+		if !seen[want] {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
+
+// The comparisons' lines in the table say plainly whether each target is met, by backend.
+func TestComparisonLinesSayWhetherTargetsAreMet(t *testing.T) {
+	var out bytes.Buffer
+	rep := &reporter{w: &out}
+	rep.httpCeiling("sqlite", map[string]summary{"http-ceiling": {rate: 10000, p99: 4, clients: 64}, "sale": {rate: 5200, p99: 12, clients: 64}}, 1)
+	rep.httpCeiling("postgres", map[string]summary{"http-ceiling": {rate: 10000, p99: 4, clients: 64}, "sale": {rate: 4000, p99: 16, clients: 64}}, 1)
+	rep.httpCeiling("sqlite", map[string]summary{"http-ceiling": {rate: 10000, p99: 4, clients: 4}, "sale": {rate: 2000, p99: 2, clients: 4}}, 1)
+	for _, want := range []string{
+		"sqlite    HTTP-stack ceiling: a bare net/http handler answered 10000 sales/s (p99 4.00 ms) from 64 clients; Kassa's 5200 sales/s = 0.52 of it (target ≥ 0.50: met), sale p99 12.00 ms (target ≤ 15 ms: met)\n",
+		"postgres  HTTP-stack ceiling: a bare net/http handler answered 10000 sales/s (p99 4.00 ms) from 64 clients; Kassa's 4000 sales/s = 0.40 of it (target ≥ 0.45: MISSED), sale p99 16.00 ms (target ≤ 15 ms: MISSED)\n",
+		"= 0.20 of it (target ≥ 0.50: MISSED), sale p99 2.00 ms (target ≤ 15 ms: met); the targets are stated at 64 clients, this run had 4\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no line with\n%s\nin:\n%s", want, out.String())
+		}
 	}
 }

@@ -25,15 +25,22 @@ type scenario struct {
 	iso     bool
 	latency time.Duration
 	clients int
+	// bare: the scenario drives the bare net/http handler of "kassa-load bare-http" (barehttp.go),
+	// the HTTP-stack ceiling, instead of Kassa.
+	bare bool
+}
+
+// sale is the sale scenario's loop body, its operation reported as op.
+func sale(op string) func(context.Context, *client, func(string, time.Duration, error)) {
+	return func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
+		_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
+		report(op, d, err)
+	}
 }
 
 // isoSale is the sale scenario of a merchant on kassa-acquirer, its operation reported as op.
 func isoSale(op string, latency time.Duration, clients int) scenario {
-	return scenario{ops: []string{op}, iso: true, latency: latency, clients: clients,
-		run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
-			_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
-			report(op, d, err)
-		}}
+	return scenario{ops: []string{op}, iso: true, latency: latency, clients: clients, run: sale(op)}
 }
 
 var scenarios = map[string]scenario{
@@ -41,10 +48,10 @@ var scenarios = map[string]scenario{
 	// host from 1,000 clients, which is what keeps 1,000 ÷ 0.05 s = 20,000 sales in flight a second.
 	"iso8583":      isoSale("sale iso8583", 0, 0),
 	"iso8583-50ms": isoSale("sale iso8583 50ms", 50*time.Millisecond, 1000),
-	"sale": {ops: []string{"sale"}, run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
-		_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
-		report("sale", d, err)
-	}},
+	"sale":         {ops: []string{"sale"}, run: sale("sale")},
+	// The HTTP-stack ceiling (issue 20, point 5): the sale scenario's requests to a bare net/http
+	// handler in a process of its own, from the same clients.
+	"http-ceiling": {ops: []string{"bare http sale"}, bare: true, run: sale("bare http sale")},
 	"token": {ops: []string{"token"}, run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
 		start := time.Now()
 		_, err := c.do(ctx, "POST", "/oauth/token?grant_type=client_credentials", nil, true)

@@ -2,14 +2,19 @@
 // a fresh SQLite data directory, or on a throwaway PostgreSQL cluster with durable commits), creates
 // a merchant, and drives scenarios over HTTP from concurrent clients:
 //
-//	sale    approved sales
-//	token   client-credentials token requests
-//	mixed   authorize, capture, refund and a list of 100, in turn
-//	iso8583       approved sales of a merchant on an ISO 8583 account at kassa-acquirer
-//	iso8583-50ms  the same with the host answering after 50 ms, from 1,000 clients
+//	sale           approved sales
+//	http-ceiling   the same requests to a bare net/http handler in a process of its own (barehttp.go)
+//	token          client-credentials token requests
+//	mixed          authorize, capture, refund and a list of 100, in turn
+//	iso8583        approved sales of a merchant on an ISO 8583 account at kassa-acquirer
+//	iso8583-50ms   the same with the host answering after 50 ms, from 1,000 clients
 //
-// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations
-// (and in the iso8583 scenarios the acquirer host's).
+// It reports throughput, latency percentiles, errors, the server's CPU time per 1000 operations (and
+// in the iso8583 scenarios the acquirer host's) and, in the JSON lines, its peak resident memory.
+// Issue 20, point 5's comparisons follow: sales against the HTTP-stack ceiling (the bare handler's
+// answers per second; targets 0.5 on SQLite, 0.45 on PostgreSQL, sale p99 ≤ 15 ms at 64 clients),
+// saying whether each target is met; a missed one does not fail the command, as none of its
+// comparisons does.
 // It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
 // inserted by a plain program through the same driver, with the same durability and concurrency and
 // no HTTP — and the ratio of API sales to that ceiling.
@@ -24,7 +29,7 @@
 // Usage:
 //
 //	kassa-load [--kassa bin/kassa] [--acquirer bin/kassa-acquirer] [--backends sqlite,postgres]
-//	           [--scenarios sale,token,mixed] [--clients 64] [--duration 10s]
+//	           [--scenarios sale,http-ceiling,token,mixed] [--clients 64] [--duration 10s]
 //	kassa-load dashboard [--backends sqlite,postgres] [--transactions 1000000] [--requests 200]
 //	           [--export-rows 100000] [--json]
 //	kassa-load webhooks [--backends sqlite,postgres] [--clients 64] [--duration 10s] [--events 20000]
@@ -78,7 +83,7 @@ func main() {
 	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
 	flag.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary the iso8583 scenarios start")
 	flag.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
-	flag.StringVar(&scenarios, "scenarios", "sale,token,mixed,iso8583,iso8583-50ms", "scenarios to run, comma-separated: sale, token, mixed, iso8583, iso8583-50ms")
+	flag.StringVar(&scenarios, "scenarios", "sale,http-ceiling,token,mixed,iso8583,iso8583-50ms", "scenarios to run, comma-separated: sale, http-ceiling, token, mixed, iso8583, iso8583-50ms")
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
 	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each scenario runs before it is measured")
@@ -132,9 +137,11 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	var acq *acquirer
 	var isoMerchant merchant
 	for _, name := range c.scenarios {
-		if sc, ok := scenarios[name]; !ok {
+		sc, ok := scenarios[name]
+		if !ok {
 			return fmt.Errorf("unknown scenario %q", name)
-		} else if sc.iso && acq == nil {
+		}
+		if sc.iso && acq == nil {
 			if acq, err = startAcquirer(ctx, c.acquirer, env.dir); err != nil {
 				return err
 			}
@@ -157,42 +164,61 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	if err != nil {
 		return err
 	}
-	// Each scenario's operations per second (of its first operation), a figure a round. A virtual
-	// machine's neighbours move one run by several percent; rounds interleaved on one server, compared
-	// by their medians, compare the scenarios under the same conditions.
-	rates := map[string][]float64{}
+	// Each scenario's operations per second (of its first operation), p99 and server's peak memory, a
+	// figure a round. A virtual machine's neighbours move one run by several percent; rounds
+	// interleaved on one server, compared by their medians, compare the scenarios under the same
+	// conditions.
+	rounds := map[string][]*result{}
+	answerBytes := 0 // the length of Kassa's approved sale answer, which the bare server's matches
 	for round := range c.rounds * len(c.scenarios) {
 		name := c.scenarios[round%len(c.scenarios)]
-		sc, cc, who := scenarios[name], c, m
-		if sc.iso {
+		sc, cc, target, who := scenarios[name], c, srv, m
+		cc.clients = clientsOf(sc, c)
+		var host *acquirer
+		switch {
+		case sc.iso:
 			if err := acq.setLatency(ctx, sc.latency); err != nil {
 				return err
 			}
-			who = isoMerchant
-			if sc.clients > 0 {
-				cc.clients = sc.clients
+			who, host = isoMerchant, acq
+		case sc.bare:
+			// The bare server answers as many bytes as Kassa's approved sale of this run.
+			if answerBytes == 0 {
+				if answerBytes, err = saleAnswerBytes(ctx, srv, m); err != nil {
+					return fmt.Errorf("%s: a sale to measure the answer: %w", name, err)
+				}
 			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if target, err = startBareHTTP(ctx, self, answerBytes); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			who = merchant{ClientID: "bare", ClientSecret: "bare"}
 		}
-		var host *acquirer
-		if sc.iso {
-			host = acq
+		res, err := drive(ctx, target, who, sc, cc, host)
+		if target != srv {
+			target.stop()
 		}
-		res, err := drive(ctx, srv, who, sc, cc, host)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		res.backend, res.scenario = backend, name
 		rep.result(res)
-		rates[name] = append(rates[name], res.rate(sc.ops[0]))
+		rounds[name] = append(rounds[name], res)
 		if err := env.analyze(ctx, "api"); err != nil {
 			return err
 		}
 	}
+	sums := map[string]summary{}
 	medians := map[string]float64{}
-	for name, rs := range rates {
-		medians[name] = median(rs)
+	for name, rs := range rounds {
+		sums[name] = summarize(scenarios[name], clientsOf(scenarios[name], c), rs)
+		medians[name] = sums[name].rate
 	}
 	rep.acquirer(backend, medians, c.rounds)
+	rep.httpCeiling(backend, sums, c.rounds)
 	srv.stop()
 	if c.ceiling {
 		rate, err := ceiling(ctx, env, c)
@@ -202,6 +228,39 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		rep.ceiling(backend, rate, medians["sale"])
 	}
 	return nil
+}
+
+// clientsOf is how many clients run sc: the scenario's own number when it has one, --clients
+// otherwise.
+func clientsOf(sc scenario, c config) int {
+	if sc.clients > 0 {
+		return sc.clients
+	}
+	return c.clients
+}
+
+// summary is a scenario's figures over its rounds: the medians of its first operation's rate and
+// p99, and the highest of the server's peaks of resident memory.
+type summary struct {
+	rate, p99 float64 // operations per second, milliseconds
+	rss       uint64  // bytes
+	rssBefore uint64  // bytes, in the round of the highest peak
+	clients   int
+}
+
+// summarize sums up rs, the rounds of sc run from clients clients.
+func summarize(sc scenario, clients int, rs []*result) summary {
+	s := summary{clients: clients}
+	var rates, p99s []float64
+	for _, r := range rs {
+		rates = append(rates, r.rate(sc.ops[0]))
+		p99s = append(p99s, r.ops[sc.ops[0]].percentiles()[2])
+		if r.rssPeak >= s.rss {
+			s.rss, s.rssBefore = r.rssPeak, r.rssBefore
+		}
+	}
+	s.rate, s.p99 = median(rates), median(p99s)
+	return s
 }
 
 // median is the middle of rs, or the mean of its two middle figures.
@@ -224,7 +283,7 @@ func (r *reporter) machine(c config) {
 	}
 	fmt.Fprintf(r.w, "machine: %s, %d CPUs, %s; %d clients, %v per scenario after %v warm-up; load generator and server on this machine\n\n",
 		cpu, runtime.NumCPU(), runtime.Version(), c.clients, c.duration, c.warmup)
-	fmt.Fprintf(r.w, "%-9s %-12s %-17s %8s %8s %8s %8s %8s %7s %14s %15s\n", "backend", "scenario", "operation", "ops/s",
+	fmt.Fprintf(r.w, "%-9s %-13s %-18s %8s %8s %8s %8s %8s %7s %14s %15s\n", "backend", "scenario", "operation", "ops/s",
 		"p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops", "host CPU s/1000")
 }
 
@@ -247,7 +306,7 @@ func (r *reporter) result(res *result) {
 		if host > 0 {
 			hostCol = fmt.Sprintf("%.3f", host)
 		}
-		fmt.Fprintf(r.w, "%-9s %-12s %-17s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
+		fmt.Fprintf(r.w, "%-9s %-13s %-18s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
 			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.per1000(res.cpu, op), hostCol)
 	}
 	for _, e := range res.sampleErrors {
@@ -306,8 +365,72 @@ func (r *reporter) acquirer(backend string, rates map[string]float64, rounds int
 	fmt.Fprintln(r.w)
 }
 
+// The targets of issue 20, point 5.
+var (
+	// httpCeilingTargets are the least fraction of the HTTP-stack ceiling Kassa's sales reach, by
+	// backend.
+	httpCeilingTargets = map[string]float64{"sqlite": 0.5, "postgres": 0.45}
+)
+
+const (
+	httpCeilingP99Target = 15.0 // ms: the sale scenario's p99
+	httpCeilingClients   = 64   // the clients the HTTP-stack ceiling's targets are stated for
+)
+
+// verdict says whether a target is met, plainly.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
+}
+
 // megabytes is b in MB of 2^20 bytes, as the soak counts them (soak.go).
 func megabytes(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// httpCeiling compares Kassa's sales with the HTTP-stack ceiling (issue 20, point 5): the bare
+// net/http handler's answers per second, from the same clients on the same cores in the same run;
+// the ratio sales/ceiling and the sale scenario's p99 are checked against the targets, and the line
+// says whether each is met. It says nothing when the http-ceiling scenario did not run. As the rest of
+// the main command's comparisons, a missed target is reported, and does not fail the command.
+func (r *reporter) httpCeiling(backend string, sums map[string]summary, rounds int) {
+	bare, ok := sums["http-ceiling"]
+	if !ok {
+		return
+	}
+	sale, withSale := sums["sale"]
+	ratio := 0.0
+	if withSale && bare.rate > 0 {
+		ratio = sale.rate / bare.rate
+	}
+	target := httpCeilingTargets[backend]
+	if r.json {
+		line := map[string]any{"backend": backend, "clients": bare.clients, "rounds": rounds,
+			"http_ceiling_per_s": bare.rate, "http_ceiling_p99_ms": bare.p99}
+		if withSale {
+			line["sales_per_s"], line["sale_p99_ms"], line["sales_to_http_ceiling"] = sale.rate, sale.p99, ratio
+			line["target_ratio"], line["ratio_met"] = target, ratio >= target
+			line["target_p99_ms"], line["p99_met"] = httpCeilingP99Target, sale.p99 <= httpCeilingP99Target
+		}
+		r.emit(line)
+		return
+	}
+	fmt.Fprintf(r.w, "%-9s HTTP-stack ceiling:", backend)
+	if rounds > 1 {
+		fmt.Fprintf(r.w, " medians of %d rounds:", rounds)
+	}
+	fmt.Fprintf(r.w, " a bare net/http handler answered %.0f sales/s (p99 %.2f ms) from %d clients;", bare.rate, bare.p99, bare.clients)
+	if !withSale {
+		fmt.Fprintln(r.w, " no sale scenario in this run to compare with it")
+		return
+	}
+	fmt.Fprintf(r.w, " Kassa's %.0f sales/s = %.2f of it (target ≥ %.2f: %s), sale p99 %.2f ms (target ≤ %.0f ms: %s)",
+		sale.rate, ratio, target, verdict(ratio >= target), sale.p99, httpCeilingP99Target, verdict(sale.p99 <= httpCeilingP99Target))
+	if bare.clients != httpCeilingClients {
+		fmt.Fprintf(r.w, "; the targets are stated at %d clients, this run had %d", httpCeilingClients, bare.clients)
+	}
+	fmt.Fprintln(r.w)
+}
 
 func (r *reporter) emit(v any) {
 	b, _ := json.Marshal(v)
