@@ -48,7 +48,7 @@ func newEnvironment(backend string) (*environment, error) {
 		}
 		db, err := sql.Open("pgx", e.cluster.URL)
 		if err == nil {
-			for _, name := range []string{"kassa_api", "kassa_ceiling"} {
+			for _, name := range []string{"kassa_api", "kassa_ceiling", "kassa_latency"} {
 				if _, err = db.Exec("CREATE DATABASE " + name); err != nil {
 					break
 				}

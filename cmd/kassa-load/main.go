@@ -8,13 +8,17 @@
 //	mixed          authorize, capture, refund and a list of 100, in turn
 //	iso8583        approved sales of a merchant on an ISO 8583 account at kassa-acquirer
 //	iso8583-50ms   the same with the host answering after 50 ms, from 1,000 clients
+//	iso8583-250ms  the same with the host answering after 250 ms, from --latency-clients (2,000)
+//	sale-250ms     approved sales from a kassa serve whose simulator answers after 250 ms, from
+//	               --latency-clients
 //
 // It reports throughput, latency percentiles, errors, the server's CPU time per 1000 operations (and
 // in the iso8583 scenarios the acquirer host's) and, in the JSON lines, its peak resident memory.
 // Issue 20, point 5's comparisons follow: sales against the HTTP-stack ceiling (the bare handler's
-// answers per second; targets 0.5 on SQLite, 0.45 on PostgreSQL, sale p99 ≤ 15 ms at 64 clients),
-// saying whether each target is met; a missed one does not fail the command, as none of its
-// comparisons does.
+// answers per second; targets 0.5 on SQLite, 0.45 on PostgreSQL, sale p99 ≤ 15 ms at 64 clients), and
+// each 250 ms scenario against min(clients ÷ latency, the same path at once) (target 0.9, p99 ≤ 350
+// ms, the server under 300 MB), each saying whether its target is met; a missed one does not fail
+// the command, as none of its comparisons does.
 // It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
 // inserted by a plain program through the same driver, with the same durability and concurrency and
 // no HTTP — and the ratio of API sales to that ceiling.
@@ -29,7 +33,7 @@
 // Usage:
 //
 //	kassa-load [--kassa bin/kassa] [--acquirer bin/kassa-acquirer] [--backends sqlite,postgres]
-//	           [--scenarios sale,http-ceiling,token,mixed] [--clients 64] [--duration 10s]
+//	           [--scenarios sale,http-ceiling,token,mixed] [--clients 64] [--latency-clients 2000] [--duration 10s]
 //	kassa-load dashboard [--backends sqlite,postgres] [--transactions 1000000] [--requests 200]
 //	           [--export-rows 100000] [--json]
 //	kassa-load webhooks [--backends sqlite,postgres] [--clients 64] [--duration 10s] [--events 20000]
@@ -50,18 +54,25 @@ import (
 	"time"
 )
 
+// defaultScenarios are the scenarios "make bench" runs: the sale and the HTTP-stack ceiling one after
+// the other, and the 2,000 clients of the latency-tolerance scenarios last, after the scenarios they
+// are compared with.
+const defaultScenarios = "sale,http-ceiling,token,mixed,iso8583,iso8583-50ms,iso8583-250ms,sale-250ms"
+
 type config struct {
 	kassa     string
 	acquirer  string
 	backends  []string
 	scenarios []string
 	clients   int
-	duration  time.Duration
-	warmup    time.Duration
-	rounds    int
-	ceiling   bool
-	jsonOut   bool
-	serveArgs []string
+	// latencyClients are the clients of the latency-tolerance scenarios (iso8583-250ms, sale-250ms).
+	latencyClients int
+	duration       time.Duration
+	warmup         time.Duration
+	rounds         int
+	ceiling        bool
+	jsonOut        bool
+	serveArgs      []string
 }
 
 func main() {
@@ -83,8 +94,9 @@ func main() {
 	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
 	flag.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary the iso8583 scenarios start")
 	flag.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
-	flag.StringVar(&scenarios, "scenarios", "sale,http-ceiling,token,mixed,iso8583,iso8583-50ms", "scenarios to run, comma-separated: sale, http-ceiling, token, mixed, iso8583, iso8583-50ms")
+	flag.StringVar(&scenarios, "scenarios", defaultScenarios, "scenarios to run, comma-separated: sale, http-ceiling, token, mixed, iso8583, iso8583-50ms, iso8583-250ms, sale-250ms")
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
+	flag.IntVar(&c.latencyClients, "latency-clients", 2000, "concurrent clients of the latency-tolerance scenarios (iso8583-250ms, sale-250ms)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
 	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each scenario runs before it is measured")
 	flag.IntVar(&c.rounds, "rounds", 1, "how many times the scenarios run, one after the other, on each backend; the comparisons use each scenario's median")
@@ -93,8 +105,8 @@ func main() {
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for kassa serve, space-separated")
 	flag.Parse()
 	c.backends, c.scenarios, c.serveArgs = split(backends), split(scenarios), strings.Fields(serveArgs)
-	if c.clients < 1 || c.duration <= 0 || c.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "kassa-load: --clients and --rounds must be >= 1 and --duration > 0")
+	if c.clients < 1 || c.latencyClients < 1 || c.duration <= 0 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "kassa-load: --clients, --latency-clients and --rounds must be >= 1 and --duration > 0")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -136,11 +148,13 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	// so that the server reads its account at once.
 	var acq *acquirer
 	var isoMerchant merchant
+	most := c.clients
 	for _, name := range c.scenarios {
 		sc, ok := scenarios[name]
 		if !ok {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
+		most = max(most, clientsOf(sc, c))
 		if sc.iso && acq == nil {
 			if acq, err = startAcquirer(ctx, c.acquirer, env.dir); err != nil {
 				return err
@@ -155,11 +169,19 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 			}
 		}
 	}
+	// Every client holds a connection open, here and in the server: 2,000 of them need more open files
+	// than a shell's usual 1,024.
+	if err := ensureOpenFiles(filesFor(most)); err != nil {
+		return err
+	}
 	srv, err := startKassa(ctx, c.kassa, env.dbArgs("api"), c.serveArgs)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
+	if err := checkOpenFiles(srv.cmd.Process.Pid, "kassa serve", filesFor(most)); err != nil {
+		return err
+	}
 	m, err := srv.newMerchant(ctx, "load")
 	if err != nil {
 		return err
@@ -169,7 +191,8 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	// interleaved on one server, compared by their medians, compare the scenarios under the same
 	// conditions.
 	rounds := map[string][]*result{}
-	answerBytes := 0 // the length of Kassa's approved sale answer, which the bare server's matches
+	var slowMerchant merchant // the merchant of the simulator-latency scenarios, on their own database
+	answerBytes := 0          // the length of Kassa's approved sale answer, which the bare server's matches
 	for round := range c.rounds * len(c.scenarios) {
 		name := c.scenarios[round%len(c.scenarios)]
 		sc, cc, target, who := scenarios[name], c, srv, m
@@ -181,6 +204,21 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 				return err
 			}
 			who, host = isoMerchant, acq
+		case sc.simLatency > 0:
+			// The simulator's latency is the server's setting: a server of its own for the scenario's
+			// run, on a database of its own, stopped after it.
+			if target, err = startKassa(ctx, c.kassa, env.dbArgs("latency"),
+				append(slices.Clone(c.serveArgs), "--simulator-latency", sc.simLatency.String())); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if err = checkOpenFiles(target.cmd.Process.Pid, "kassa serve", filesFor(cc.clients)); err == nil && slowMerchant.ID == "" {
+				slowMerchant, err = target.newMerchant(ctx, "latency")
+			}
+			if err != nil {
+				target.stop()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			who = slowMerchant
 		case sc.bare:
 			// The bare server answers as many bytes as Kassa's approved sale of this run.
 			if answerBytes == 0 {
@@ -219,6 +257,13 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	}
 	rep.acquirer(backend, medians, c.rounds)
 	rep.httpCeiling(backend, sums, c.rounds)
+	reported := map[string]bool{}
+	for _, name := range c.scenarios {
+		if scenarios[name].atOnce != "" && !reported[name] {
+			rep.tolerance(backend, name, sums, c.rounds)
+			reported[name] = true
+		}
+	}
 	srv.stop()
 	if c.ceiling {
 		rate, err := ceiling(ctx, env, c)
@@ -230,10 +275,13 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	return nil
 }
 
-// clientsOf is how many clients run sc: the scenario's own number when it has one, --clients
-// otherwise.
+// clientsOf is how many clients run sc: --latency-clients for a latency-tolerance scenario, the
+// scenario's own number when it has one, --clients otherwise.
 func clientsOf(sc scenario, c config) int {
-	if sc.clients > 0 {
+	switch {
+	case sc.latencyClients:
+		return c.latencyClients
+	case sc.clients > 0:
 		return sc.clients
 	}
 	return c.clients
@@ -278,7 +326,8 @@ type reporter struct {
 func (r *reporter) machine(c config) {
 	cpu := cpuName()
 	if r.json {
-		r.emit(map[string]any{"machine": cpu, "cpus": runtime.NumCPU(), "go": runtime.Version(), "clients": c.clients, "duration_s": c.duration.Seconds()})
+		r.emit(map[string]any{"machine": cpu, "cpus": runtime.NumCPU(), "go": runtime.Version(), "clients": c.clients,
+			"latency_clients": c.latencyClients, "duration_s": c.duration.Seconds()})
 		return
 	}
 	fmt.Fprintf(r.w, "machine: %s, %d CPUs, %s; %d clients, %v per scenario after %v warm-up; load generator and server on this machine\n\n",
@@ -375,6 +424,9 @@ var (
 const (
 	httpCeilingP99Target = 15.0 // ms: the sale scenario's p99
 	httpCeilingClients   = 64   // the clients the HTTP-stack ceiling's targets are stated for
+	toleranceTarget      = 0.9  // the least fraction of min(ideal, at once) a latency-tolerance scenario reaches
+	toleranceP99Target   = 350.0
+	toleranceRSSTarget   = 300 << 20 // bytes of the server's resident memory, which it stays under
 )
 
 // verdict says whether a target is met, plainly.
@@ -430,6 +482,59 @@ func (r *reporter) httpCeiling(backend string, sums map[string]summary, rounds i
 		fmt.Fprintf(r.w, "; the targets are stated at %d clients, this run had %d", httpCeilingClients, bare.clients)
 	}
 	fmt.Fprintln(r.w)
+}
+
+// tolerance reports the latency-tolerance scenario name (issue 20, point 5): its sales per second
+// against min(ideal = clients ÷ latency, the same path's figure at once in this run), its p99 and the
+// server's peak resident memory, each against its target, saying whether it is met. Without the
+// figure at once in the run, the bound is the ideal alone, and the line says so.
+func (r *reporter) tolerance(backend, name string, sums map[string]summary, rounds int) {
+	sc := scenarios[name]
+	s, ok := sums[name]
+	if !ok {
+		return
+	}
+	ideal := float64(s.clients) / sc.delay().Seconds()
+	atOnce, withAtOnce := sums[sc.atOnce]
+	bound := ideal
+	if withAtOnce {
+		bound = min(ideal, atOnce.rate)
+	}
+	ratio := 0.0
+	if bound > 0 {
+		ratio = s.rate / bound
+	}
+	ratioMet, p99Met, rssMet := ratio >= toleranceTarget, s.p99 <= toleranceP99Target, s.rss > 0 && s.rss < toleranceRSSTarget
+	if r.json {
+		line := map[string]any{"backend": backend, "scenario": name, "latency_ms": float64(sc.delay().Microseconds()) / 1000,
+			"clients": s.clients, "rounds": rounds, "sales_per_s": s.rate, "ideal_per_s": ideal, "bound_per_s": bound,
+			"ratio_to_bound": ratio, "target_ratio": toleranceTarget, "ratio_met": ratioMet,
+			"p99_ms": s.p99, "target_p99_ms": toleranceP99Target, "p99_met": p99Met,
+			"server_peak_rss_mb": megabytes(s.rss), "server_rss_before_mb": megabytes(s.rssBefore),
+			"target_rss_mb": megabytes(toleranceRSSTarget), "rss_met": rssMet}
+		if withAtOnce {
+			line["at_once_per_s"] = atOnce.rate
+		}
+		r.emit(line)
+		return
+	}
+	path := "ISO 8583 host"
+	if sc.simLatency > 0 {
+		path = "simulator"
+	}
+	fmt.Fprintf(r.w, "%-9s latency tolerance:", backend)
+	if rounds > 1 {
+		fmt.Fprintf(r.w, " medians of %d rounds:", rounds)
+	}
+	fmt.Fprintf(r.w, " %s %v away, %d clients: %.0f sales/s = %.2f of ", path, sc.delay(), s.clients, s.rate, ratio)
+	if withAtOnce {
+		fmt.Fprintf(r.w, "min(%.0f ideal, %.0f at once)", ideal, atOnce.rate)
+	} else {
+		fmt.Fprintf(r.w, "the %.0f ideal (no %s figure at once in this run)", ideal, sc.atOnce)
+	}
+	fmt.Fprintf(r.w, " (target ≥ %.2f: %s); p99 %.2f ms (target ≤ %.0f ms: %s); server's peak resident memory %.0f MB, %.0f MB before its clients (target < %.0f MB: %s)\n",
+		toleranceTarget, verdict(ratioMet), s.p99, toleranceP99Target, verdict(p99Met), megabytes(s.rss), megabytes(s.rssBefore),
+		megabytes(toleranceRSSTarget), verdict(rssMet))
 }
 
 func (r *reporter) emit(v any) {
