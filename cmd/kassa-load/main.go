@@ -59,6 +59,36 @@ import (
 // are compared with.
 const defaultScenarios = "sale,http-ceiling,token,mixed,iso8583,iso8583-50ms,iso8583-250ms,sale-250ms"
 
+// usage is the help of "kassa-load -h": the scenarios and the other benchmarks, then the flags.
+func usage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprint(w, `kassa-load measures Kassa under load: for each backend it starts kassa serve on a fresh database,
+drives the scenarios over HTTP from concurrent clients, and reports throughput, latency percentiles,
+errors and the server's CPU per 1000 operations, then the comparisons of issue 20, point 5, each
+saying whether its target is met.
+
+Scenarios:
+  sale           approved sales (the built-in simulator answering at once)
+  http-ceiling   the HTTP-stack ceiling: the same sale requests, from the same clients, to a bare
+                 net/http handler in its own process that decodes them, checks the card number and
+                 answers as many bytes as Kassa; compared with sale (target ≥ 0.50 SQLite, ≥ 0.45
+                 PostgreSQL, sale p99 ≤ 15 ms at 64 clients)
+  token          client-credentials token requests
+  mixed          authorize, capture, refund and a list of 100, in turn
+  iso8583        sales through the ISO 8583 connector to kassa-acquirer answering at once
+  iso8583-50ms   the same, the host answering after 50 ms, from 1,000 clients
+  iso8583-250ms  latency tolerance: the host answering after 250 ms, from --latency-clients; compared
+                 with min(clients ÷ 250 ms, iso8583) (target ≥ 0.90, p99 ≤ 350 ms, server < 300 MB)
+  sale-250ms     the same through a kassa serve --simulator-latency 250ms of its own, compared with
+                 min(clients ÷ 250 ms, sale)
+
+Other benchmarks: kassa-load dashboard -h, kassa-load webhooks -h, kassa-load drill -h.
+
+Flags:
+`)
+	flag.PrintDefaults()
+}
+
 type config struct {
 	kassa     string
 	acquirer  string
@@ -94,7 +124,7 @@ func main() {
 	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
 	flag.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary the iso8583 scenarios start")
 	flag.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
-	flag.StringVar(&scenarios, "scenarios", defaultScenarios, "scenarios to run, comma-separated: sale, http-ceiling, token, mixed, iso8583, iso8583-50ms, iso8583-250ms, sale-250ms")
+	flag.StringVar(&scenarios, "scenarios", defaultScenarios, "scenarios to run, comma-separated (see above)")
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
 	flag.IntVar(&c.latencyClients, "latency-clients", 2000, "concurrent clients of the latency-tolerance scenarios (iso8583-250ms, sale-250ms)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
@@ -103,6 +133,7 @@ func main() {
 	flag.BoolVar(&c.ceiling, "ceiling", true, "also measure the durable-write ceiling of each backend")
 	flag.BoolVar(&c.jsonOut, "json", false, "print results as JSON lines instead of a table")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for kassa serve, space-separated")
+	flag.Usage = usage
 	flag.Parse()
 	c.backends, c.scenarios, c.serveArgs = split(backends), split(scenarios), strings.Fields(serveArgs)
 	if c.clients < 1 || c.latencyClients < 1 || c.duration <= 0 || c.rounds < 1 {
