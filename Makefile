@@ -35,7 +35,7 @@ build:
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa ./cmd/kassa
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
-## bench: the hot path's Go benchmarks, the load benchmark, the dashboard benchmark (1,000,000 transactions), then the webhooks benchmark, on SQLite and PostgreSQL (see README, Performance)
+## bench: the hot path's Go benchmarks, the load benchmark (with the HTTP-stack ceiling and the 250 ms latency-tolerance scenarios from 2,000 clients), the dashboard benchmark (1,000,000 transactions), then the webhooks benchmark, on SQLite and PostgreSQL (see README, Performance)
 BENCH_FLAGS ?=
 DASHBOARD_BENCH_FLAGS ?=
 WEBHOOKS_BENCH_FLAGS ?=

@@ -25,15 +25,34 @@ type scenario struct {
 	iso     bool
 	latency time.Duration
 	clients int
+	// latencyClients: the scenario is a latency-tolerance one (issue 20, point 5), run from
+	// --latency-clients clients instead of --clients.
+	latencyClients bool
+	// simLatency: the scenario drives a kassa serve of its own whose built-in simulator waits this
+	// long before each answer (--simulator-latency), on a database of its own.
+	simLatency time.Duration
+	// atOnce: the scenario measured on the same path with no latency, whose figure and clients ÷
+	// latency bound a latency-tolerance scenario.
+	atOnce string
+	// bare: the scenario drives the bare net/http handler of "kassa-load bare-http" (barehttp.go),
+	// the HTTP-stack ceiling, instead of Kassa.
+	bare bool
+}
+
+// delay is how long the scenario's processor waits before each answer.
+func (sc scenario) delay() time.Duration { return max(sc.latency, sc.simLatency) }
+
+// sale is the sale scenario's loop body, its operation reported as op.
+func sale(op string) func(context.Context, *client, func(string, time.Duration, error)) {
+	return func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
+		_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
+		report(op, d, err)
+	}
 }
 
 // isoSale is the sale scenario of a merchant on kassa-acquirer, its operation reported as op.
 func isoSale(op string, latency time.Duration, clients int) scenario {
-	return scenario{ops: []string{op}, iso: true, latency: latency, clients: clients,
-		run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
-			_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
-			report(op, d, err)
-		}}
+	return scenario{ops: []string{op}, iso: true, latency: latency, clients: clients, run: sale(op)}
 }
 
 var scenarios = map[string]scenario{
@@ -41,10 +60,17 @@ var scenarios = map[string]scenario{
 	// host from 1,000 clients, which is what keeps 1,000 ÷ 0.05 s = 20,000 sales in flight a second.
 	"iso8583":      isoSale("sale iso8583", 0, 0),
 	"iso8583-50ms": isoSale("sale iso8583 50ms", 50*time.Millisecond, 1000),
-	"sale": {ops: []string{"sale"}, run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
-		_, d, err := c.transaction(ctx, "/transaction-service/sale", saleBody, "APPROVED")
-		report("sale", d, err)
-	}},
+	// Latency tolerance (issue 20, point 5): the acquirer 250 ms away, from --latency-clients (2,000)
+	// clients, through the ISO 8583 connector and through the built-in simulator; each is compared
+	// with min(clients ÷ 250 ms, the same path at once).
+	"iso8583-250ms": {ops: []string{"sale iso8583 250ms"}, iso: true, latency: 250 * time.Millisecond, latencyClients: true,
+		atOnce: "iso8583", run: sale("sale iso8583 250ms")},
+	"sale-250ms": {ops: []string{"sale 250ms"}, simLatency: 250 * time.Millisecond, latencyClients: true, atOnce: "sale",
+		run: sale("sale 250ms")},
+	"sale": {ops: []string{"sale"}, run: sale("sale")},
+	// The HTTP-stack ceiling (issue 20, point 5): the sale scenario's requests to a bare net/http
+	// handler in a process of its own, from the same clients.
+	"http-ceiling": {ops: []string{"bare http sale"}, bare: true, run: sale("bare http sale")},
 	"token": {ops: []string{"token"}, run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {
 		start := time.Now()
 		_, err := c.do(ctx, "POST", "/oauth/token?grant_type=client_credentials", nil, true)
@@ -150,6 +176,8 @@ type result struct {
 	order             []string
 	ops               map[string]*stats
 	sampleErrors      []string
+	rssPeak           uint64 // the server's peak resident memory in bytes, warm-up included (rssWatch)
+	rssBefore         uint64 // the server's resident memory before the scenario's clients connected
 }
 
 func (r *result) rate(op string) float64 {
@@ -208,6 +236,10 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config, hos
 		}
 		s.latencies = append(s.latencies, d)
 	}
+	// The server's memory is watched from before the clients connect: a peak during the warm-up is
+	// one too.
+	rss := watchRSS(k.cmd.Process.Pid)
+	defer func() { res.rssPeak, res.rssBefore = rss.stop(), rss.before }()
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range c.clients {

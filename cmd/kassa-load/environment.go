@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,7 +48,7 @@ func newEnvironment(backend string) (*environment, error) {
 		}
 		db, err := sql.Open("pgx", e.cluster.URL)
 		if err == nil {
-			for _, name := range []string{"kassa_api", "kassa_ceiling"} {
+			for _, name := range []string{"kassa_api", "kassa_ceiling", "kassa_latency"} {
 				if _, err = db.Exec("CREATE DATABASE " + name); err != nil {
 					break
 				}
@@ -109,42 +108,51 @@ type kassa struct {
 }
 
 func startKassa(ctx context.Context, bin string, dbArgs, extra []string) (*kassa, error) {
-	k := &kassa{bin: bin, dbArgs: dbArgs, done: make(chan error, 1)}
+	k := &kassa{bin: bin, dbArgs: dbArgs}
 	args := append(append([]string{"serve", "--addr", "127.0.0.1:0"}, dbArgs...), extra...)
-	k.cmd = exec.Command(bin, args...)
+	if err := k.start(ctx, exec.Command(bin, args...), "Kassa is listening on ", "kassa serve"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// start runs cmd, its standard error to a log file, and waits for the line of its standard output
+// that begins with prefix and goes on with the URL it serves (what names the program in errors).
+func (k *kassa) start(ctx context.Context, cmd *exec.Cmd, prefix, what string) error {
+	k.cmd, k.done = cmd, make(chan error, 1)
 	out, err := k.cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	logs, err := os.CreateTemp("", "kassa-load-serve-*.log")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	k.cmd.Stderr = logs
 	if err := k.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w (build it with: make build)", bin, err)
+		return fmt.Errorf("start %s: %w (build it with: make build)", k.cmd.Path, err)
 	}
 	go func() { k.done <- k.cmd.Wait(); logs.Close() }()
 	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "Kassa is listening on "); ok {
+			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
 				listening <- strings.Fields(rest)[0]
 			}
 		}
 	}()
 	select {
 	case k.url = <-listening:
-		return k, nil
+		return nil
 	case err := <-k.done:
-		return nil, fmt.Errorf("kassa serve exited: %v (log: %s)", err, logs.Name())
+		return fmt.Errorf("%s exited: %v (log: %s)", what, err, logs.Name())
 	case <-time.After(60 * time.Second):
 		k.stop()
-		return nil, errors.New("kassa serve did not listen within 60 s")
+		return fmt.Errorf("%s did not listen within 60 s", what)
 	case <-ctx.Done():
 		k.stop()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 

@@ -2,14 +2,23 @@
 // a fresh SQLite data directory, or on a throwaway PostgreSQL cluster with durable commits), creates
 // a merchant, and drives scenarios over HTTP from concurrent clients:
 //
-//	sale    approved sales
-//	token   client-credentials token requests
-//	mixed   authorize, capture, refund and a list of 100, in turn
-//	iso8583       approved sales of a merchant on an ISO 8583 account at kassa-acquirer
-//	iso8583-50ms  the same with the host answering after 50 ms, from 1,000 clients
+//	sale           approved sales
+//	http-ceiling   the same requests to a bare net/http handler in a process of its own (barehttp.go)
+//	token          client-credentials token requests
+//	mixed          authorize, capture, refund and a list of 100, in turn
+//	iso8583        approved sales of a merchant on an ISO 8583 account at kassa-acquirer
+//	iso8583-50ms   the same with the host answering after 50 ms, from 1,000 clients
+//	iso8583-250ms  the same with the host answering after 250 ms, from --latency-clients (2,000)
+//	sale-250ms     approved sales from a kassa serve whose simulator answers after 250 ms, from
+//	               --latency-clients
 //
-// It reports throughput, latency percentiles, errors and the server's CPU time per 1000 operations
-// (and in the iso8583 scenarios the acquirer host's).
+// It reports throughput, latency percentiles, errors, the server's CPU time per 1000 operations (and
+// in the iso8583 scenarios the acquirer host's) and, in the JSON lines, its peak resident memory.
+// Issue 20, point 5's comparisons follow: sales against the HTTP-stack ceiling (the bare handler's
+// answers per second; targets 0.5 on SQLite, 0.45 on PostgreSQL, sale p99 ≤ 15 ms at 64 clients), and
+// each 250 ms scenario against min(clients ÷ latency, the same path at once) (target 0.9, p99 ≤ 350
+// ms, the server under 300 MB), each saying whether its target is met; a missed one does not fail
+// the command, as none of its comparisons does.
 // It then measures the machine's durable-write ceiling for the backend — the rows a sale writes,
 // inserted by a plain program through the same driver, with the same durability and concurrency and
 // no HTTP — and the ratio of API sales to that ceiling.
@@ -24,7 +33,7 @@
 // Usage:
 //
 //	kassa-load [--kassa bin/kassa] [--acquirer bin/kassa-acquirer] [--backends sqlite,postgres]
-//	           [--scenarios sale,token,mixed] [--clients 64] [--duration 10s]
+//	           [--scenarios sale,http-ceiling,token,mixed] [--clients 64] [--latency-clients 2000] [--duration 10s]
 //	kassa-load dashboard [--backends sqlite,postgres] [--transactions 1000000] [--requests 200]
 //	           [--export-rows 100000] [--json]
 //	kassa-load webhooks [--backends sqlite,postgres] [--clients 64] [--duration 10s] [--events 20000]
@@ -45,18 +54,55 @@ import (
 	"time"
 )
 
+// defaultScenarios are the scenarios "make bench" runs: the sale and the HTTP-stack ceiling one after
+// the other, and the 2,000 clients of the latency-tolerance scenarios last, after the scenarios they
+// are compared with.
+const defaultScenarios = "sale,http-ceiling,token,mixed,iso8583,iso8583-50ms,iso8583-250ms,sale-250ms"
+
+// usage is the help of "kassa-load -h": the scenarios and the other benchmarks, then the flags.
+func usage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprint(w, `kassa-load measures Kassa under load: for each backend it starts kassa serve on a fresh database,
+drives the scenarios over HTTP from concurrent clients, and reports throughput, latency percentiles,
+errors and the server's CPU per 1000 operations, then the comparisons of issue 20, point 5, each
+saying whether its target is met.
+
+Scenarios:
+  sale           approved sales (the built-in simulator answering at once)
+  http-ceiling   the HTTP-stack ceiling: the same sale requests, from the same clients, to a bare
+                 net/http handler in its own process that decodes them, checks the card number and
+                 answers as many bytes as Kassa; compared with sale (target ≥ 0.50 SQLite, ≥ 0.45
+                 PostgreSQL, sale p99 ≤ 15 ms at 64 clients)
+  token          client-credentials token requests
+  mixed          authorize, capture, refund and a list of 100, in turn
+  iso8583        sales through the ISO 8583 connector to kassa-acquirer answering at once
+  iso8583-50ms   the same, the host answering after 50 ms, from 1,000 clients
+  iso8583-250ms  latency tolerance: the host answering after 250 ms, from --latency-clients; compared
+                 with min(clients ÷ 250 ms, iso8583) (target ≥ 0.90, p99 ≤ 350 ms, server < 300 MB)
+  sale-250ms     the same through a kassa serve --simulator-latency 250ms of its own, compared with
+                 min(clients ÷ 250 ms, sale)
+
+Other benchmarks: kassa-load dashboard -h, kassa-load webhooks -h, kassa-load drill -h.
+
+Flags:
+`)
+	flag.PrintDefaults()
+}
+
 type config struct {
 	kassa     string
 	acquirer  string
 	backends  []string
 	scenarios []string
 	clients   int
-	duration  time.Duration
-	warmup    time.Duration
-	rounds    int
-	ceiling   bool
-	jsonOut   bool
-	serveArgs []string
+	// latencyClients are the clients of the latency-tolerance scenarios (iso8583-250ms, sale-250ms).
+	latencyClients int
+	duration       time.Duration
+	warmup         time.Duration
+	rounds         int
+	ceiling        bool
+	jsonOut        bool
+	serveArgs      []string
 }
 
 func main() {
@@ -69,23 +115,29 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
 		os.Exit(webhooksMain(os.Args[2:], os.Stdout))
 	}
+	// Not in the help: the bare server the http-ceiling scenario starts (barehttp.go).
+	if len(os.Args) > 1 && os.Args[1] == "bare-http" {
+		os.Exit(bareHTTPMain(os.Args[2:], os.Stdout))
+	}
 	var c config
 	var backends, scenarios, serveArgs string
 	flag.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
 	flag.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary the iso8583 scenarios start")
 	flag.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to measure, comma-separated")
-	flag.StringVar(&scenarios, "scenarios", "sale,token,mixed,iso8583,iso8583-50ms", "scenarios to run, comma-separated: sale, token, mixed, iso8583, iso8583-50ms")
+	flag.StringVar(&scenarios, "scenarios", defaultScenarios, "scenarios to run, comma-separated (see above)")
 	flag.IntVar(&c.clients, "clients", 64, "concurrent clients")
+	flag.IntVar(&c.latencyClients, "latency-clients", 2000, "concurrent clients of the latency-tolerance scenarios (iso8583-250ms, sale-250ms)")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each scenario runs")
 	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long each scenario runs before it is measured")
 	flag.IntVar(&c.rounds, "rounds", 1, "how many times the scenarios run, one after the other, on each backend; the comparisons use each scenario's median")
 	flag.BoolVar(&c.ceiling, "ceiling", true, "also measure the durable-write ceiling of each backend")
 	flag.BoolVar(&c.jsonOut, "json", false, "print results as JSON lines instead of a table")
 	flag.StringVar(&serveArgs, "serve-args", "", "extra flags for kassa serve, space-separated")
+	flag.Usage = usage
 	flag.Parse()
 	c.backends, c.scenarios, c.serveArgs = split(backends), split(scenarios), strings.Fields(serveArgs)
-	if c.clients < 1 || c.duration <= 0 || c.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "kassa-load: --clients and --rounds must be >= 1 and --duration > 0")
+	if c.clients < 1 || c.latencyClients < 1 || c.duration <= 0 || c.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "kassa-load: --clients, --latency-clients and --rounds must be >= 1 and --duration > 0")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -127,10 +179,14 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 	// so that the server reads its account at once.
 	var acq *acquirer
 	var isoMerchant merchant
+	most := c.clients
 	for _, name := range c.scenarios {
-		if sc, ok := scenarios[name]; !ok {
+		sc, ok := scenarios[name]
+		if !ok {
 			return fmt.Errorf("unknown scenario %q", name)
-		} else if sc.iso && acq == nil {
+		}
+		most = max(most, clientsOf(sc, c))
+		if sc.iso && acq == nil {
 			if acq, err = startAcquirer(ctx, c.acquirer, env.dir); err != nil {
 				return err
 			}
@@ -144,51 +200,101 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 			}
 		}
 	}
+	// Every client holds a connection open, here and in the server: 2,000 of them need more open files
+	// than a shell's usual 1,024.
+	if err := ensureOpenFiles(filesFor(most)); err != nil {
+		return err
+	}
 	srv, err := startKassa(ctx, c.kassa, env.dbArgs("api"), c.serveArgs)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
+	if err := checkOpenFiles(srv.cmd.Process.Pid, "kassa serve", filesFor(most)); err != nil {
+		return err
+	}
 	m, err := srv.newMerchant(ctx, "load")
 	if err != nil {
 		return err
 	}
-	// Each scenario's operations per second (of its first operation), a figure a round. A virtual
-	// machine's neighbours move one run by several percent; rounds interleaved on one server, compared
-	// by their medians, compare the scenarios under the same conditions.
-	rates := map[string][]float64{}
+	// Each scenario's operations per second (of its first operation), p99 and server's peak memory, a
+	// figure a round. A virtual machine's neighbours move one run by several percent; rounds
+	// interleaved on one server, compared by their medians, compare the scenarios under the same
+	// conditions.
+	rounds := map[string][]*result{}
+	var slowMerchant merchant // the merchant of the simulator-latency scenarios, on their own database
+	answerBytes := 0          // the length of Kassa's approved sale answer, which the bare server's matches
 	for round := range c.rounds * len(c.scenarios) {
 		name := c.scenarios[round%len(c.scenarios)]
-		sc, cc, who := scenarios[name], c, m
-		if sc.iso {
+		sc, cc, target, who := scenarios[name], c, srv, m
+		cc.clients = clientsOf(sc, c)
+		var host *acquirer
+		switch {
+		case sc.iso:
 			if err := acq.setLatency(ctx, sc.latency); err != nil {
 				return err
 			}
-			who = isoMerchant
-			if sc.clients > 0 {
-				cc.clients = sc.clients
+			who, host = isoMerchant, acq
+		case sc.simLatency > 0:
+			// The simulator's latency is the server's setting: a server of its own for the scenario's
+			// run, on a database of its own, stopped after it.
+			if target, err = startKassa(ctx, c.kassa, env.dbArgs("latency"),
+				append(slices.Clone(c.serveArgs), "--simulator-latency", sc.simLatency.String())); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
 			}
+			if err = checkOpenFiles(target.cmd.Process.Pid, "kassa serve", filesFor(cc.clients)); err == nil && slowMerchant.ID == "" {
+				slowMerchant, err = target.newMerchant(ctx, "latency")
+			}
+			if err != nil {
+				target.stop()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			who = slowMerchant
+		case sc.bare:
+			// The bare server answers as many bytes as Kassa's approved sale of this run.
+			if answerBytes == 0 {
+				if answerBytes, err = saleAnswerBytes(ctx, srv, m); err != nil {
+					return fmt.Errorf("%s: a sale to measure the answer: %w", name, err)
+				}
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if target, err = startBareHTTP(ctx, self, answerBytes); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			who = merchant{ClientID: "bare", ClientSecret: "bare"}
 		}
-		var host *acquirer
-		if sc.iso {
-			host = acq
+		res, err := drive(ctx, target, who, sc, cc, host)
+		if target != srv {
+			target.stop()
 		}
-		res, err := drive(ctx, srv, who, sc, cc, host)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		res.backend, res.scenario = backend, name
 		rep.result(res)
-		rates[name] = append(rates[name], res.rate(sc.ops[0]))
+		rounds[name] = append(rounds[name], res)
 		if err := env.analyze(ctx, "api"); err != nil {
 			return err
 		}
 	}
+	sums := map[string]summary{}
 	medians := map[string]float64{}
-	for name, rs := range rates {
-		medians[name] = median(rs)
+	for name, rs := range rounds {
+		sums[name] = summarize(scenarios[name], clientsOf(scenarios[name], c), rs)
+		medians[name] = sums[name].rate
 	}
 	rep.acquirer(backend, medians, c.rounds)
+	rep.httpCeiling(backend, sums, c.rounds)
+	reported := map[string]bool{}
+	for _, name := range c.scenarios {
+		if scenarios[name].atOnce != "" && !reported[name] {
+			rep.tolerance(backend, name, sums, c.rounds)
+			reported[name] = true
+		}
+	}
 	srv.stop()
 	if c.ceiling {
 		rate, err := ceiling(ctx, env, c)
@@ -198,6 +304,42 @@ func runBackend(ctx context.Context, c config, backend string, rep *reporter) er
 		rep.ceiling(backend, rate, medians["sale"])
 	}
 	return nil
+}
+
+// clientsOf is how many clients run sc: --latency-clients for a latency-tolerance scenario, the
+// scenario's own number when it has one, --clients otherwise.
+func clientsOf(sc scenario, c config) int {
+	switch {
+	case sc.latencyClients:
+		return c.latencyClients
+	case sc.clients > 0:
+		return sc.clients
+	}
+	return c.clients
+}
+
+// summary is a scenario's figures over its rounds: the medians of its first operation's rate and
+// p99, and the highest of the server's peaks of resident memory.
+type summary struct {
+	rate, p99 float64 // operations per second, milliseconds
+	rss       uint64  // bytes
+	rssBefore uint64  // bytes, in the round of the highest peak
+	clients   int
+}
+
+// summarize sums up rs, the rounds of sc run from clients clients.
+func summarize(sc scenario, clients int, rs []*result) summary {
+	s := summary{clients: clients}
+	var rates, p99s []float64
+	for _, r := range rs {
+		rates = append(rates, r.rate(sc.ops[0]))
+		p99s = append(p99s, r.ops[sc.ops[0]].percentiles()[2])
+		if r.rssPeak >= s.rss {
+			s.rss, s.rssBefore = r.rssPeak, r.rssBefore
+		}
+	}
+	s.rate, s.p99 = median(rates), median(p99s)
+	return s
 }
 
 // median is the middle of rs, or the mean of its two middle figures.
@@ -215,12 +357,13 @@ type reporter struct {
 func (r *reporter) machine(c config) {
 	cpu := cpuName()
 	if r.json {
-		r.emit(map[string]any{"machine": cpu, "cpus": runtime.NumCPU(), "go": runtime.Version(), "clients": c.clients, "duration_s": c.duration.Seconds()})
+		r.emit(map[string]any{"machine": cpu, "cpus": runtime.NumCPU(), "go": runtime.Version(), "clients": c.clients,
+			"latency_clients": c.latencyClients, "duration_s": c.duration.Seconds()})
 		return
 	}
 	fmt.Fprintf(r.w, "machine: %s, %d CPUs, %s; %d clients, %v per scenario after %v warm-up; load generator and server on this machine\n\n",
 		cpu, runtime.NumCPU(), runtime.Version(), c.clients, c.duration, c.warmup)
-	fmt.Fprintf(r.w, "%-9s %-12s %-17s %8s %8s %8s %8s %8s %7s %14s %15s\n", "backend", "scenario", "operation", "ops/s",
+	fmt.Fprintf(r.w, "%-9s %-13s %-18s %8s %8s %8s %8s %8s %7s %14s %15s\n", "backend", "scenario", "operation", "ops/s",
 		"p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "CPU s/1000 ops", "host CPU s/1000")
 }
 
@@ -231,7 +374,8 @@ func (r *reporter) result(res *result) {
 		host := res.per1000(res.hostCPU, op)
 		if r.json {
 			line := map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
-				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op)}
+				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op),
+				"server_peak_rss_mb": megabytes(res.rssPeak)}
 			if host > 0 {
 				line["host_cpu_s_per_1000"] = host
 			}
@@ -242,7 +386,7 @@ func (r *reporter) result(res *result) {
 		if host > 0 {
 			hostCol = fmt.Sprintf("%.3f", host)
 		}
-		fmt.Fprintf(r.w, "%-9s %-12s %-17s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
+		fmt.Fprintf(r.w, "%-9s %-13s %-18s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
 			res.rate(op), p[0], p[1], p[2], p[3], s.errors, res.per1000(res.cpu, op), hostCol)
 	}
 	for _, e := range res.sampleErrors {
@@ -299,6 +443,129 @@ func (r *reporter) acquirer(backend string, rates map[string]float64, rounds int
 			slow/min(ideal, iso), ideal, iso)
 	}
 	fmt.Fprintln(r.w)
+}
+
+// The targets of issue 20, point 5.
+var (
+	// httpCeilingTargets are the least fraction of the HTTP-stack ceiling Kassa's sales reach, by
+	// backend.
+	httpCeilingTargets = map[string]float64{"sqlite": 0.5, "postgres": 0.45}
+)
+
+const (
+	httpCeilingP99Target = 15.0 // ms: the sale scenario's p99
+	httpCeilingClients   = 64   // the clients the HTTP-stack ceiling's targets are stated for
+	toleranceTarget      = 0.9  // the least fraction of min(ideal, at once) a latency-tolerance scenario reaches
+	toleranceP99Target   = 350.0
+	toleranceRSSTarget   = 300 << 20 // bytes of the server's resident memory, which it stays under
+)
+
+// verdict says whether a target is met, plainly.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// megabytes is b in MB of 2^20 bytes, as the soak counts them (soak.go).
+func megabytes(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// httpCeiling compares Kassa's sales with the HTTP-stack ceiling (issue 20, point 5): the bare
+// net/http handler's answers per second, from the same clients on the same cores in the same run;
+// the ratio sales/ceiling and the sale scenario's p99 are checked against the targets, and the line
+// says whether each is met. It says nothing when the http-ceiling scenario did not run. As the rest of
+// the main command's comparisons, a missed target is reported, and does not fail the command.
+func (r *reporter) httpCeiling(backend string, sums map[string]summary, rounds int) {
+	bare, ok := sums["http-ceiling"]
+	if !ok {
+		return
+	}
+	sale, withSale := sums["sale"]
+	ratio := 0.0
+	if withSale && bare.rate > 0 {
+		ratio = sale.rate / bare.rate
+	}
+	target := httpCeilingTargets[backend]
+	if r.json {
+		line := map[string]any{"backend": backend, "clients": bare.clients, "rounds": rounds,
+			"http_ceiling_per_s": bare.rate, "http_ceiling_p99_ms": bare.p99}
+		if withSale {
+			line["sales_per_s"], line["sale_p99_ms"], line["sales_to_http_ceiling"] = sale.rate, sale.p99, ratio
+			line["target_ratio"], line["ratio_met"] = target, ratio >= target
+			line["target_p99_ms"], line["p99_met"] = httpCeilingP99Target, sale.p99 <= httpCeilingP99Target
+		}
+		r.emit(line)
+		return
+	}
+	fmt.Fprintf(r.w, "%-9s HTTP-stack ceiling:", backend)
+	if rounds > 1 {
+		fmt.Fprintf(r.w, " medians of %d rounds:", rounds)
+	}
+	fmt.Fprintf(r.w, " a bare net/http handler answered %.0f sales/s (p99 %.2f ms) from %d clients;", bare.rate, bare.p99, bare.clients)
+	if !withSale {
+		fmt.Fprintln(r.w, " no sale scenario in this run to compare with it")
+		return
+	}
+	fmt.Fprintf(r.w, " Kassa's %.0f sales/s = %.2f of it (target ≥ %.2f: %s), sale p99 %.2f ms (target ≤ %.0f ms: %s)",
+		sale.rate, ratio, target, verdict(ratio >= target), sale.p99, httpCeilingP99Target, verdict(sale.p99 <= httpCeilingP99Target))
+	if bare.clients != httpCeilingClients {
+		fmt.Fprintf(r.w, "; the targets are stated at %d clients, this run had %d", httpCeilingClients, bare.clients)
+	}
+	fmt.Fprintln(r.w)
+}
+
+// tolerance reports the latency-tolerance scenario name (issue 20, point 5): its sales per second
+// against min(ideal = clients ÷ latency, the same path's figure at once in this run), its p99 and the
+// server's peak resident memory, each against its target, saying whether it is met. Without the
+// figure at once in the run, the bound is the ideal alone, and the line says so.
+func (r *reporter) tolerance(backend, name string, sums map[string]summary, rounds int) {
+	sc := scenarios[name]
+	s, ok := sums[name]
+	if !ok {
+		return
+	}
+	ideal := float64(s.clients) / sc.delay().Seconds()
+	atOnce, withAtOnce := sums[sc.atOnce]
+	bound := ideal
+	if withAtOnce {
+		bound = min(ideal, atOnce.rate)
+	}
+	ratio := 0.0
+	if bound > 0 {
+		ratio = s.rate / bound
+	}
+	ratioMet, p99Met, rssMet := ratio >= toleranceTarget, s.p99 <= toleranceP99Target, s.rss > 0 && s.rss < toleranceRSSTarget
+	if r.json {
+		line := map[string]any{"backend": backend, "scenario": name, "latency_ms": float64(sc.delay().Microseconds()) / 1000,
+			"clients": s.clients, "rounds": rounds, "sales_per_s": s.rate, "ideal_per_s": ideal, "bound_per_s": bound,
+			"ratio_to_bound": ratio, "target_ratio": toleranceTarget, "ratio_met": ratioMet,
+			"p99_ms": s.p99, "target_p99_ms": toleranceP99Target, "p99_met": p99Met,
+			"server_peak_rss_mb": megabytes(s.rss), "server_rss_before_mb": megabytes(s.rssBefore),
+			"target_rss_mb": megabytes(toleranceRSSTarget), "rss_met": rssMet}
+		if withAtOnce {
+			line["at_once_per_s"] = atOnce.rate
+		}
+		r.emit(line)
+		return
+	}
+	path := "ISO 8583 host"
+	if sc.simLatency > 0 {
+		path = "simulator"
+	}
+	fmt.Fprintf(r.w, "%-9s latency tolerance:", backend)
+	if rounds > 1 {
+		fmt.Fprintf(r.w, " medians of %d rounds:", rounds)
+	}
+	fmt.Fprintf(r.w, " %s %v away, %d clients: %.0f sales/s = %.2f of ", path, sc.delay(), s.clients, s.rate, ratio)
+	if withAtOnce {
+		fmt.Fprintf(r.w, "min(%.0f ideal, %.0f at once)", ideal, atOnce.rate)
+	} else {
+		fmt.Fprintf(r.w, "the %.0f ideal (no %s figure at once in this run)", ideal, sc.atOnce)
+	}
+	fmt.Fprintf(r.w, " (target ≥ %.2f: %s); p99 %.2f ms (target ≤ %.0f ms: %s); server's peak resident memory %.0f MB, %.0f MB before its clients (target < %.0f MB: %s)\n",
+		toleranceTarget, verdict(ratioMet), s.p99, toleranceP99Target, verdict(p99Met), megabytes(s.rss), megabytes(s.rssBefore),
+		megabytes(toleranceRSSTarget), verdict(rssMet))
 }
 
 func (r *reporter) emit(v any) {

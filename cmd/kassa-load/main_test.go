@@ -147,3 +147,56 @@ func TestWebhooksBenchmarkReportsBothFigures(t *testing.T) {
 		t.Fatalf("no figures for both backends in:\n%s", out.String())
 	}
 }
+
+// The latency-tolerance scenarios end to end, briefly, on SQLite, from 100 clients: the ISO 8583 host
+// and the simulator 250 ms away, each beside the same path at once; the report carries sales/s, the
+// bound min(ideal, at once), the ratio, the p99 and the server's peak memory, with the verdicts.
+func TestLatencyToleranceReportsTheRatioAndMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	dir := buildKassa(t, "kassa", "kassa-acquirer")
+	var out bytes.Buffer
+	c := config{kassa: filepath.Join(dir, "kassa"), acquirer: filepath.Join(dir, "kassa-acquirer"), backends: []string{"sqlite"},
+		scenarios: []string{"iso8583", "iso8583-250ms", "sale", "sale-250ms"}, clients: 4, latencyClients: 100,
+		duration: time.Second, warmup: 500 * time.Millisecond, rounds: 1, jsonOut: true}
+	if err := run(context.Background(), c, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+	seen := map[string]bool{}
+	for _, r := range jsonLines(t, out.String()) {
+		switch {
+		case r["machine"] != nil, r["iso8583_sales_per_s"] != nil:
+		case r["ratio_to_bound"] != nil:
+			sales, ideal, bound, ratio := r["sales_per_s"].(float64), r["ideal_per_s"].(float64), r["bound_per_s"].(float64), r["ratio_to_bound"].(float64)
+			atOnce, _ := r["at_once_per_s"].(float64)
+			// 100 clients, each waiting 250 ms for every sale, make at most 400 a second; every sale
+			// waits the 250 ms, so that the p99 cannot be less.
+			if ideal != 400 || atOnce <= 0 || bound != min(ideal, atOnce) || sales <= 0 || sales > 1.1*ideal || !near(ratio, sales/bound) ||
+				r["p99_ms"].(float64) < 250 || r["p99_ms"].(float64) > 30000 || r["latency_ms"] != 250.0 || r["clients"] != 100.0 ||
+				r["target_ratio"] != 0.9 || r["target_p99_ms"] != 350.0 || r["target_rss_mb"] != 300.0 {
+				t.Errorf("latency-tolerance line %v", r)
+			}
+			if rss := r["server_peak_rss_mb"].(float64); rss < 5 || rss > 4096 || r["server_rss_before_mb"].(float64) <= 0 {
+				t.Errorf("the server's peak memory: %v", r)
+			}
+			for _, v := range []string{"ratio_met", "p99_met", "rss_met"} {
+				if _, ok := r[v].(bool); !ok {
+					t.Errorf("no %s: %v", v, r)
+				}
+			}
+			seen[r["scenario"].(string)] = true
+		default:
+			if r["ops_per_s"].(float64) <= 0 || r["errors"].(float64) != 0 || r["server_peak_rss_mb"].(float64) <= 0 {
+				t.Errorf("%s: %v", r["operation"], r)
+			}
+			seen[r["operation"].(string)] = true
+		}
+	}
+	for _, want := range []string{"sale iso8583", "sale iso8583 250ms", "sale", "sale 250ms", "iso8583-250ms", "sale-250ms"} {
+		if !seen[want] {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
