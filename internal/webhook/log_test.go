@@ -287,8 +287,13 @@ func TestDeletingAnEndpointDeletesItsDeliveries(t *testing.T) {
 		gone, kept := a.create(t, "https://a.example/gone").Str("id"), a.create(t, "https://a.example/kept").Str("id")
 		deliver(t, db, a.id, gone) // one event: a delivery to each endpoint
 		exec(t, db, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, created_at) SELECT id, 500, 10, 0 FROM webhook_deliveries`)
+		if err := db.Write(context.Background(), func(tx *store.Tx) error { // another, left queued for each
+			return event.Record(context.Background(), tx, a.id, event.CustomerCreated, map[string]string{"id": "c2"}, time.Now())
+		}); err != nil {
+			t.Fatal(err)
+		}
 		a.ok(t, "DELETE", "/v1/webhook-endpoints/"+gone, nil)
-		for _, table := range []string{"webhook_deliveries", "webhook_attempts"} {
+		for _, table := range []string{"webhook_deliveries", "webhook_attempts", "webhook_queue"} {
 			if n := count(t, db, `SELECT COUNT(*) FROM `+table); n != 1 {
 				t.Errorf("%s: %d rows after the delete, want the kept endpoint's one", table, n)
 			}
