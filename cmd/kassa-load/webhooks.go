@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +62,7 @@ func webhooksMain(args []string, out io.Writer) int {
 			"leaving at most %d deliveries behind, delivered within %.1f s; %d deliveries in %.2f s: %.0f deliveries/s (target ≥ 1,000)\n",
 			backend, r.salesWithout, r.salesWith, 100*ratio, r.backlog, r.drain.Seconds(), *events, r.deliveryTime.Seconds(),
 			float64(*events)/r.deliveryTime.Seconds())
+		fmt.Fprintf(out, "%s webhooks: each run's sales/s without an endpoint %s, with it %s\n", backend, rates(r.runsWithout), rates(r.runsWith))
 		ok = ok && ratio >= 0.9 && float64(*events)/r.deliveryTime.Seconds() >= 1000
 	}
 	if !ok {
@@ -71,7 +74,9 @@ func webhooksMain(args []string, out io.Writer) int {
 
 type webhooksResult struct {
 	salesWithout, salesWith float64
-	deliveryTime            time.Duration
+	// Each run's sales/s, in the order they ran within each kind: how far runs of one kind differ.
+	runsWithout, runsWith []float64
+	deliveryTime          time.Duration
 	// The most deliveries a run with the endpoint left pending at its end (a busy node sends few:
 	// payments first), and the longest they took to be delivered after it.
 	backlog int
@@ -167,6 +172,7 @@ func benchWebhooks(ctx context.Context, c config, backend string, events int) (w
 		}
 	}
 	r.salesWithout, r.salesWith = mean(without), mean(with)
+	r.runsWithout, r.runsWith = without, with
 	on := false
 	if _, err := endpoints.Update(ctx, m.ID, ep.EndpointID, webhook.EndpointBody{Disabled: &on}, webhook.Actor{}); err != nil {
 		return r, err
@@ -195,6 +201,15 @@ func benchWebhooks(ctx context.Context, c config, backend string, events int) (w
 	}
 	r.deliveryTime = time.Since(start)
 	return r, nil
+}
+
+// rates is rs written as whole numbers, separated by commas.
+func rates(rs []float64) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return strings.Join(out, ", ")
 }
 
 func mean(rs []float64) float64 {
