@@ -1,14 +1,17 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/fault"
@@ -44,6 +47,13 @@ func newServer(t *testing.T) (*httptest.Server, *cardtest.Buffer) {
 	r.HandleFunc("GET", "/panic", func(w http.ResponseWriter, r *http.Request) { panic("handler bug") })
 	r.HandleFunc("GET", "/oops", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, io.ErrUnexpectedEOF)
+	})
+	r.HandleFunc("GET", "/wait", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // the client hangs up
+		httpapi.WriteError(w, r, fmt.Errorf("charge: %w", r.Context().Err()))
+	})
+	r.HandleFunc("GET", "/canceled", func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteError(w, r, context.Canceled) // something of the server's own was canceled
 	})
 	srv := httptest.NewServer(httpapi.Middleware(log, nil, r))
 	t.Cleanup(srv.Close)
@@ -187,4 +197,38 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("DecodeJSON(%q) error %v is not a 400 or 413 fault", body, err)
 		}
 	})
+}
+
+// A request whose client hangs up is recorded as a 499, logged as what it is, not as an internal
+// error; a cancellation of the server's own while the client waits is still a 500.
+func TestClientThatHangsUpIsNotAnInternalError(t *testing.T) {
+	t.Parallel()
+	srv, logs := newServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/wait", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the request was answered")
+	}
+	if resp, body := do(t, "GET", srv.URL+"/canceled", ""); resp.StatusCode != 500 || body["error"] != "internal_error" {
+		t.Fatalf("a cancellation of the server's own: %d %v", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), `"route":"GET /wait","status":499`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 499 in the access log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, "internal error") && strings.Contains(line, "/wait") {
+			t.Errorf("the hang-up is logged as an internal error: %s", line)
+		}
+	}
+	if !strings.Contains(logs.String(), `"msg":"client closed the request"`) {
+		t.Errorf("the hang-up is not logged:\n%s", logs.String())
+	}
 }

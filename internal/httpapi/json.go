@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -37,12 +38,23 @@ type errorBody struct {
 	Field   string `json:"field,omitempty"`
 }
 
+// StatusClientClosedRequest is the status recorded for a request whose client hung up before its
+// answer (nginx's 499): nobody reads it, and it is not the server's failure.
+const StatusClientClosedRequest = 499
+
 // WriteError answers with err. A *fault.Error becomes {"error","message","field"} with its status,
 // and the rate-limit headers of the velocity limit it carries (WriteRateLimit); anything else is
-// logged with the request id and answered with a 500 that reveals nothing.
+// logged with the request id and answered with a 500 that reveals nothing — but for the error of a
+// request whose client hung up (its context canceled), which is logged as such and recorded as a 499,
+// so that the access log and the metrics do not count it among the server's errors. (A payment cut
+// off so is settled by recovery, as after a crash: its attempt was recorded before the processor was
+// called.)
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var f *fault.Error
-	if !errors.As(err, &f) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		Logger(r.Context()).InfoContext(r.Context(), "client closed the request", "method", r.Method, "route", r.Pattern)
+		f = fault.New(StatusClientClosedRequest, "client_closed_request", "The client closed the connection before the answer.")
+	} else if !errors.As(err, &f) {
 		Logger(r.Context()).ErrorContext(r.Context(), "internal error", "method", r.Method, "route", r.Pattern, "err", err)
 		f = fault.New(http.StatusInternalServerError, "internal_error",
 			"Something went wrong on our side; the request id identifies it in our logs.")
