@@ -17,6 +17,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/pgcluster"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // environment is where a backend's databases live: temporary SQLite directories, or a durable
@@ -89,6 +90,24 @@ func (e *environment) analyze(ctx context.Context, name string) error {
 	defer db.Close()
 	_, err = db.ExecContext(ctx, "ANALYZE")
 	return err
+}
+
+// settle leaves database name as a database that has been running for a while is, without the
+// work its last run left owed, so that the next run does not pay for it: on PostgreSQL vacuumed and
+// analyzed (autovacuum would otherwise start on the churned tables during the next run) and
+// checkpointed; on SQLite its write-ahead log checkpointed and truncated (the next run's commits
+// would otherwise copy it back). db is a connection to it of this process.
+func (e *environment) settle(ctx context.Context, db *store.DB) error {
+	stmts := []string{"PRAGMA wal_checkpoint(TRUNCATE)"}
+	if e.cluster != nil {
+		stmts = []string{"VACUUM (ANALYZE)", "CHECKPOINT"}
+	}
+	for _, stmt := range stmts {
+		if _, err := db.Raw().ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
 }
 
 func (e *environment) close() {
