@@ -62,7 +62,12 @@ func webhooksMain(args []string, out io.Writer) int {
 			"leaving at most %d deliveries behind, delivered within %.1f s; %d deliveries in %.2f s: %.0f deliveries/s (target ≥ 1,000)\n",
 			backend, r.salesWithout, r.salesWith, 100*ratio, r.backlog, r.drain.Seconds(), *events, r.deliveryTime.Seconds(),
 			float64(*events)/r.deliveryTime.Seconds())
-		fmt.Fprintf(out, "%s webhooks: each run's sales/s without an endpoint %s, with it %s\n", backend, rates(r.runsWithout), rates(r.runsWith))
+		drains := make([]float64, len(r.drains))
+		for i, d := range r.drains {
+			drains[i] = d.Seconds()
+		}
+		fmt.Fprintf(out, "%s webhooks: each run's sales/s without an endpoint %s, with it %s (what it left behind delivered within %s s)\n",
+			backend, rates(r.runsWithout, 0), rates(r.runsWith, 0), rates(drains, 1))
 		ok = ok && ratio >= 0.9 && float64(*events)/r.deliveryTime.Seconds() >= 1000
 	}
 	if !ok {
@@ -74,8 +79,10 @@ func webhooksMain(args []string, out io.Writer) int {
 
 type webhooksResult struct {
 	salesWithout, salesWith float64
-	// Each run's sales/s, in the order they ran within each kind: how far runs of one kind differ.
+	// Each run's sales/s, in the order they ran within each kind: how far runs of one kind differ;
+	// and how long each run's deliveries left behind took after it.
 	runsWithout, runsWith []float64
+	drains                []time.Duration
 	deliveryTime          time.Duration
 	// The most deliveries a run with the endpoint left pending at its end (a busy node sends few:
 	// payments first), and the longest they took to be delivered after it.
@@ -166,6 +173,7 @@ func benchWebhooks(ctx context.Context, c config, backend string, events int) (w
 					return r, err
 				}
 				r.backlog, r.drain = max(r.backlog, n), max(r.drain, time.Since(begin))
+				r.drains = append(r.drains, time.Since(begin))
 			} else {
 				without = append(without, rate)
 			}
@@ -208,11 +216,11 @@ func benchWebhooks(ctx context.Context, c config, backend string, events int) (w
 	return r, nil
 }
 
-// rates is rs written as whole numbers, separated by commas.
-func rates(rs []float64) string {
+// rates is rs written with prec decimals, separated by commas.
+func rates(rs []float64, prec int) string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
-		out[i] = strconv.FormatFloat(r, 'f', 0, 64)
+		out[i] = strconv.FormatFloat(r, 'f', prec, 64)
 	}
 	return strings.Join(out, ", ")
 }
