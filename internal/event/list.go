@@ -138,10 +138,9 @@ func listQuery(merchantID string, f Filter, after, before int64) (string, []any)
 const purgeBatch = 1000
 
 // Purge deletes the events older than Retention at now, a batch at a time, with their webhook
-// deliveries and their attempts (ON DELETE CASCADE from the delivery) and the entries of the webhook
-// queue not yet made deliveries, and returns how many it deleted. The deliveries and the entries are
-// deleted here: on PostgreSQL a delivery has no foreign key to its event (migration 00047), and an
-// entry has none on either backend (00049).
+// deliveries, the deliveries' attempts and the entries of the webhook queue not yet made deliveries,
+// and returns how many it deleted. All are deleted here: on PostgreSQL none has a foreign key to what
+// it belongs to (migrations 00047, 00049, 00051).
 func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	cutoff := now.Add(-Retention).UnixMilli()
 	total := 0
@@ -155,9 +154,13 @@ func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 			if err := tx.QueryRowContext(ctx, `SELECT MAX(id) FROM (SELECT id FROM events ORDER BY id LIMIT $1) oldest`, purgeBatch).Scan(&last); err != nil {
 				return err
 			}
-			for _, table := range []string{"webhook_deliveries", "webhook_queue"} {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2)`,
-					last, cutoff); err != nil {
+			for _, stmt := range []string{
+				`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT d.id FROM webhook_deliveries d
+					WHERE d.event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2))`,
+				`DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2)`,
+				`DELETE FROM webhook_queue WHERE event_id IN (SELECT id FROM events WHERE id <= $1 AND created_at < $2)`,
+			} {
+				if _, err := tx.ExecContext(ctx, stmt, last, cutoff); err != nil {
 					return err
 				}
 			}

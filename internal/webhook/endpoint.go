@@ -417,11 +417,14 @@ func (s *Endpoints) Delete(ctx context.Context, merchantID, id string, by Actor)
 		if e, err = lockEndpoint(ctx, tx, merchantID, id, now); err != nil {
 			return err
 		}
-		// Its deliveries go with it, and their attempts with them (ON DELETE CASCADE from the delivery;
-		// on PostgreSQL a delivery has no foreign key to its endpoint, see migration 00047), and the
-		// events queued for it (no foreign key, migration 00049).
-		for _, table := range []string{"webhook_deliveries", "webhook_queue"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE endpoint_id = $1`, e.ID); err != nil {
+		// Its deliveries go with it, their attempts and the events queued for it: deleted here, as on
+		// PostgreSQL none has a foreign key to what it belongs to (migrations 00047, 00049, 00051).
+		for _, stmt := range []string{
+			`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = $1)`,
+			`DELETE FROM webhook_deliveries WHERE endpoint_id = $1`,
+			`DELETE FROM webhook_queue WHERE endpoint_id = $1`,
+		} {
+			if _, err := tx.ExecContext(ctx, stmt, e.ID); err != nil {
 				return err
 			}
 		}
