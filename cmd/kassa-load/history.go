@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -22,6 +23,21 @@ func (e *environment) storeConfig(name string) store.Config {
 		return store.Config{DatabaseURL: args[1]}
 	}
 	return store.Config{DataDir: args[1]}
+}
+
+// createDatabase makes the database called name of a PostgreSQL environment, which must exist before
+// kassa opens it (newEnvironment makes "api" and "ceiling"); SQLite's is made by kassa itself.
+func (e *environment) createDatabase(ctx context.Context, name string) error {
+	if e.cluster == nil {
+		return nil
+	}
+	db, err := sql.Open("pgx", e.cluster.URL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, "CREATE DATABASE kassa_"+name)
+	return err
 }
 
 // loadHistory bulk-loads the history o describes with package synth (no server may be writing to db
