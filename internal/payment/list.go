@@ -50,6 +50,12 @@ func (f Filter) dated() bool { return !f.From.IsZero() || !f.To.IsZero() }
 // amounted reports whether f bounds the amount.
 func (f Filter) amounted() bool { return f.MinAmount != nil || f.MaxAmount != nil }
 
+// oneAmount reports whether f asks for one amount (its bounds equal): the amount's index gives its
+// rows in id order, newest first, however many there are.
+func (f Filter) oneAmount() bool {
+	return f.MinAmount != nil && f.MaxAmount != nil && *f.MinAmount == *f.MaxAmount
+}
+
 // selective reports whether f asks for a value that few of a merchant's transactions have — an
 // e-mail, an order, a card's last four, a transaction, a vault customer — through an index that
 // begins with the merchant and the value (migrations 00027, 00029): whatever else f asks, those
@@ -91,20 +97,25 @@ func (q *query) add(cond string, v any) {
 func filter(merchantID string, f Filter, byAmount bool) *query {
 	q := &query{where: []string{"t.merchant_id = $1", "t.status <> 'PENDING'"}, args: []any{merchantID}}
 	if !f.From.IsZero() {
-		q.add(createdAt(f)+" >= ?", f.From.UnixMilli())
+		q.add(createdAt(f, byAmount)+" >= ?", f.From.UnixMilli())
 	}
 	if !f.To.IsZero() {
-		q.add(createdAt(f)+" < ?", f.To.UnixMilli())
+		q.add(createdAt(f, byAmount)+" < ?", f.To.UnixMilli())
 	}
 	if f.Result != "" {
 		q.add("t.status = ?", f.Result)
 	}
 	amount := map[bool]string{true: scaled, false: "+" + scaled}[byAmount]
-	if f.MinAmount != nil {
-		q.add(amount+" >= ?", *f.MinAmount)
-	}
-	if f.MaxAmount != nil {
-		q.add(amount+" <= ?", *f.MaxAmount)
+	switch {
+	case byAmount && f.oneAmount():
+		q.add(amount+" = ?", *f.MinAmount) // an equality, which the planners read the index in order for
+	default:
+		if f.MinAmount != nil {
+			q.add(amount+" >= ?", *f.MinAmount)
+		}
+		if f.MaxAmount != nil {
+			q.add(amount+" <= ?", *f.MaxAmount)
+		}
 	}
 	if f.Email != "" {
 		q.add("t.email IS NOT NULL AND LOWER(t.email) = ?", strings.ToLower(f.Email))
@@ -147,13 +158,14 @@ func filter(merchantID string, f Filter, byAmount bool) *query {
 	return q
 }
 
-// createdAt is the transactions' time as f's conditions spell it. The rows of a selective filter are
-// found through its index, whatever their dates, so its dates are spelled with unary plus, which no
-// planner reads an index for: PostgreSQL's generic plan of a prepared statement, which cannot see the
-// dates, takes any range of them for 0.5 % of the rows and read the time index over the whole
-// history instead, for an e-mail's 64 rows (110 ms at 200,000 rows, 0.5 ms through the e-mail).
-func createdAt(f Filter) string {
-	if f.selective() {
+// createdAt is the transactions' time as f's conditions spell it. The rows of a selective filter, or
+// of an amount range read through its index (byAmount), are found through that index whatever their
+// dates, so their dates are spelled with unary plus, which no planner reads an index for:
+// PostgreSQL's generic plan of a prepared statement, which cannot see the dates, takes any range of
+// them for 0.5 % of the rows and read the time index over the whole history instead, for an e-mail's
+// 64 rows (110 ms at 200,000 rows, 0.5 ms through the e-mail).
+func createdAt(f Filter, byAmount bool) string {
+	if f.selective() || byAmount {
 		return "+t.created_at"
 	}
 	return "t.created_at"
@@ -210,11 +222,16 @@ const amountProbeSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM transactions t WHERE
 	scaled + ` <= $3 LIMIT $4) n`
 
 // narrowAmount reports whether f's amount range is to be read through the amount's index: it bounds
-// the amount, no selective filter finds the rows already, and the merchant has fewer than
-// amountProbe transactions in the range.
+// the amount, no selective filter finds the rows already, and it is one amount, or the merchant has
+// fewer than amountProbe transactions in the range. One amount is read in order from the index
+// however many rows it has: newest first through the ledger, the 3,400 payments of 6.32 of a history
+// of 10,000,000 took 0.4 s.
 func narrowAmount(ctx context.Context, q store.Querier, merchantID string, f Filter) (bool, error) {
 	if !f.amounted() || f.selective() {
 		return false, nil
+	}
+	if f.oneAmount() {
+		return true, nil
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if f.MinAmount != nil {
@@ -240,7 +257,7 @@ func listStatement(cols, merchantID string, f Filter, byAmount bool) (stmt strin
 	if f.dated() {
 		// The cursor row's time; NULL (so no rows) for a row not the merchant's.
 		const at = "(SELECT c.created_at FROM transactions c WHERE c.merchant_id = $1 AND c.id = ?)"
-		c := createdAt(f)
+		c := createdAt(f, byAmount)
 		older = c + " <= " + at + " AND (" + c + " < " + at + " OR t.id < ?)"
 		newer = c + " >= " + at + " AND (" + c + " > " + at + " OR t.id > ?)"
 	}
@@ -258,7 +275,9 @@ func listStatement(cols, merchantID string, f Filter, byAmount bool) (stmt strin
 	// those of a narrow amount range, and those of a selective filter in a dated list, which its index
 	// gives in id order, not in time order: PostgreSQL read the time index backwards instead, through
 	// the whole of a 1,000,000-row history for an e-mail's 16 rows (0.76 s; sorted, 0.14 ms).
-	plus := map[bool]string{true: "+", false: ""}[f.Name != "" || byAmount || f.dated() && f.selective()]
+	// One amount's rows come from its index in id order (not in time order).
+	sorted := f.Name != "" || byAmount && (!f.oneAmount() || f.dated()) || f.dated() && f.selective()
+	plus := map[bool]string{true: "+", false: ""}[sorted]
 	by := plus + "t.id " + order
 	if f.dated() {
 		by = plus + "t.created_at " + order + ", " + by
