@@ -124,6 +124,9 @@ type loadedLedger struct {
 	bytes  int64
 }
 
+// scaleBackend measures one backend: it loads the ledger, starts a server on it and one on an empty
+// database, measures the loaded merchant's lists, then the sale runs on both in turn; it reports
+// whether every target was met and every request answered.
 func scaleBackend(ctx context.Context, c scaleConfig, backend string, rep *scaleReporter) (bool, error) {
 	env, err := newEnvironment(backend)
 	if err != nil {
@@ -360,7 +363,7 @@ func (r *scaleReporter) sales(backend string, empty, loaded float64, rows int) b
 		return ok
 	}
 	verdict := map[bool]string{true: "ok", false: "MISSED"}[ok]
-	fmt.Fprintf(r.w, "%-9s sales: %.0f/s on an empty ledger, %.0f/s with %d rows loaded: ratio %.3f (target ≥ %.2f): %s\n",
+	fmt.Fprintf(r.w, "%-9s sales: %.0f/s on an empty ledger, %.0f/s with %d rows loaded: ratio %.3f (target ≥ %.2f): %s\n\n",
 		backend, empty, loaded, rows, ratio, r.c.minRatio, verdict)
 	return ok
 }
