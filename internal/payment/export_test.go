@@ -20,6 +20,11 @@ func ListStatementByAmount(merchantID string, f Filter) (string, []any) {
 	return stmt, args
 }
 
+// CountStatement is the statement Count runs for f, and its arguments.
+func CountStatement(merchantID string, f Filter, most int) (string, []any) {
+	return countStatement(merchantID, f, most)
+}
+
 // NarrowAmount is List's choice for f's amount range: through its index, or newest first.
 func NarrowAmount(ctx context.Context, db *store.DB, merchantID string, f Filter) (bool, error) {
 	var narrow bool

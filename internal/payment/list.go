@@ -290,15 +290,20 @@ func listStatement(cols, merchantID string, f Filter, byAmount bool) (stmt strin
 // Count returns how many of the merchant's transactions f selects (its cursors and limit aside), but
 // no more than most: counting stops there.
 func (l *Ledger) Count(ctx context.Context, merchantID string, f Filter, most int) (int, error) {
-	// An amount range is counted in its index, up to most of its rows, however wide.
-	q := filter(merchantID, f, true)
-	q.args = append(q.args, most)
+	stmt, args := countStatement(merchantID, f, most)
 	var n int
 	err := l.db.Read(ctx, func(sq store.Querier) error {
-		return sq.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1`+from+`WHERE `+strings.Join(q.where, " AND ")+
-			` LIMIT $`+strconv.Itoa(len(q.args))+`) n`, q.args...).Scan(&n)
+		return sq.QueryRowContext(ctx, stmt, args...).Scan(&n)
 	})
 	return n, err
+}
+
+// countStatement is Count's statement and its arguments. An amount range is counted in its index, up
+// to most of its rows, however wide.
+func countStatement(merchantID string, f Filter, most int) (string, []any) {
+	q := filter(merchantID, f, f.amounted())
+	q.args = append(q.args, most)
+	return `SELECT COUNT(*) FROM (SELECT 1` + from + `WHERE ` + strings.Join(q.where, " AND ") + ` LIMIT $` + strconv.Itoa(len(q.args)) + `) n`, q.args
 }
 
 // Each calls fn with the merchant's transactions that f selects, newest first, at most most of them,

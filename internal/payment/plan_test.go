@@ -99,6 +99,20 @@ func TestListQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s: the plan does not use %v:\n%s", tc.name, tc.index, p)
 			}
 		}
+		// The dashboard's count of a list: a day long past by the time index, an amount range by the
+		// amount's.
+		for _, tc := range []struct {
+			f     payment.Filter
+			index string
+		}{
+			{payment.Filter{From: old, To: old.Add(24 * time.Hour)}, "transactions_time"},
+			{payment.Filter{MinAmount: new(int64(1_000_000)), MaxAmount: new(int64(1_100_000))}, "transactions_amount"},
+		} {
+			stmt, args := payment.CountStatement(m.ID, tc.f, 1000)
+			if p := storetest.Plan(t, db, stmt, args...); !strings.Contains(p, tc.index) || storetest.FullScan(p, "t") {
+				t.Errorf("count %+v: the plan does not use %s:\n%s", tc.f, tc.index, p)
+			}
+		}
 		// PostgreSQL plans a statement prepared once (pgx prepares each) for its values five times, then
 		// may keep a generic plan, which cannot see them: a selective filter's index is still its choice.
 		if db.Dialect() == store.Postgres {
