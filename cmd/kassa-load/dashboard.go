@@ -23,7 +23,6 @@ import (
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	merchants "github.com/kassapay/kassa/internal/merchant"
-	"github.com/kassapay/kassa/internal/report"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/synth"
@@ -124,13 +123,7 @@ func dashBackend(ctx context.Context, c dashConfig, backend string, rep *dashRep
 		return false, err
 	}
 	defer env.close()
-	cfg := store.Config{}
-	if args := env.dbArgs("api"); args[0] == "--database-url" {
-		cfg.DatabaseURL = args[1]
-	} else {
-		cfg.DataDir = args[1]
-	}
-	db, err := store.Open(ctx, cfg)
+	db, err := store.Open(ctx, env.storeConfig("api"))
 	if err != nil {
 		return false, err
 	}
@@ -142,19 +135,14 @@ func dashBackend(ctx context.Context, c dashConfig, backend string, rep *dashRep
 	if err != nil {
 		return false, err
 	}
-	start := time.Now()
 	loc, _ := time.LoadLocation(benchTimezone)
-	sum, err := synth.Load(ctx, db, synth.Options{MerchantID: shop.merchantID, ClientID: shop.creds.ClientID,
+	// The overview reads the ledger's rollup (internal/report), which the server's roller keeps up to
+	// date a few seconds behind the sales; loadHistory brings it up to date at once, as part of the load.
+	sum, loaded, err := loadHistory(ctx, db, synth.Options{MerchantID: shop.merchantID, ClientID: shop.creds.ClientID,
 		Transactions: c.transactions, Customers: c.customers, Location: loc, Seed: 17})
 	if err != nil {
-		return false, fmt.Errorf("load: %w", err)
+		return false, err
 	}
-	// The overview reads the ledger's rollup (internal/report), which the server's roller keeps up to
-	// date a few seconds behind the sales; a bulk load is brought up to date at once, as part of it.
-	if err := report.NewRoller(report.RollerConfig{DB: db}).CatchUp(ctx); err != nil {
-		return false, fmt.Errorf("roll the overview up: %w", err)
-	}
-	loaded := time.Since(start)
 	srv, err := startBenchServer(ctx, db, c.wrap)
 	if err != nil {
 		return false, err
@@ -377,10 +365,16 @@ const warmUp = 5
 // measure sends warmUp then n requests for p, one at a time, and records each one's server time. A
 // request answered with anything but 200 stops the page, named in the result.
 func (b *browser) measure(ctx context.Context, p page, n int) pageResult {
+	return measurePage(p, n, func(u string) (time.Duration, error) { return b.get(ctx, u, io.Discard) })
+}
+
+// measurePage sends warmUp then n requests for p with get, one at a time, and records the time get
+// returns for each. A request get fails stops the page, named in the result.
+func measurePage(p page, n int, get func(path string) (time.Duration, error)) pageResult {
 	res := pageResult{name: p.name, example: p.url(0)}
 	for i := range warmUp + n {
 		u := p.url(i)
-		d, err := b.get(ctx, u, io.Discard)
+		d, err := get(u)
 		if err != nil {
 			res.failure = "GET " + u + ": " + err.Error()
 			return res
@@ -494,14 +488,24 @@ func (r *dashReporter) loaded(backend string, s synth.Summary, carded int, took 
 	}
 	fmt.Fprintf(r.w, "%-9s loaded %d transactions (%d sales, %d declined), %d audit records, %d customers (%d with a card through the API) in %.1f s\n",
 		backend, s.Transactions, s.Kinds["SALE"], s.Declined, s.AuditRecords, s.Customers, carded, took.Seconds())
-	fmt.Fprintf(r.w, "%-9s %-9s %-58s %6s %8s %8s %8s  %s\n", "backend", "page", "example", "n", "p50 ms", "p99 ms", "max ms", "target")
+	pageHeader(r.w, "page")
 }
 
 // page reports one page and says whether it met its target.
-func (r *dashReporter) page(p pageResult) bool {
+func (r *dashReporter) page(p pageResult) bool { return pageLine(r.w, r.json, p, r.c.pageLimit) }
+
+// pageHeader is the heading of pageLine's table, its second column called what.
+func pageHeader(w io.Writer, what string) {
+	fmt.Fprintf(w, "%-9s %-12s %-58s %6s %8s %8s %8s  %s\n", "backend", what, "example", "n", "p50 ms", "p99 ms", "max ms", "target")
+}
+
+// pageLine reports one page's measurement, as a row of pageHeader's table or a JSON line, and says
+// whether it met its target: answered every time, with a p99 of at most limit.
+func pageLine(w io.Writer, jsonOut bool, p pageResult, limit time.Duration) bool {
+	r := &reporter{w: w, json: jsonOut}
 	ms := p.stats.percentiles()
-	ok := p.failure == "" && time.Duration(ms[2]*float64(time.Millisecond)) <= r.c.pageLimit
-	verdict := map[bool]string{true: "ok", false: fmt.Sprintf("MISSED: p99 > %v", r.c.pageLimit)}[ok]
+	ok := p.failure == "" && time.Duration(ms[2]*float64(time.Millisecond)) <= limit
+	verdict := map[bool]string{true: "ok", false: fmt.Sprintf("MISSED: p99 > %v", limit)}[ok]
 	if p.failure != "" {
 		verdict = "FAILED: " + p.failure
 	}
@@ -515,10 +519,10 @@ func (r *dashReporter) page(p pageResult) bool {
 		return ok
 	}
 	if p.failure != "" {
-		fmt.Fprintf(r.w, "%-9s %-9s %-58s %6s %8s %8s %8s  %s\n", p.backend, p.name, clip(p.example, 58), "-", "-", "-", "-", verdict)
+		fmt.Fprintf(r.w, "%-9s %-12s %-58s %6s %8s %8s %8s  %s\n", p.backend, p.name, clip(p.example, 58), "-", "-", "-", "-", verdict)
 		return ok
 	}
-	fmt.Fprintf(r.w, "%-9s %-9s %-58s %6d %8.2f %8.2f %8.2f  %s\n", p.backend, p.name, clip(p.example, 58), len(p.stats.latencies),
+	fmt.Fprintf(r.w, "%-9s %-12s %-58s %6d %8.2f %8.2f %8.2f  %s\n", p.backend, p.name, clip(p.example, 58), len(p.stats.latencies),
 		ms[0], ms[2], ms[3], verdict)
 	return ok
 }

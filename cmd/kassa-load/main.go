@@ -26,6 +26,10 @@
 // "kassa-load webhooks" is the webhooks' benchmark instead (webhooks.go): sales with and without an
 // endpoint subscribed to every event, and deliveries per second to a local receiver.
 //
+// "kassa-load scale" is the benchmark of the scale of data instead (scale.go): sales on an empty
+// ledger and on one holding 10,000,000 bulk-loaded transactions, side by side, and the loaded
+// merchant's lists and filters through the gateway API, failing when a target is missed.
+//
 // "kassa-load dashboard" is the dashboard's benchmark instead (dashboard.go): it loads 1,000,000
 // transactions of one merchant, runs the server in this process, and reports the server time of the
 // dashboard's pages and the time and memory of a CSV export, failing when a target is missed.
@@ -108,6 +112,9 @@ type config struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "dashboard" {
 		os.Exit(dashboardMain(os.Args[2:], os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "scale" {
+		os.Exit(scaleMain(os.Args[2:], os.Stdout))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "drill" {
 		os.Exit(drillMain(os.Args[2:], os.Stdout))

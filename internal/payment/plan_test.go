@@ -2,6 +2,7 @@ package payment_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,10 @@ func TestListQueriesUseIndexes(t *testing.T) {
 			{"transaction id", payment.Filter{TransactionID: "TX100000017"}, []string{"transactions_transaction_id_key", "sqlite_autoindex_transactions_1"}},
 			{"a day long past", payment.Filter{From: old, To: old.Add(24 * time.Hour)}, []string{"transactions_time"}},
 			{"a day long past, next page", payment.Filter{From: old, To: old.Add(24 * time.Hour), After: 1500}, []string{"transactions_time"}},
+			// Issue 20: PostgreSQL read the time index backwards, through the whole history, for an
+			// e-mail's few rows in a date range; they are found by the e-mail and sorted.
+			{"e-mail in a date range", payment.Filter{Email: "customer17@example.com", From: old, To: old.AddDate(0, 0, 30)}, []string{"transactions_email"}},
+			{"order id in a date range", payment.Filter{OrderID: "order-17", From: old, To: old.AddDate(0, 0, 30)}, []string{"transactions_order"}},
 			{"a sales user's own", payment.Filter{ClientID: "dashboard/u-sales"}, []string{"transactions_dashboard_client"}},
 		} {
 			stmt, args := payment.ListStatement(m.ID, tc.f)
@@ -94,8 +99,159 @@ func TestListQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s: the plan does not use %v:\n%s", tc.name, tc.index, p)
 			}
 		}
+		// The dashboard's count of a list: a day long past by the time index, an amount range by the
+		// amount's.
+		for _, tc := range []struct {
+			f     payment.Filter
+			index string
+		}{
+			{payment.Filter{From: old, To: old.Add(24 * time.Hour)}, "transactions_time"},
+			{payment.Filter{MinAmount: new(int64(1_000_000)), MaxAmount: new(int64(1_100_000))}, "transactions_amount"},
+		} {
+			stmt, args := payment.CountStatement(m.ID, tc.f, 1000)
+			if p := storetest.Plan(t, db, stmt, args...); !strings.Contains(p, tc.index) || storetest.FullScan(p, "t") {
+				t.Errorf("count %+v: the plan does not use %s:\n%s", tc.f, tc.index, p)
+			}
+		}
+		// PostgreSQL plans a statement prepared once (pgx prepares each) for its values five times, then
+		// may keep a generic plan, which cannot see them: a selective filter's index is still its choice.
+		if db.Dialect() == store.Postgres {
+			for _, f := range []payment.Filter{{Email: "customer17@example.com", From: old, To: old.AddDate(0, 0, 30)},
+				{CardSuffix: "4242", From: old, To: old.AddDate(0, 0, 1)}} {
+				stmt, args := payment.ListStatement(m.ID, f)
+				if p := genericPlan(t, db, stmt, args...); strings.Contains(p, "transactions_time") {
+					t.Errorf("%+v: the generic plan reads the time index:\n%s", f, p)
+				}
+			}
+		}
 		if p := storetest.Plan(t, db, payment.ChildrenStatement(2), m.ID, 10, 20); !strings.Contains(p, "transactions_parent") || storetest.FullScan(p, "t") {
 			t.Errorf("the chain: the plan does not use transactions_parent:\n%s", p)
 		}
 	})
+}
+
+// Issue 20: a search for one amount, or a range of a few units, reads the amount's index (migration
+// 00050) and sorts what it finds; a wide range is read newest first, as the index would make it sort
+// most of the ledger. List tells them apart by counting the range in the index, up to
+// payment.AmountProbe, which reads the index alone.
+func TestAmountFilterChoosesItsIndex(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var m merchant.Merchant
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			var err error
+			m, err = merchant.Create(ctx, tx, merchant.New{Name: "Amounts", Email: "amounts@example.com"}, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		load(t, db, m.ID, 20000) // amounts i % 50000 cents: each amount once or not at all
+		if _, err := db.Exec(ctx, `ANALYZE`); err != nil {
+			t.Fatal(err)
+		}
+		amount := func(major int64) *int64 { v := major * 10000; return &v }
+		one, few, wide := payment.Filter{MinAmount: amount(123), MaxAmount: amount(123)},
+			payment.Filter{MinAmount: amount(120), MaxAmount: amount(129)}, payment.Filter{MinAmount: amount(10)}
+		for _, tc := range []struct {
+			name   string
+			f      payment.Filter
+			narrow bool
+		}{{"one amount", one, true}, {"ten units", few, true}, {"wide", wide, false}} {
+			narrow, err := payment.NarrowAmount(ctx, db, m.ID, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if narrow != tc.narrow {
+				t.Errorf("%s: read through the amount's index: %v, want %v", tc.name, narrow, tc.narrow)
+			}
+		}
+		for _, f := range []payment.Filter{one, few} {
+			stmt, args := payment.ListStatementByAmount(m.ID, f)
+			if p := storetest.Plan(t, db, stmt, args...); !strings.Contains(p, "transactions_amount") || storetest.FullScan(p, "t") {
+				t.Errorf("a narrow amount range: the plan does not use transactions_amount:\n%s", p)
+			}
+		}
+		// One amount is read from the index in order, newest first, whatever its count: no sort.
+		stmt, args := payment.ListStatementByAmount(m.ID, one)
+		if p := storetest.Plan(t, db, stmt, args...); strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "Sort") {
+			t.Errorf("one amount is sorted:\n%s", p)
+		}
+		stmt, args = payment.ListStatement(m.ID, wide)
+		if p := storetest.Plan(t, db, stmt, args...); strings.Contains(p, "transactions_amount") || storetest.FullScan(p, "t") ||
+			!strings.Contains(p, "transactions_merchant") && !strings.Contains(p, "transactions_pkey") {
+			t.Errorf("a wide amount range is not read newest first:\n%s", p)
+		}
+		probe := []any{m.ID, *few.MinAmount, *few.MaxAmount, payment.AmountProbe}
+		if db.Dialect() == store.SQLite {
+			if p := storetest.Plan(t, db, payment.AmountProbeSQL, probe...); !strings.Contains(p, "COVERING INDEX transactions_amount") {
+				t.Errorf("the count of an amount range does not read the index alone:\n%s", p)
+			}
+			return
+		}
+		// PostgreSQL reads an index alone where its visibility map lets it, which a table just written
+		// (and not yet vacuumed) has not: told to read no table through an index, nor whole, it still
+		// reads the index alone, which it could not if a column the count needs were not in it.
+		tx, err := db.Raw().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(`SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(`EXPLAIN `+payment.AmountProbeSQL, probe...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, "Index Only Scan using transactions_amount") {
+			t.Errorf("the count of an amount range cannot read the index alone:\n%s", p)
+		}
+	})
+}
+
+// genericPlan is PostgreSQL's generic plan of stmt (its plan for any values), shown with args.
+func genericPlan(t *testing.T, db *store.DB, stmt string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Raw().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	values := make([]string, len(args))
+	for i, a := range args {
+		values[i] = fmt.Sprint(a)
+		if s, ok := a.(string); ok {
+			values[i] = "'" + strings.ReplaceAll(s, "'", "''") + "'"
+		}
+	}
+	for _, q := range []string{`SET plan_cache_mode = force_generic_plan`, `PREPARE generic_plan AS ` + stmt} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	defer conn.ExecContext(ctx, `DEALLOCATE generic_plan; RESET plan_cache_mode`)
+	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE generic_plan(`+strings.Join(values, ", ")+`)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	return strings.Join(plan, "\n")
 }

@@ -111,6 +111,20 @@ func TestOverviewUsesIndexes(t *testing.T) {
 	})
 }
 
+// The roller's read of what a roll adds reads through indexes on an analyzed ledger with nothing
+// held: the range of ids above the watermark, and the held transactions by id (issue 20: SQLite read
+// the whole ledger for them at every roll).
+func TestRollReadsThroughIndexes(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		load(t, db, 10, 5000, "UTC", time.Now())
+		plan := storetest.Plan(t, db, rollSQL, 49000, 50000)
+		if m := fullScan[db.Dialect()].FindString(plan); m != "" {
+			t.Errorf("a roll reads a whole table (%s):\n%s", m, plan)
+		}
+	})
+}
+
 // BenchmarkOverview measures the overview of one of two merchants with 200,000 ledger rows each over
 // 120 days, rolled up: the statement and the page's figures (the harness of make bench measures the
 // page at 1,000,000 rows).

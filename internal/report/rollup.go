@@ -287,7 +287,9 @@ type held struct {
 // rollSQL reads, in one statement and so one snapshot: the final transactions with ids in ($1, $2]
 // summed by the rollup's key ('r'); the pending ones among them ('p'), to be held; and the held
 // transactions whose outcome is now in ('h'), one by one. Which rows are final cannot change between
-// the three.
+// the three. The held are looked up by id from overview_held (IN, not a join): SQLite, its ledger
+// analyzed and the held table empty (no statistics), joined the other way round and read the whole
+// ledger at every roll, every 2 s — a third more CPU per sale with 500,000 rows (issue 20).
 const rollSQL = `SELECT 'r', merchant_id, 0, created_at - created_at % ` + bucketSQL + `, currency, test_mode, kind, status,
 		COALESCE(decline_code, ''), COUNT(*), CAST(SUM(amount) AS BIGINT)
 	FROM transactions WHERE id > $1 AND id <= $2 AND status <> 'PENDING'
@@ -297,7 +299,7 @@ const rollSQL = `SELECT 'r', merchant_id, 0, created_at - created_at % ` + bucke
 	UNION ALL
 	SELECT 'h', t.merchant_id, t.id, t.created_at - t.created_at % ` + bucketSQL + `, t.currency, t.test_mode, t.kind, t.status,
 		COALESCE(t.decline_code, ''), 1, t.amount
-	FROM overview_held h JOIN transactions t ON t.id = h.id WHERE t.status <> 'PENDING'`
+	FROM transactions t WHERE t.id IN (SELECT h.id FROM overview_held h) AND t.status <> 'PENDING'`
 
 // read reads what a roll of ids (from, to] adds: the facts to add to the buckets (the range's and the
 // resolved held transactions', summed by key), the range's pending transactions, and the ids of the

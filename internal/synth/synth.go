@@ -52,6 +52,9 @@ type Summary struct {
 	// Samples of the loaded data, to query with: transaction ids (of every kind), the e-mails and
 	// last four digits the transactions carry, and vault customers' lookup ids.
 	TransactionIDs, Emails, CardSuffixes, CustomerLookups []string
+	// Amounts samples the transactions' amounts, as decimals of the major unit ("42.17"; every
+	// currency of the history has two decimals).
+	Amounts []string
 }
 
 // sampleSize bounds each sample of Summary.
@@ -114,6 +117,7 @@ func Load(ctx context.Context, db *store.DB, o Options) (Summary, error) {
 		g.sample(&sum.TransactionIDs, n, r.txid)
 		g.sample(&sum.Emails, n, c.email)
 		g.sample(&sum.CardSuffixes, n, r.card.suffix)
+		g.sample(&sum.Amounts, n, fmt.Sprintf("%d.%02d", r.amount/100, r.amount%100))
 		n++
 		sum.Kinds[r.kind]++
 		if r.status == "DECLINED" {

@@ -199,14 +199,26 @@ func (w *writer) buildIndexes(ctx context.Context, creates []string) error {
 }
 
 // finish brings the ledger's id sequence past the loaded ids (PostgreSQL; SQLite's AUTOINCREMENT
-// follows explicit ids by itself) and has the database analyze the tables.
+// follows explicit ids by itself), has the database analyze the tables, and leaves it settled as a
+// database that has been running for a while is, rather than with the load's work still owed: on
+// PostgreSQL the tables vacuumed (rows written by COPY have no hint bits and no visibility map yet,
+// and the millions of rows inserted since the last vacuum would start autovacuum on the ledger
+// while the server that follows is measured) and a checkpoint taken (the load's dirty pages would
+// be written at the next one); on SQLite the write-ahead log checkpointed and truncated (the first
+// commits of the server would copy gigabytes of it into the database).
 func (w *writer) finish(ctx context.Context) error {
 	raw := w.db.Raw()
+	settle := []string{"ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"}
 	if w.pg != nil {
 		if _, err := raw.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('transactions', 'id'), (SELECT MAX(id) FROM transactions))`); err != nil {
 			return err
 		}
+		settle = []string{"VACUUM (ANALYZE)", "CHECKPOINT"}
 	}
-	_, err := raw.ExecContext(ctx, "ANALYZE")
-	return err
+	for _, stmt := range settle {
+		if _, err := raw.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("synth: %s: %w", stmt, err)
+		}
+	}
+	return nil
 }
