@@ -143,6 +143,12 @@ func main() {
 	flag.Usage = usage
 	flag.Parse()
 	c.backends, c.scenarios, c.serveArgs = split(backends), split(scenarios), strings.Fields(serveArgs)
+	if flag.NArg() > 0 {
+		// A word the tool does not know (a subcommand of a newer build, say) is refused, rather than
+		// taken as a request for the whole load benchmark.
+		fmt.Fprintf(os.Stderr, "kassa-load: unknown command %q (kassa-load -h lists the commands)\n", flag.Arg(0))
+		os.Exit(2)
+	}
 	if c.clients < 1 || c.latencyClients < 1 || c.duration <= 0 || c.rounds < 1 {
 		fmt.Fprintln(os.Stderr, "kassa-load: --clients, --latency-clients and --rounds must be >= 1 and --duration > 0")
 		os.Exit(2)
