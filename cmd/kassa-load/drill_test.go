@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,12 +21,7 @@ func TestDrill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers and a PostgreSQL cluster")
 	}
-	dir := t.TempDir()
-	for _, cmd := range []string{"kassa", "kassa-acquirer"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", cmd, err, out)
-		}
-	}
+	dir := buildKassa(t, "kassa", "kassa-acquirer")
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
@@ -68,12 +62,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("starts servers")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	for _, cmd := range []string{"kassa", "kassa-acquirer"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", cmd, err, out)
-		}
-	}
+	dir := buildKassa(t, "kassa", "kassa-acquirer")
 	var out bytes.Buffer
 	code := drillMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--acquirer", filepath.Join(dir, "kassa-acquirer"),
 		"--backends", "sqlite", "--clients", "6", "--subscriptions", "3", "--settle", "60s",

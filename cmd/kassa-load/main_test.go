@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,12 +26,7 @@ func TestLoadGenerator(t *testing.T) {
 	if err := pgcluster.Available(); err != nil {
 		storetest.Unavailable(t, "PostgreSQL: %v", err)
 	}
-	dir := t.TempDir()
-	for _, cmd := range []string{"kassa", "kassa-acquirer"} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", cmd, err, out)
-		}
-	}
+	dir := buildKassa(t, "kassa", "kassa-acquirer")
 	var out bytes.Buffer
 	c := config{kassa: filepath.Join(dir, "kassa"), acquirer: filepath.Join(dir, "kassa-acquirer"), backends: []string{"sqlite", "postgres"},
 		scenarios: []string{"sale", "token", "mixed", "iso8583", "iso8583-50ms"},
@@ -127,10 +121,7 @@ func TestWebhooksBenchmarkReportsBothFigures(t *testing.T) {
 	if err := pgcluster.Available(); err != nil {
 		storetest.Unavailable(t, "PostgreSQL: %v", err)
 	}
-	dir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kassa"), "../kassa").CombinedOutput(); err != nil {
-		t.Fatalf("build kassa: %v\n%s", err, out)
-	}
+	dir := buildKassa(t, "kassa")
 	var out bytes.Buffer
 	webhooksMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--clients", "4", "--duration", "700ms", "--warmup", "200ms",
 		"--events", "200", "--rounds", "1"}, &out)

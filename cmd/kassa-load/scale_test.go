@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,10 +21,7 @@ func TestScaleBenchmarkReportsSalesAndLists(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kassa and starts two servers")
 	}
-	dir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kassa"), "../kassa").CombinedOutput(); err != nil {
-		t.Fatalf("build kassa: %v\n%s", err, out)
-	}
+	dir := buildKassa(t, "kassa")
 	var out bytes.Buffer
 	c := scaleConfig{config: config{kassa: filepath.Join(dir, "kassa"), backends: []string{"sqlite"}, clients: 8,
 		duration: time.Second, warmup: 300 * time.Millisecond, rounds: 1, jsonOut: true},

@@ -2,6 +2,7 @@ package payment_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -203,16 +204,7 @@ func TestAmountFilterChoosesItsIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if p := strings.Join(plan, "\n"); !strings.Contains(p, "Index Only Scan using transactions_amount") {
+		if p := planText(t, rows); !strings.Contains(p, "Index Only Scan using transactions_amount") {
 			t.Errorf("the count of an amount range cannot read the index alone:\n%s", p)
 		}
 	})
@@ -244,6 +236,12 @@ func genericPlan(t *testing.T, db *store.DB, stmt string, args ...any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return planText(t, rows)
+}
+
+// planText reads an EXPLAIN's rows, one line each, and closes them.
+func planText(t *testing.T, rows *sql.Rows) string {
+	t.Helper()
 	defer rows.Close()
 	var plan []string
 	for rows.Next() {
@@ -252,6 +250,9 @@ func genericPlan(t *testing.T, db *store.DB, stmt string, args ...any) string {
 			t.Fatal(err)
 		}
 		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return strings.Join(plan, "\n")
 }
