@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/sortid"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/velocity"
 )
@@ -483,7 +483,7 @@ func (l *Ledger) lease(now time.Time) int64 { return now.Add(2 * l.timeout).Unix
 // insert records the attempt: a PENDING row, leased to this node. Without tx it is a statement of
 // its own.
 func (l *Ledger) insert(ctx context.Context, tx *store.Tx, t *Transaction, now time.Time) error {
-	t.TransactionID = newTransactionID()
+	t.TransactionID = newTransactionID(now)
 	c := t.Customer
 	var parent sql.NullInt64
 	if t.ParentID != 0 {
@@ -711,8 +711,10 @@ func parseID(s string) (int64, bool) {
 
 const transactionIDLen = 20
 
-// newTransactionID returns 20 random characters of [A-Z2-7]: 100 bits.
-func newTransactionID() string { return rand.Text()[:transactionIDLen] }
+// newTransactionID returns a transaction id of 20 characters of [A-Z2-7] made at now: its time, then
+// 11 random characters (55 bits), so that the ledger's unique index and the audit log's index of
+// transaction ids grow at their ends (sortid).
+func newTransactionID(now time.Time) string { return sortid.New(now, transactionIDLen) }
 
 // processorOperations are the processor's names of the kinds of transaction.
 var processorOperations = map[string]string{KindSale: processor.OperationSale, KindAuthorization: processor.OperationAuthorization,
