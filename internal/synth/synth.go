@@ -478,7 +478,8 @@ func (g *generator) decline() (d struct {
 	return d
 }
 
-// txid is a transaction id as the ledger makes them: 20 characters [A-Z2-7].
+// txid is a transaction id as the ledger made them before they were in time order (sortid): 20 random
+// characters [A-Z2-7], the ledger of an installation that has been running.
 func (g *generator) txid() string {
 	var b [13]byte
 	for i := range b {
