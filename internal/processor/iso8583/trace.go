@@ -18,13 +18,20 @@ import (
 // block's size to the series' end and returns the new end in one statement, so two nodes (or two
 // processes one after the other) never reserve the same number; what a process leaves unused when it
 // stops is skipped.
+//
+// The next block is reserved ahead, in the background, as soon as a block comes into use: every sale
+// of the terminal waits for the number it takes, and a block reserved only when the last one ran out
+// held them all behind one write in a database busy with their attempts (issue 20, point 5). A
+// process that stops leaves up to two blocks unused.
 type series struct {
 	name string
 	db   *store.DB
 	size int64
 
 	mu        sync.Mutex
-	next, end int64 // the block held: [next, end)
+	next, end int64         // the block in use: [next, end)
+	spare     int64         // the end of the block reserved ahead, 0 when there is none
+	ahead     chan struct{} // while a reservation ahead runs: closed when it ends
 }
 
 // reserveSQL reserves a block of $2 numbers of series $1, numbered from 1; $3 is 1 + $2, the end of
@@ -37,16 +44,65 @@ const reserveSQL = `INSERT INTO iso8583_series (name, reserved) VALUES ($1, $3)
 func (s *series) take(ctx context.Context) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next == s.end {
-		var end int64
-		if err := s.db.QueryRow(ctx, []any{&end}, reserveSQL, s.name, s.size, 1+s.size); err != nil {
-			return 0, fmt.Errorf("iso8583: reserve numbers of %s: %w", s.name, err)
+	for s.next == s.end {
+		switch {
+		case s.spare != 0:
+			s.next, s.end, s.spare = s.spare-s.size, s.spare, 0
+		case s.ahead != nil: // the block reserved ahead is on its way
+			ahead := s.ahead
+			s.mu.Unlock()
+			select {
+			case <-ahead:
+			case <-ctx.Done():
+			}
+			s.mu.Lock()
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			if s.spare == 0 && s.next == s.end && s.ahead == nil { // it failed: reserve here, and say why
+				end, err := s.reserve(ctx)
+				if err != nil {
+					return 0, err
+				}
+				s.next, s.end = end-s.size, end
+			}
+		default:
+			end, err := s.reserve(ctx)
+			if err != nil {
+				return 0, err
+			}
+			s.next, s.end = end-s.size, end
 		}
-		s.next, s.end = end-s.size, end
 	}
 	n := s.next
 	s.next++
+	if s.spare == 0 && s.ahead == nil {
+		s.ahead = make(chan struct{})
+		go s.reserveAhead(context.WithoutCancel(ctx), s.ahead)
+	}
 	return n, nil
+}
+
+// reserve reserves a block and returns its end.
+func (s *series) reserve(ctx context.Context) (int64, error) {
+	var end int64
+	if err := s.db.QueryRow(ctx, []any{&end}, reserveSQL, s.name, s.size, 1+s.size); err != nil {
+		return 0, fmt.Errorf("iso8583: reserve numbers of %s: %w", s.name, err)
+	}
+	return end, nil
+}
+
+// reserveAhead reserves the next block as the spare and closes done. When it fails, take reserves
+// the block itself when the one in use runs out.
+func (s *series) reserveAhead(ctx context.Context, done chan struct{}) {
+	end, err := s.reserve(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.spare = end
+	}
+	s.ahead = nil
+	close(done)
 }
 
 // stanOf is the STAN of the n-th number of a terminal's series: 000001 to 999999, then again from

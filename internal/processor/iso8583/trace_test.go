@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/iso8583"
@@ -101,4 +102,51 @@ func TestTracesUniqueAcrossPostgresNodes(t *testing.T) {
 		nodes[name] = open(t, k, config(addr, "TERM0001", "1s"))
 	}
 	c.run(t, 200, nodes)
+}
+
+// TestNextBlockIsReservedAhead: the next block of STANs and RRNs is reserved while the block in use
+// lasts, so that a terminal's sales do not wait for a busy database when it runs out: with the
+// database's writer held, the rest of the first block and the whole second are still handed out.
+func TestNextBlockIsReservedAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.SQLite(t)
+	k, _ := newKind(t, db, iso8583.KindConfig{Block: 10})
+	p := open(t, k, config(closedAddress(t), "TERM0001", "1s"))
+	c := &traces{stans: map[string]bool{}, rrns: map[string]bool{}}
+	c.prepare(t, p, "TERM0001", 1)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var n int
+		if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM iso8583_series WHERE reserved = 21`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 2 { // the terminal's STANs and the acquirer's RRNs: 1–10 in use, 11–20 ahead
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second blocks were not reserved ahead")
+		}
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go db.Write(ctx, func(*store.Tx) error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	})
+	<-held
+	defer close(release)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.prepare(t, p, "TERM0001", 19)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("preparing waited for the database with the next block reserved")
+	}
+	if len(c.rrns) != 20 {
+		t.Errorf("%d traces, want 20", len(c.rrns))
+	}
 }
