@@ -134,12 +134,14 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	// synchronous=FULL: a commit is on disk when it returns, in WAL mode too. busy_timeout lets the
 	// operator CLI and the server share the file. _txlock=immediate makes every transaction take the
 	// write lock at BEGIN, so two writers never deadlock upgrading a read lock. The writer keeps its
-	// savepoints' journals in memory (temp_store) and a 64 MiB page cache: a group commit's savepoints
+	// savepoints' journals in memory (temp_store) and a 16 MiB page cache: a group commit's savepoints
 	// otherwise wrote each page's first change to a temporary file, and a batch's dirty pages spilled
 	// out of the default 2 MiB cache into the WAL before its commit, a write system call per page
-	// (a third of a sale's CPU once sales recorded events).
+	// (a third of a sale's CPU once sales recorded events). With ids in time order a batch of sales
+	// dirties a few dozen pages; 64 MiB, the size before, filled up under load and was 90 MB of the
+	// server's resident memory at 2,000 requests in flight, for no throughput (issue 20, point 5).
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
-	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&_pragma=cache_size(-65536)&_pragma=temp_store(2)&"+common)
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&_pragma=cache_size(-16384)&_pragma=temp_store(2)&"+common)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
