@@ -12,11 +12,9 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/signal"
 	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
@@ -81,18 +79,9 @@ func dashboardMain(args []string, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "kassa-load dashboard: --transactions, --customers and --requests must be >= 1, --export-rows >= 10, --carded at most --customers")
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ok, err := runDashboard(ctx, c, out)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kassa-load dashboard:", err)
-		return 1
-	}
-	if !ok {
-		fmt.Fprintln(os.Stderr, "kassa-load dashboard: a target was missed or a page failed (see above)")
-		return 1
-	}
-	return 0
+	return judge("dashboard", "a target was missed or a page failed", func(ctx context.Context) (bool, error) {
+		return runDashboard(ctx, c, out)
+	})
 }
 
 // runDashboard measures every backend of c and reports to out; ok is false when a page failed or a

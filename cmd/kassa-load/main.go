@@ -161,6 +161,24 @@ func main() {
 	}
 }
 
+// judge runs the measurement of the benchmark command until SIGINT or SIGTERM and makes its outcome
+// the exit status: 1 with the error when the benchmark itself failed, 1 with missed when a target
+// was missed or a request failed, 0 otherwise.
+func judge(command, missed string, measure func(context.Context) (bool, error)) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ok, err := measure(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kassa-load %s: %v\n", command, err)
+		return 1
+	}
+	if !ok {
+		fmt.Fprintf(os.Stderr, "kassa-load %s: %s (see above)\n", command, missed)
+		return 1
+	}
+	return 0
+}
+
 func split(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {

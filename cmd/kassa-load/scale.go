@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"runtime"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
@@ -85,18 +83,9 @@ func scaleMain(args []string, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "kassa-load scale: --transactions, --customers, --clients, --rounds and --requests must be >= 1, --duration > 0")
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ok, err := runScale(ctx, c, out)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kassa-load scale:", err)
-		return 1
-	}
-	if !ok {
-		fmt.Fprintln(os.Stderr, "kassa-load scale: a target was missed or a request failed (see above)")
-		return 1
-	}
-	return 0
+	return judge("scale", "a target was missed or a request failed", func(ctx context.Context) (bool, error) {
+		return runScale(ctx, c, out)
+	})
 }
 
 // runScale measures every backend of c and reports to out; ok is false when a target was missed or
