@@ -34,6 +34,14 @@ type Filter struct {
 // that begins with the merchant (audit_log_merchant, audit_log_user, audit_log_operation), so that a
 // page costs its rows, not the log's.
 func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Entry, error) {
+	cond, args := listCondition(merchantID, f)
+	return entries(ctx, q, merchantID, cond, args...)
+}
+
+// listCondition is what List selects, with its order and limit, and its parameters. A user's records
+// are read in audit_log_user, which holds only the records that name a user (migration 00052): a
+// condition "user_id = $n" implies that the user is not NULL, as both planners take it to.
+func listCondition(merchantID string, f Filter) (string, []any) {
 	if f.Limit <= 0 {
 		f.Limit = DefaultLimit
 	}
@@ -54,7 +62,7 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]
 		add("id <", f.Before)
 	}
 	args = append(args, f.Limit)
-	return entries(ctx, q, merchantID, strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	return strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // Trail returns the merchant's records of the transactions named (their transaction ids), oldest
