@@ -111,5 +111,7 @@ func benchLedger(b *testing.B, db *store.DB) (*payment.Ledger, payment.Charge) {
 // oneAccount is every merchant's and every transaction's processor account.
 type oneAccount struct{ acct processor.Account }
 
-func (o oneAccount) ForMerchant(context.Context, string) (processor.Account, error) { return o.acct, nil }
-func (o oneAccount) Account(context.Context, string) (processor.Account, error)     { return o.acct, nil }
+func (o oneAccount) ForMerchant(context.Context, string) (processor.Account, error) {
+	return o.acct, nil
+}
+func (o oneAccount) Account(context.Context, string) (processor.Account, error) { return o.acct, nil }
