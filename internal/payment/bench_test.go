@@ -25,8 +25,9 @@ import (
 
 // BenchmarkCharge measures the ledger alone: approved sales per second from 64 goroutines calling
 // Ledger.Charge with what `kassa-load`'s sale scenario sends (10.00 CAD, a Visa, an e-mail), the
-// simulator answering at once, on each backend with its production durability — no HTTP, no JSON,
-// no token. It is the bound the storage puts on the API's sales (issue 20, point 5: the HTTP-stack
+// simulator answering at once, on each backend with its production durability (SQLite
+// synchronous=FULL; PostgreSQL on a cluster of its own with fsync and synchronous_commit on) — no
+// HTTP, no JSON, no token. It is the bound the storage puts on the API's sales (issue 20, point 5: the HTTP-stack
 // ceiling's ratio), and the figure to cut the ledger's writes against:
 //
 //	go test ./internal/payment -run '^$' -bench Charge -benchtime 50000x
@@ -35,7 +36,7 @@ func BenchmarkCharge(b *testing.B) {
 	for _, backend := range []struct {
 		name string
 		open func(testing.TB) *store.DB
-	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.Postgres}} {
+	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.DurablePostgres}} {
 		b.Run(backend.name, func(b *testing.B) {
 			l, c := benchLedger(b, backend.open(b))
 			// The test binary's check for writes inside writes (store/nested.go), which opening the

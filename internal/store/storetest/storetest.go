@@ -60,6 +60,22 @@ func Postgres(t testing.TB) *store.DB {
 	return open(t, store.Config{DatabaseURL: PostgresURL(t)})
 }
 
+// DurablePostgres opens a fresh migrated PostgreSQL database on a cluster of its own with production
+// durability (fsync, full_page_writes and synchronous_commit on; the shared test cluster has them off),
+// for benchmarks whose figures stand for a production server. The cluster stops at cleanup.
+func DurablePostgres(t testing.TB) *store.DB {
+	t.Helper()
+	if err := pgcluster.Available(); err != nil {
+		Unavailable(t, "PostgreSQL: %v", err)
+	}
+	c, err := pgcluster.Start(pgcluster.Options{Durable: true})
+	if err != nil {
+		t.Fatalf("start a durable PostgreSQL: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return open(t, store.Config{DatabaseURL: c.URL})
+}
+
 // PostgresURL creates a fresh migrated PostgreSQL database and returns its URL, for tests that hand
 // the database to a server process. It is dropped at cleanup.
 func PostgresURL(t testing.TB) string {
