@@ -93,9 +93,9 @@ func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
 	// database/sql hands a freed connection to a random waiter, which under load leaves some requests
 	// waiting seconds longer than others. Writes and reads therefore queue first at channels, which
 	// admit them in order, n writes and n reads at a time, so that the pool (2n, and one connection
-	// for the batcher) never makes anyone wait.
-	pool.SetMaxOpenConns(2*n + 1)
-	pool.SetMaxIdleConns(2*n + 1)
+	// for each of the batcher's senders) never makes anyone wait.
+	pool.SetMaxOpenConns(2*n + pgSenders)
+	pool.SetMaxIdleConns(2*n + pgSenders)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u), gate: make(chan struct{}, n), readGate: make(chan struct{}, n)}
 	if err := db.Ping(ctx); err != nil {

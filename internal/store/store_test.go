@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
@@ -302,5 +303,74 @@ func TestBatchedQueryWithoutRow(t *testing.T) {
 	}
 	if n != 80 {
 		t.Fatalf("%d rows, want 80", n)
+	}
+}
+
+// On PostgreSQL, a batched statement that waits for a row lock does not hold up the hot path's other
+// writes: while one waits for a lock another transaction holds, a second statement is sent by another
+// sender and commits; the first then commits once the lock is released.
+func TestLockWaitDoesNotStallOtherWrites(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	mustExec(t, db, "CREATE TABLE items (name TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+	mustExec(t, db, "INSERT INTO items (name, n) VALUES ('held', 0)")
+	holder, err := db.Raw().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, "UPDATE items SET n = 1 WHERE name = 'held'"); err != nil {
+		t.Fatal(err)
+	}
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := db.Exec(ctx, "UPDATE items SET n = 2 WHERE name = 'held'")
+		blocked <- err
+	}()
+	// The update is sent and waits for the holder's lock.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		if err := db.Reader().QueryRowContext(ctx, "SELECT COUNT(*) FROM pg_locks WHERE NOT granted").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the update never waited for the lock")
+		}
+	}
+	other := make(chan error, 1)
+	go func() {
+		_, err := db.Exec(ctx, "INSERT INTO items (name, n) VALUES ('other', 3)")
+		other <- err
+	}()
+	stalled := false
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatalf("the other write: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		stalled = true
+		t.Error("the other write waited behind the statement waiting for a lock")
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-blocked; err != nil {
+		t.Fatalf("the update, once the lock was released: %v", err)
+	}
+	if stalled {
+		if err := <-other; err != nil {
+			t.Fatalf("the other write: %v", err)
+		}
+	}
+	var held, others int64
+	if err := db.Reader().QueryRowContext(ctx, "SELECT (SELECT n FROM items WHERE name = 'held'), (SELECT COUNT(*) FROM items WHERE name = 'other')").Scan(&held, &others); err != nil {
+		t.Fatal(err)
+	}
+	if held != 2 || others != 1 {
+		t.Fatalf("held = %d, other rows %d; want 2 and 1", held, others)
 	}
 }
