@@ -16,6 +16,7 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
@@ -94,7 +95,7 @@ func benchLedger(b *testing.B, db *store.DB) (*payment.Ledger, payment.Charge) {
 		b.Fatal(err)
 	}
 	sim := processor.Account{Kind: "simulator", Test: true, Processor: simulator.New(simulator.Config{})}
-	l := payment.New(payment.Config{DB: db, Processors: oneAccount{sim}, Velocity: limits})
+	l := payment.New(payment.Config{DB: db, Processors: processortest.OneAccount{Acct: sim}, Velocity: limits})
 	number, err := cardpkg.ParseNumber(cardtest.Visa)
 	if err != nil {
 		b.Fatal(err)
@@ -108,11 +109,3 @@ func benchLedger(b *testing.B, db *store.DB) (*payment.Ledger, payment.Charge) {
 		Kind: payment.KindSale, Amount: 1000, Currency: cad, Card: number, Expiry: expiry, CVV: "123",
 		Customer: payment.Customer{Email: "load@example.com"}, Source: payment.SourceEcommerce}
 }
-
-// oneAccount is every merchant's and every transaction's processor account.
-type oneAccount struct{ acct processor.Account }
-
-func (o oneAccount) ForMerchant(context.Context, string) (processor.Account, error) {
-	return o.acct, nil
-}
-func (o oneAccount) Account(context.Context, string) (processor.Account, error) { return o.acct, nil }

@@ -19,6 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/reconcile"
 	"github.com/kassapay/kassa/internal/store"
@@ -58,16 +59,11 @@ func newBooks(t *testing.T, db *store.DB) *books {
 		t.Fatal(err)
 	}
 	sim := processor.Account{Kind: "simulator", Test: true, Processor: simulator.New(simulator.Config{Now: b.clock.Now})}
-	b.ledger = payment.New(payment.Config{DB: db, Processors: simulated{sim}, Now: b.clock.Now, Velocity: limits})
+	// Every account decides as the simulator: the tests set a transaction's account after the fact
+	// (took), and its follow-ups must still be carried out.
+	b.ledger = payment.New(payment.Config{DB: db, Processors: processortest.OneAccount{Acct: sim}, Now: b.clock.Now, Velocity: limits})
 	return b
 }
-
-// simulated are processor accounts that all decide as the simulator: the tests set the account of a
-// transaction after the fact (took), and its follow-ups must still be carried out.
-type simulated struct{ sim processor.Account }
-
-func (s simulated) ForMerchant(context.Context, string) (processor.Account, error) { return s.sim, nil }
-func (s simulated) Account(context.Context, string) (processor.Account, error)     { return s.sim, nil }
 
 // merchant creates a merchant.
 func (b *books) merchant(t *testing.T) string {

@@ -14,18 +14,11 @@ import (
 	ledger "github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/iso8583"
+	"github.com/kassapay/kassa/internal/processor/processortest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/velocity"
 )
-
-// oneAccount is a merchant's processor accounts when there is only the one.
-type oneAccount struct{ acct processor.Account }
-
-func (o oneAccount) ForMerchant(context.Context, string) (processor.Account, error) {
-	return o.acct, nil
-}
-func (o oneAccount) Account(context.Context, string) (processor.Account, error) { return o.acct, nil }
 
 // The ledger's captures, refunds and voids on the connector while it reserves its numbers: with a
 // block of one, every message's STAN and RRN are reserved by a database write of their own, so each
@@ -55,7 +48,7 @@ func TestFollowUpsWhileNumbersAreReserved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		books := ledger.New(ledger.Config{DB: db, Processors: oneAccount{processor.Account{ID: "acct", Kind: "iso8583",
+		books := ledger.New(ledger.Config{DB: db, Processors: processortest.OneAccount{Acct: processor.Account{ID: "acct", Kind: "iso8583",
 			Processor: open(t, k, config(h.Addr(), "TERM0001", "5s"))}}, Velocity: limits})
 		var merchantID string
 		if err := db.Write(ctx, func(tx *store.Tx) error {
