@@ -1,21 +1,25 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
 )
 
-// Two-factor authentication in the dashboard (issue 16, point 2). A user with a second factor gives
-// its code after the password, before a session starts; a user of a merchant that requires one and
-// has none sets it up then. The step between is a sealed cookie naming the user (user.Pending), sent
-// only to the sign-in pages, which lasts five minutes.
+// Two-factor authentication in the dashboard. A user with a second factor gives its code after the
+// password, before a session starts; a user of a merchant that requires one and has none sets it up
+// then. The step between is a sealed cookie naming the user and the one step it allows
+// (user.Pending), sent only to the sign-in pages, which lasts five minutes: the password of a user
+// with a factor opens the code step and nothing else.
 const (
 	pendingCookie = "kassa_dashboard_2fa"
 	codePath      = "/dashboard/sign-in/code"
@@ -24,37 +28,33 @@ const (
 	setupPath     = "/dashboard/account/two-factor/setup"
 )
 
+// stepPaths are the pages of the steps after the password.
+var stepPaths = map[user.Step]string{user.StepCode: codePath, user.StepEnrol: enrolPath}
+
 // secondStep sends a user whose password was right to the step its second factor needs, and reports
 // whether it did; false: the user has none and needs none, and a session may start.
 func (h *Handler) secondStep(w http.ResponseWriter, r *http.Request, u user.User) (bool, error) {
-	var st user.Status
-	var required bool
+	var step user.Step
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		if st, err = user.StatusOf(r.Context(), q, u.ID); err != nil {
-			return err
-		}
-		required, err = user.RequiresTwoFactor(r.Context(), q, u.MerchantID)
+		step, err = user.NextStep(r.Context(), q, u)
 		return err
 	})
-	if err != nil || (!st.Enabled && !required) {
+	if err != nil || step == user.StepNone {
 		return false, err
 	}
 	now := h.cfg.Now()
-	h.setCookie(w, pendingCookie, h.cfg.TwoFactor.Pending(u.ID, now), signInPath, now.Add(user.PendingTTL), http.SameSiteStrictMode)
-	next := codePath
-	if !st.Enabled {
-		next = enrolPath
-	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	h.setCookie(w, pendingCookie, h.cfg.TwoFactor.Pending(u.ID, step, now), signInPath, now.Add(user.PendingTTL), http.SameSiteStrictMode)
+	http.Redirect(w, r, stepPaths[step], http.StatusSeeOther)
 	return true, nil
 }
 
-// pending returns the user between password and second factor; without one the browser is sent back
-// to sign in.
-func (h *Handler) pending(w http.ResponseWriter, r *http.Request) (user.User, bool) {
+// pending returns the user between password and second factor whose pending cookie allows step;
+// without one (none, expired, or made for the other step) the cookie is cleared and the browser is
+// asked to sign in again.
+func (h *Handler) pending(w http.ResponseWriter, r *http.Request, step user.Step) (user.User, bool) {
 	if c, err := r.Cookie(pendingCookie); err == nil {
-		if id, ok := h.cfg.TwoFactor.OpenPending(c.Value, h.cfg.Now()); ok {
+		if id, ok := h.cfg.TwoFactor.OpenPending(c.Value, step, h.cfg.Now()); ok {
 			var u user.User
 			err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 				var err error
@@ -77,14 +77,14 @@ func (h *Handler) pending(w http.ResponseWriter, r *http.Request) (user.User, bo
 
 // codePage asks for the code of the user's authenticator app, or a recovery code.
 func (h *Handler) codePage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.pending(w, r); ok {
+	if _, ok := h.pending(w, r, user.StepCode); ok {
 		h.render(w, r, http.StatusOK, "code", view{Title: "Two-factor authentication"})
 	}
 }
 
 // code checks the second factor and starts the session.
 func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
-	u, ok := h.pending(w, r)
+	u, ok := h.pending(w, r, user.StepCode)
 	if !ok {
 		return
 	}
@@ -110,24 +110,25 @@ func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
 
 // enrolPage offers a new secret to a user whose merchant requires a second factor, during sign-in.
 func (h *Handler) enrolPage(w http.ResponseWriter, r *http.Request) {
-	if u, ok := h.pending(w, r); ok {
-		h.renderEnrol(w, r, http.StatusOK, u, enrolPath, view{Notice: "Your merchant requires two-factor authentication: set it up to sign in."})
+	if u, ok := h.pending(w, r, user.StepEnrol); ok {
+		h.renderEnrol(w, r, http.StatusOK, u, enrolPath, "", view{Notice: "Your merchant requires two-factor authentication: set it up to sign in."})
 	}
 }
 
 // enrol confirms the secret offered during sign-in, starts the session and shows the recovery codes.
+// It sets up a factor where there is none and never replaces one (user.TwoFactor.Confirm).
 func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
-	u, ok := h.pending(w, r)
+	u, ok := h.pending(w, r, user.StepEnrol)
 	if !ok {
 		return
 	}
-	codes, err := h.cfg.TwoFactor.Confirm(r.Context(), u, r.PostFormValue("enrolment"), r.PostFormValue("code"), h.cfg.Now())
-	if err != nil {
-		h.enrolRefused(w, r, u, enrolPath, err)
-		return
+	token := r.PostFormValue("enrolment")
+	codes, err := h.cfg.TwoFactor.Confirm(r.Context(), u, token, r.PostFormValue("code"), h.cfg.Now())
+	if err == nil {
+		err = h.factorChanged(h.actor(r.Context(), r, u.ID), u, factorEnabled)
 	}
-	if err := h.recordAlone(h.actor(r.Context(), r, u.ID), u.MerchantID, "two_factor.enable"); err != nil {
-		h.fail(w, r, err)
+	if err != nil {
+		h.enrolRefused(w, r, u, enrolPath, token, err)
 		return
 	}
 	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
@@ -136,24 +137,84 @@ func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// renderEnrol shows a new secret for u: a QR code, the key to type, and the form for the first code,
-// posted to action.
-func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, status int, u user.User, action string, v view) {
-	e, err := h.cfg.TwoFactor.Begin(u, h.cfg.Now())
+// renderEnrol shows u a secret to set up — the one of token when it is still good, else a new one —
+// with a QR code, the key to type, and the form for its first code (and, to replace a factor in place,
+// a code of the current one), posted to action.
+func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, status int, u user.User, action, token string, v view) {
+	e, err := h.cfg.TwoFactor.Resume(u, token, h.cfg.Now())
 	if err != nil {
-		h.fail(w, r, err)
-		return
+		if e, err = h.cfg.TwoFactor.Begin(u, h.cfg.Now()); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	if action == setupPath {
+		if v.TwoFactor, err = h.factorStatus(r, u.ID); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	v.Title, v.Enrolment, v.Action = "Set up two-factor authentication", &e, action
+	if v.TwoFactor.Enabled {
+		v.Title = "Replace your authenticator"
+	}
 	h.render(w, r, status, "enrol", v)
 }
 
-// enrolRefused shows the enrolment again after a wrong first code, with a new secret (the user scans
-// again: the page cannot show the old one back without carrying it in clear).
-func (h *Handler) enrolRefused(w http.ResponseWriter, r *http.Request, u user.User, action string, err error) {
+// enrolRefused shows the enrolment again after a refused code, with the secret already shown when its
+// token is still good: the entry the user scanned keeps working.
+func (h *Handler) enrolRefused(w http.ResponseWriter, r *http.Request, u user.User, action, token string, err error) {
 	h.answerRefusal(w, r, err, func(status int, msg string) {
-		h.renderEnrol(w, r, status, u, action, view{Error: msg + " Scan the new code below."})
+		if _, rerr := h.cfg.TwoFactor.Resume(u, token, h.cfg.Now()); rerr != nil {
+			msg += " This setup has expired: scan the new code below."
+		}
+		h.renderEnrol(w, r, status, u, action, token, view{Error: msg})
 	})
+}
+
+// factorStatus reads the second factor of user id.
+func (h *Handler) factorStatus(r *http.Request, id string) (user.Status, error) {
+	var st user.Status
+	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		st, err = user.StatusOf(r.Context(), q, id)
+		return err
+	})
+	return st, err
+}
+
+// A change of a user's second factor, as its audit record names it.
+const (
+	factorEnabled   = "two_factor.enable"
+	factorReplaced  = "two_factor.replace"
+	factorDisabled  = "two_factor.disable"
+	factorRecovered = "two_factor.recovery_codes"
+)
+
+// factorMail is what the e-mail about each change tells the user.
+var factorMail = map[string]string{
+	factorEnabled:   "Two-factor authentication was turned on for your account.",
+	factorReplaced:  "Your two-factor authentication was moved to a new authenticator app; the old app's codes and your old recovery codes no longer work.",
+	factorDisabled:  "Two-factor authentication was turned off for your account.",
+	factorRecovered: "New recovery codes were made for your account; the old ones no longer work.",
+}
+
+// factorChanged records a change of u's second factor in the audit log and e-mails u about it, in one
+// transaction: a change made by someone who took over a session or a password is seen by the owner of
+// the account at once.
+func (h *Handler) factorChanged(ctx context.Context, u user.User, op string) error {
+	return h.cfg.DB.Write(ctx, func(tx *store.Tx) error { return h.factorChangedIn(ctx, tx, u, op) })
+}
+
+// factorChangedIn is factorChanged in the caller's transaction.
+func (h *Handler) factorChangedIn(ctx context.Context, tx *store.Tx, u user.User, op string) error {
+	now := h.cfg.Now()
+	if err := record(ctx, tx, u.MerchantID, op, "", "", now); err != nil {
+		return err
+	}
+	text := "Your two-factor method changed.\n\n" + factorMail[op] + "\n\nWhen: " + now.UTC().Format("2006-01-02 15:04 UTC") +
+		"\nFrom: " + audit.ActorFrom(ctx).Address + "\n\nIf this was not you, reset your password and tell the owner of your merchant's account at once.\n"
+	return billing.Queue(ctx, tx, u.MerchantID, billing.Message{To: u.Email, Subject: "Your two-factor method changed", Text: text}, now)
 }
 
 // answerRefusal answers err with show when it is a refusal the user can understand (a *fault.Error:
@@ -218,50 +279,73 @@ func (h *Handler) sessionUser(r *http.Request) (user.User, error) {
 	return u, err
 }
 
-// setupPage offers the signed-in user a new secret.
+// setupPage offers the signed-in user a new secret: to set up a second factor, or to replace the one
+// in place (which takes a code of it).
 func (h *Handler) setupPage(w http.ResponseWriter, r *http.Request) {
 	u, err := h.sessionUser(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.renderEnrol(w, r, http.StatusOK, u, setupPath, view{})
+	h.renderEnrol(w, r, http.StatusOK, u, setupPath, "", view{})
 }
 
-// setup confirms the signed-in user's new secret and shows the recovery codes.
+// setup confirms the signed-in user's new secret and shows the recovery codes. Over a factor in place
+// it takes a code of that factor, or a recovery code (user.TwoFactor.Replace): a session alone, which
+// may have been taken over, cannot move the account's second factor to another phone.
 func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 	u, err := h.sessionUser(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	codes, err := h.cfg.TwoFactor.Confirm(r.Context(), u, r.PostFormValue("enrolment"), r.PostFormValue("code"), h.cfg.Now())
+	st, err := h.factorStatus(r, u.ID)
 	if err != nil {
-		h.enrolRefused(w, r, u, setupPath, err)
-		return
-	}
-	if err := h.recordAlone(r.Context(), u.MerchantID, "two_factor.enable"); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Two-factor authentication is on."})
+	token, code, now := r.PostFormValue("enrolment"), r.PostFormValue("code"), h.cfg.Now()
+	var codes []string
+	op := factorEnabled
+	if st.Enabled {
+		op = factorReplaced
+		codes, err = h.cfg.TwoFactor.Replace(r.Context(), u, r.PostFormValue("current_code"), token, code, now)
+	} else {
+		codes, err = h.cfg.TwoFactor.Confirm(r.Context(), u, token, code, now)
+	}
+	if err == nil {
+		err = h.factorChanged(r.Context(), u, op)
+	}
+	if err != nil {
+		h.enrolRefused(w, r, u, setupPath, token, err)
+		return
+	}
+	notice := "Two-factor authentication is on."
+	if op == factorReplaced {
+		notice = "Your new authenticator app is set up; the old one's codes no longer work."
+	}
+	h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: notice})
 }
 
 // recoveryCodes replaces the signed-in user's recovery codes, once a current code confirms the
 // request, and shows the new ones.
 func (h *Handler) recoveryCodes(w http.ResponseWriter, r *http.Request) {
-	sess := signedIn(r)
-	_, err := h.cfg.TwoFactor.Check(r.Context(), sess.UserID, r.PostFormValue("code"), h.cfg.Now())
+	u, err := h.sessionUser(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	_, err = h.cfg.TwoFactor.Check(r.Context(), u.ID, r.PostFormValue("code"), h.cfg.Now())
 	if h.refusedOnAccount(w, r, err) {
 		return
 	}
 	var codes []string
 	err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
 		var err error
-		if codes, err = user.NewRecoveryCodes(r.Context(), tx, sess.UserID); err != nil {
+		if codes, err = user.NewRecoveryCodes(r.Context(), tx, u.ID); err != nil {
 			return err
 		}
-		return record(r.Context(), tx, sess.MerchantID, "two_factor.recovery_codes", "", "", h.cfg.Now())
+		return h.factorChangedIn(r.Context(), tx, u, factorRecovered)
 	})
 	if err != nil {
 		h.fail(w, r, err)
@@ -284,7 +368,7 @@ func (h *Handler) disable(w http.ResponseWriter, r *http.Request) {
 			if err := user.Disable(r.Context(), tx, u); err != nil {
 				return err
 			}
-			return record(r.Context(), tx, u.MerchantID, "two_factor.disable", "", "", h.cfg.Now())
+			return h.factorChangedIn(r.Context(), tx, u, factorDisabled)
 		})
 	}
 	if h.refusedOnAccount(w, r, err) {

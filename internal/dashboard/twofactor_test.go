@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/totp"
+	"github.com/kassapay/kassa/internal/user"
 )
 
 // setUp turns two-factor authentication on from the signed-in user's account page, as the user would
@@ -208,4 +210,170 @@ func TestRequireTwoFactorForAllStaff(t *testing.T) {
 			t.Errorf("the Staff page shows %d users with two-factor, want 2", n)
 		}
 	})
+}
+
+// keyOn reads the TOTP key an enrolment page shows.
+func keyOn(t *testing.T, page string) totp.Secret {
+	t.Helper()
+	m := regexp.MustCompile(`id="totp-key"[^>]*>([A-Z2-7]+)<`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no key on the page: %s", page)
+	}
+	s, err := totp.ParseSecret(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// pendingCookie is the browser's cookie of the step between password and second factor.
+func (b *browser) pendingCookie() *http.Cookie {
+	u, _ := url.Parse(b.base + "/dashboard/sign-in/code")
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "kassa_dashboard_2fa" {
+			return c
+		}
+	}
+	return nil
+}
+
+// expired checks that a step answered "sign in again" and started no session.
+func (b *browser) expired(what string, resp *http.Response, body string) {
+	b.t.Helper()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Your sign-in has expired") || strings.Contains(body, "totp-key") {
+		b.t.Fatalf("%s: %d, want the sign-in page without a secret\n%s", what, resp.StatusCode, body)
+	}
+	if r, _ := b.get("/dashboard"); r.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("%s opened a session", what)
+	}
+}
+
+// The second factor cannot be stepped around: the password of a user with a factor opens only the
+// code step (the enrolment, which once showed a fresh secret and put it in place of the owner's, is
+// closed to it in every order of steps); a user who must enrol cannot give a code instead; the
+// enrolment's cookie does not enrol twice; and on the account page a session alone does not replace
+// the factor, which takes a current code and is audited and e-mailed to the user.
+func TestSecondFactorCannotBeSteppedAround(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := &clock{t: time.Now()}
+		s := newShop(t, db, server.Config{Now: clk.Now})
+		owner := s.browser(t)
+		csrf := owner.signIn("admin@maple.example")
+		secret, codes := owner.setUp(csrf, clk.Now())
+		// A secret the owner is offered on the account page: the attacker's best guess at a token.
+		_, page := owner.get("/dashboard/account/two-factor/setup")
+		offered, offeredToken := keyOn(t, page), signintest.Field(t, page, "enrolment")
+		clk.Add(totp.Period)
+
+		attacker := s.browser(t)
+		signInTo := func(email, want string) {
+			t.Helper()
+			resp, body := attacker.post("/dashboard/sign-in", url.Values{"email": {email}, "password": {pw}})
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+				t.Fatalf("the password of %s: %d %s, want %s\n%s", email, resp.StatusCode, resp.Header.Get("Location"), want, body)
+			}
+		}
+		enrolWith := func(token string, s totp.Secret) (*http.Response, string) {
+			return attacker.post("/dashboard/sign-in/enrol", url.Values{"enrolment": {token}, "code": {totp.Code(s, totp.Step(clk.Now()))}})
+		}
+		// Password, then the enrolment page instead of the code.
+		signInTo("admin@maple.example", "/dashboard/sign-in/code")
+		resp, body := attacker.get("/dashboard/sign-in/enrol")
+		attacker.expired("the enrolment page after a password that needs a code", resp, body)
+		// Password, then the enrolment's POST at once.
+		signInTo("admin@maple.example", "/dashboard/sign-in/code")
+		resp, body = enrolWith(offeredToken, offered)
+		attacker.expired("an enrolment after a password that needs a code", resp, body)
+		// Password, the code page, then the enrolment.
+		signInTo("admin@maple.example", "/dashboard/sign-in/code")
+		if resp, body := attacker.get("/dashboard/sign-in/code"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `name="code"`) {
+			t.Fatalf("the code page: %d %s", resp.StatusCode, body)
+		}
+		resp, body = enrolWith(offeredToken, offered)
+		attacker.expired("an enrolment after the code page", resp, body)
+		// A wrong code, then the enrolment.
+		signInTo("admin@maple.example", "/dashboard/sign-in/code")
+		attacker.post("/dashboard/sign-in/code", url.Values{"code": {"000000"}})
+		resp, body = enrolWith(offeredToken, offered)
+		attacker.expired("an enrolment after a wrong code", resp, body)
+
+		// The owner's factor is as it was: its codes sign in, its recovery codes are all there.
+		signInTo("admin@maple.example", "/dashboard/sign-in/code")
+		clk.Add(totp.Period)
+		resp, _ = attacker.post("/dashboard/sign-in/code", url.Values{"code": {totp.Code(secret, totp.Step(clk.Now()))}})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard" {
+			t.Fatalf("the owner's own code after the attempts: %d", resp.StatusCode)
+		}
+		if st := factorOf(t, db, s.users[user.Admin].ID); !st.Enabled || st.RecoveryCodes != len(codes) {
+			t.Fatalf("the owner's factor after the attempts: %+v", st)
+		}
+
+		// A user who must enrol cannot give a code instead, and its enrolment cookie enrols once.
+		_, body = owner.get("/dashboard/staff")
+		resp, body = owner.post("/dashboard/staff/two-factor", url.Values{"csrf_token": {csrf}, "required": {"on"}})
+		wantStatus(t, "require two-factor", resp, body, http.StatusOK)
+		clerk := s.browser(t)
+		resp, _ = clerk.post("/dashboard/sign-in", url.Values{"email": {"sales@maple.example"}, "password": {pw}})
+		if resp.Header.Get("Location") != "/dashboard/sign-in/enrol" {
+			t.Fatalf("a user who must enrol was sent to %s", resp.Header.Get("Location"))
+		}
+		enrolCookie := clerk.pendingCookie()
+		resp, body = clerk.post("/dashboard/sign-in/code", url.Values{"code": {codes[0]}})
+		clerk.expired("a code where an enrolment is due", resp, body)
+		resp, _ = clerk.post("/dashboard/sign-in", url.Values{"email": {"sales@maple.example"}, "password": {pw}})
+		enrolCookie = clerk.pendingCookie()
+		_, page = clerk.get("/dashboard/sign-in/enrol")
+		clerk.confirm(page, "/dashboard/sign-in/enrol", "", clk.Now())
+		replay := s.browser(t)
+		u, _ := url.Parse(s.srv.URL + "/dashboard/sign-in/enrol")
+		replay.c.Jar.SetCookies(u, []*http.Cookie{{Name: enrolCookie.Name, Value: enrolCookie.Value, Path: "/dashboard/sign-in"}})
+		_, page = replay.get("/dashboard/sign-in/enrol")
+		if strings.Contains(page, "totp-key") {
+			resp, body = replay.post("/dashboard/sign-in/enrol", url.Values{"enrolment": {signintest.Field(t, page, "enrolment")},
+				"code": {totp.Code(keyOn(t, page), totp.Step(clk.Now()))}})
+			if resp.StatusCode != http.StatusConflict {
+				t.Fatalf("the enrolment cookie replayed after enrolling: %d\n%s", resp.StatusCode, body)
+			}
+		}
+		if r, _ := replay.get("/dashboard"); r.StatusCode != http.StatusSeeOther {
+			t.Fatal("the replayed enrolment cookie opened a session")
+		}
+
+		// On the account page a session alone does not replace the factor.
+		clk.Add(totp.Period)
+		_, page = owner.get("/dashboard/account/two-factor/setup")
+		if !strings.Contains(page, `name="current_code"`) {
+			t.Fatalf("replacing a factor does not ask for the current one: %s", page)
+		}
+		fresh, token := keyOn(t, page), signintest.Field(t, page, "enrolment")
+		resp, body = owner.post("/dashboard/account/two-factor/setup", url.Values{"csrf_token": {csrf}, "enrolment": {token},
+			"code": {totp.Code(fresh, totp.Step(clk.Now()))}})
+		wantStatus(t, "a replacement without the current code", resp, body, http.StatusBadRequest)
+		if keyOn(t, body) != nil && !strings.Contains(body, fresh.String()) {
+			t.Errorf("the refused replacement showed another secret than the one scanned")
+		}
+		resp, body = owner.post("/dashboard/account/two-factor/setup", url.Values{"csrf_token": {csrf}, "enrolment": {token},
+			"code": {totp.Code(fresh, totp.Step(clk.Now()))}, "current_code": {codes[0]}})
+		wantStatus(t, "a replacement with a recovery code of the current factor", resp, body, http.StatusOK)
+		var subject, text string
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT subject, text_body FROM outbox WHERE to_addr = $1 ORDER BY id DESC LIMIT 1`,
+			"admin@maple.example").Scan(&subject, &text); err != nil || subject != "Your two-factor method changed" || !strings.Contains(text, "new authenticator") {
+			t.Errorf("the e-mail about the replacement: %q %q %v", subject, text, err)
+		}
+		_, body = owner.get("/dashboard/activity?action=two_factor.replace")
+		if !strings.Contains(body, "two_factor.replace") {
+			t.Errorf("the replacement is not in the activity: %s", body)
+		}
+	})
+}
+
+// factorOf reads a user's second factor.
+func factorOf(t *testing.T, db *store.DB, id string) user.Status {
+	t.Helper()
+	st, err := user.StatusOf(context.Background(), db.Reader(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

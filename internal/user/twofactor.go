@@ -20,9 +20,9 @@ import (
 	"github.com/kassapay/kassa/internal/totp"
 )
 
-// Two-factor authentication (issue 16, point 2): "TOTP (RFC 6238, SHA-1, 6 digits, 30 s, ±1 step, each
-// code used once) with enrolment by QR code and a manual key, ten single-use recovery codes (stored
-// hashed), and a merchant-wide setting 'require 2FA for all staff'".
+// Two-factor authentication: TOTP (RFC 6238, SHA-1, 6 digits, 30 s, ±1 step, each code used once)
+// with enrolment by QR code and a manual key, ten single-use recovery codes (stored hashed), and a
+// merchant-wide setting "require 2FA for all staff".
 const (
 	// EnrolmentTTL is how long an offered secret waits for the user's first code.
 	EnrolmentTTL = 15 * time.Minute
@@ -49,6 +49,11 @@ var (
 	ErrCodesLocked = fault.New(http.StatusTooManyRequests, "too_many_codes", "too many wrong codes: wait a quarter of an hour and sign in again")
 	// ErrTwoFactorRequired refuses to turn two-factor authentication off where the merchant requires it.
 	ErrTwoFactorRequired = fault.Conflict("two_factor_required", "your merchant requires two-factor authentication for all staff")
+	// ErrAlreadyEnabled refuses to set up a second factor over one in place: replacing a factor is
+	// Replace, which takes a code of the current one.
+	ErrAlreadyEnabled = fault.Conflict("two_factor_enabled", "two-factor authentication is already on: replacing it takes a code from your current app")
+	// ErrNotEnabled refuses to replace a second factor that is not there.
+	ErrNotEnabled = fault.Conflict("two_factor_off", "two-factor authentication is off: set it up first")
 )
 
 var (
@@ -84,21 +89,34 @@ func (t *TwoFactor) Begin(u User, now time.Time) (Enrolment, error) {
 	if err != nil {
 		return Enrolment{}, err
 	}
+	plain := binary.BigEndian.AppendUint64(nil, uint64(now.Add(EnrolmentTTL).Unix()))
+	plain = append(plain, s...)
+	return enrolment(u, s, base64.RawURLEncoding.EncodeToString(t.ring.Seal(plain, append(enrolmentAAD, u.ID...))))
+}
+
+// Resume shows again the enrolment of token, offered to u by Begin and not yet expired: after a wrong
+// first code the user keeps the entry already scanned into the app.
+func (t *TwoFactor) Resume(u User, token string, now time.Time) (Enrolment, error) {
+	s, err := t.openEnrolment(u, token, now)
+	if err != nil {
+		return Enrolment{}, err
+	}
+	return enrolment(u, s, token)
+}
+
+// enrolment is what the page offering secret s to u shows.
+func enrolment(u User, s totp.Secret, token string) (Enrolment, error) {
 	uri := totp.URI(s, issuer, u.Email)
 	qr, err := qrcode.Encode(uri)
 	if err != nil {
 		return Enrolment{}, err
 	}
-	plain := binary.BigEndian.AppendUint64(nil, uint64(now.Add(EnrolmentTTL).Unix()))
-	plain = append(plain, s...)
-	token := base64.RawURLEncoding.EncodeToString(t.ring.Seal(plain, append(enrolmentAAD, u.ID...)))
 	return Enrolment{Key: s.String(), URI: uri, QR: qr.SVG("QR code to scan with your authenticator app"), Token: token}, nil
 }
 
-// Confirm turns two-factor authentication on for u with the secret of an enrolment token, once code
-// shows that the user's app computes it, and returns the user's new recovery codes (shown once). A
-// second factor in place before is replaced, and its recovery codes with it.
-func (t *TwoFactor) Confirm(ctx context.Context, u User, token, code string, now time.Time) ([]string, error) {
+// openEnrolment returns the secret of an enrolment token offered to u, ErrEnrolmentExpired when it is
+// not u's or has expired.
+func (t *TwoFactor) openEnrolment(u User, token string, now time.Time) (totp.Secret, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
 		return nil, ErrEnrolmentExpired
@@ -107,23 +125,88 @@ func (t *TwoFactor) Confirm(ctx context.Context, u User, token, code string, now
 	if err != nil || len(plain) != 8+totp.SecretSize || now.Unix() > int64(binary.BigEndian.Uint64(plain)) {
 		return nil, ErrEnrolmentExpired
 	}
-	s := totp.Secret(plain[8:])
+	return totp.Secret(plain[8:]), nil
+}
+
+// Confirm turns two-factor authentication on for u, who has none, with the secret of an enrolment
+// token, once code shows that the user's app computes it, and returns the user's new recovery codes
+// (shown once). A user who has a second factor is refused (ErrAlreadyEnabled), even when the check and
+// another request's change race: only Replace replaces a factor.
+func (t *TwoFactor) Confirm(ctx context.Context, u User, token, code string, now time.Time) ([]string, error) {
+	return t.install(ctx, u, token, code, "", now)
+}
+
+// Replace puts the secret of an enrolment token in place of u's second factor, once current (a code of
+// the factor in place, or one of its recovery codes, checked as Check does) and code (of the new
+// secret) are both right, and returns the new recovery codes; the old ones stop working. The new code
+// is checked first, so that a typing error there does not use up the current code.
+func (t *TwoFactor) Replace(ctx context.Context, u User, current, token, code string, now time.Time) ([]string, error) {
+	if current == "" {
+		return nil, ErrBadCode
+	}
+	return t.install(ctx, u, token, code, current, now)
+}
+
+// install sets the secret of token as u's factor once code is right: over none when current is "",
+// else over the factor that current is a code of.
+func (t *TwoFactor) install(ctx context.Context, u User, token, code, current string, now time.Time) ([]string, error) {
+	s, err := t.openEnrolment(u, token, now)
+	if err != nil {
+		return nil, err
+	}
 	step, ok := totp.Verify(s, code, now, 0)
 	if !ok {
 		return nil, ErrBadCode
+	}
+	st, err := t.status(ctx, u.ID)
+	switch {
+	case err != nil:
+		return nil, err
+	case current == "" && st.Enabled:
+		return nil, ErrAlreadyEnabled
+	case current != "" && !st.Enabled:
+		return nil, ErrNotEnabled
+	case current != "":
+		if _, err := t.Check(ctx, u.ID, current, now); err != nil {
+			return nil, err
+		}
 	}
 	codes, hashes, err := newRecoveryCodes()
 	if err != nil {
 		return nil, err
 	}
 	err = t.db.Write(ctx, func(tx *store.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = $1, totp_last_step = $2 WHERE id = $3`,
-			t.ring.Seal(s, append(secretAAD, u.ID...)), step, u.ID); err != nil {
+		// Over none, the row must still have none: two set-ups racing (or a set-up racing a sign-in's
+		// enrolment) cannot both install a secret, the second silently replacing the first.
+		cond := ` AND totp_secret IS NULL`
+		if current != "" {
+			cond = ` AND totp_secret IS NOT NULL`
+		}
+		r, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = $1, totp_last_step = $2 WHERE id = $3`+cond,
+			t.ring.Seal(s, append(secretAAD, u.ID...)), step, u.ID)
+		if err != nil {
 			return err
+		}
+		if n, err := r.RowsAffected(); err != nil || n != 1 {
+			return cmpErr(err, map[bool]error{true: ErrAlreadyEnabled, false: ErrNotEnabled}[current == ""])
 		}
 		return replaceRecoveryCodes(ctx, tx, u.ID, hashes)
 	})
-	return codes, err
+	if err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
+// status reads the second factor of user id.
+func (t *TwoFactor) status(ctx context.Context, id string) (Status, error) {
+	var st Status
+	err := t.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		st, err = StatusOf(ctx, q, id)
+		return err
+	})
+	return st, err
 }
 
 // Status is a user's second factor as the account page shows it.
@@ -144,20 +227,52 @@ func StatusOf(ctx context.Context, q store.Querier, id string) (Status, error) {
 	return st, err
 }
 
-// Pending seals the sign-in of user id between its password and its second factor, for PendingTTL:
-// the value of a cookie that only the next step reads.
-func (t *TwoFactor) Pending(id string, now time.Time) string {
-	plain := binary.BigEndian.AppendUint64(nil, uint64(now.Add(PendingTTL).Unix()))
-	return base64.RawURLEncoding.EncodeToString(t.ring.Seal(append(plain, id...), pendingAAD))
+// Step is what a sign-in whose password was right still needs before a session starts.
+type Step byte
+
+// The steps after the password.
+const (
+	// StepNone: the user has no second factor and none is required of it.
+	StepNone Step = iota
+	// StepCode: the user has a second factor, and gives a code of it (or a recovery code).
+	StepCode
+	// StepEnrol: the user has none and its merchant requires one, which it sets up now.
+	StepEnrol
+)
+
+// NextStep says what the sign-in of u needs after its password.
+func NextStep(ctx context.Context, q store.Querier, u User) (Step, error) {
+	st, err := StatusOf(ctx, q, u.ID)
+	if err != nil {
+		return StepNone, err
+	}
+	if st.Enabled {
+		return StepCode, nil
+	}
+	required, err := RequiresTwoFactor(ctx, q, u.MerchantID)
+	if err != nil || !required {
+		return StepNone, err
+	}
+	return StepEnrol, nil
 }
 
-// OpenPending returns the user of a Pending value that has not expired.
-func (t *TwoFactor) OpenPending(v string, now time.Time) (string, bool) {
+// Pending seals the sign-in of user id between its password and its second factor, for PendingTTL:
+// the value of a cookie that only the next step reads. It names the one step it allows, so that the
+// password of a user with a second factor never opens the enrolment, where a secret of the bearer's
+// choosing would take the place of the user's own.
+func (t *TwoFactor) Pending(id string, step Step, now time.Time) string {
+	plain := binary.BigEndian.AppendUint64(nil, uint64(now.Add(PendingTTL).Unix()))
+	return base64.RawURLEncoding.EncodeToString(t.ring.Seal(append(plain, id...), append(pendingAAD, byte(step))))
+}
+
+// OpenPending returns the user of a Pending value for step that has not expired; a value made for
+// another step opens nothing.
+func (t *TwoFactor) OpenPending(v string, step Step, now time.Time) (string, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
 		return "", false
 	}
-	plain, err := t.ring.Open(raw, pendingAAD)
+	plain, err := t.ring.Open(raw, append(pendingAAD, byte(step)))
 	if err != nil || len(plain) <= 8 || now.Unix() > int64(binary.BigEndian.Uint64(plain)) {
 		return "", false
 	}
@@ -168,7 +283,7 @@ func (t *TwoFactor) OpenPending(v string, now time.Time) (string, bool) {
 // recorded in the same statement that checks it is later than the last one, so that two requests
 // racing with one code cannot both pass), or one of the user's unused recovery codes, which it uses
 // up. It reports whether a recovery code was used. A user without two-factor authentication never
-// passes. The attempt is counted before the code is checked (as issue 14 counts passwords), and
+// passes. The attempt is counted before the code is checked (as sign-in counts passwords), and
 // MaxCodeFailures in a row refuse the user's codes for CodeLockout (ErrCodesLocked); a right code
 // clears the count.
 func (t *TwoFactor) Check(ctx context.Context, id, code string, now time.Time) (recovery bool, err error) {

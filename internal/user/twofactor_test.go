@@ -290,24 +290,137 @@ func TestWrongCodesLock(t *testing.T) {
 	})
 }
 
-// TestPendingSignIn: the step between password and code is sealed to its user, and expires.
+// TestPendingSignIn: the step between password and second factor is sealed to its user and to the
+// one step it allows, and expires.
 func TestPendingSignIn(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)
 	kek := envelope.NewKEKText()
 	tf := twoFactorUnder(t, db, kek)
 	now := time.Now()
-	v := tf.Pending("a1b2c3d4e5", now)
-	if id, ok := tf.OpenPending(v, now.Add(user.PendingTTL-time.Second)); !ok || id != "a1b2c3d4e5" {
+	v := tf.Pending("a1b2c3d4e5", user.StepCode, now)
+	if id, ok := tf.OpenPending(v, user.StepCode, now.Add(user.PendingTTL-time.Second)); !ok || id != "a1b2c3d4e5" {
 		t.Errorf("open: %q %v", id, ok)
 	}
-	if _, ok := tf.OpenPending(v, now.Add(user.PendingTTL+time.Second)); ok {
+	if _, ok := tf.OpenPending(v, user.StepEnrol, now); ok {
+		t.Error("the code step's value opened the enrolment")
+	}
+	if _, ok := tf.OpenPending(tf.Pending("a1b2c3d4e5", user.StepEnrol, now), user.StepCode, now); ok {
+		t.Error("the enrolment's value opened the code step")
+	}
+	if _, ok := tf.OpenPending(v, user.StepCode, now.Add(user.PendingTTL+time.Second)); ok {
 		t.Error("opened after its TTL")
 	}
-	if _, ok := tf.OpenPending(v[:len(v)-2]+"AA", now); ok {
+	if _, ok := tf.OpenPending(v[:len(v)-2]+"AA", user.StepCode, now); ok {
 		t.Error("a damaged value opened")
 	}
-	if _, ok := twoFactorUnder(t, db, kek).OpenPending(v, now); !ok {
+	if _, ok := twoFactorUnder(t, db, kek).OpenPending(v, user.StepCode, now); !ok {
 		t.Error("another node of the same database could not open it")
+	}
+}
+
+// TestFactorIsNeverReplacedImplicitly: a user with a second factor cannot set up another over it
+// (Confirm), however the enrolment was obtained; Replace takes a right code of the factor in place (or
+// a recovery code) and a right code of the new one, and a wrong new code uses up nothing; the old
+// factor and recovery codes stop working, the new ones work. Two set-ups racing over none install one.
+func TestFactorIsNeverReplacedImplicitly(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := newClock()
+		tf := newTwoFactor(t, db)
+		owner := shop(t, db, "owner@example.com", clk.Now())
+		old, oldCodes := enrol(t, tf, owner, clk.Now())
+
+		clk.Add(totp.Period)
+		e, err := tf.Begin(owner, clk.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := totp.ParseSecret(e.Key)
+		now := clk.Now()
+		if _, err := tf.Confirm(ctx, owner, e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrAlreadyEnabled) {
+			t.Fatalf("a set-up over a factor in place: %v", err)
+		}
+		if _, err := tf.Replace(ctx, owner, "", e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrBadCode) {
+			t.Fatalf("a replacement without the current code: %v", err)
+		}
+		if _, err := tf.Replace(ctx, owner, totp.Code(fresh, totp.Step(now)), e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrBadCode) &&
+			totp.Code(fresh, totp.Step(now)) != totp.Code(old, totp.Step(now)) {
+			t.Fatalf("a replacement with the new factor's code as the current one: %v", err)
+		}
+		current := totp.Code(old, totp.Step(now))
+		wrong := totp.Code(fresh, totp.Step(now)+3)
+		if _, err := tf.Replace(ctx, owner, current, e.Token, wrong, now); !errors.Is(err, user.ErrBadCode) {
+			t.Fatalf("a replacement with a wrong new code: %v", err)
+		}
+		codes, err := tf.Replace(ctx, owner, current, e.Token, totp.Code(fresh, totp.Step(now)), now)
+		if err != nil {
+			t.Fatalf("the replacement, with the current code the wrong new code did not use up: %v", err)
+		}
+		if len(codes) != user.RecoveryCodeCount {
+			t.Fatalf("%d recovery codes", len(codes))
+		}
+		clk.Add(totp.Period)
+		if _, err := tf.Check(ctx, owner.ID, totp.Code(old, totp.Step(clk.Now())), clk.Now()); !errors.Is(err, user.ErrBadCode) {
+			t.Errorf("the old factor after its replacement: %v", err)
+		}
+		if _, err := tf.Check(ctx, owner.ID, oldCodes[0], clk.Now()); !errors.Is(err, user.ErrBadCode) {
+			t.Errorf("an old recovery code after the replacement: %v", err)
+		}
+		if _, err := tf.Check(ctx, owner.ID, totp.Code(fresh, totp.Step(clk.Now())), clk.Now()); err != nil {
+			t.Errorf("the new factor: %v", err)
+		}
+
+		// A recovery code stands for the current factor (the phone is lost), and is used up.
+		clk.Add(totp.Period)
+		e2, _ := tf.Begin(owner, clk.Now())
+		third, _ := totp.ParseSecret(e2.Key)
+		if _, err := tf.Replace(ctx, owner, codes[0], e2.Token, totp.Code(third, totp.Step(clk.Now())), clk.Now()); err != nil {
+			t.Fatalf("a replacement with a recovery code: %v", err)
+		}
+
+		// Over none, two set-ups racing install one secret.
+		clerk := addUser(t, db, owner.MerchantID, "clerk@example.com", user.Sales, clk.Now())
+		now = clk.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			e, _ := tf.Begin(clerk, now)
+			s, _ := totp.ParseSecret(e.Key)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = tf.Confirm(ctx, clerk, e.Token, totp.Code(s, totp.Step(now)), now)
+			}()
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) || !errors.Is(errors.Join(errs...), user.ErrAlreadyEnabled) {
+			t.Errorf("two set-ups racing: %v, %v", errs[0], errs[1])
+		}
+		if _, err := tf.Replace(ctx, addUser(t, db, owner.MerchantID, "none@example.com", user.Sales, now), "123456", e.Token, "123456", now); err == nil {
+			t.Error("a replacement for a user without a factor passed")
+		}
+	})
+}
+
+// TestResumeKeepsTheSecret: after a wrong first code the same secret is shown again, under the same
+// token, so that the entry scanned into the app keeps working; an expired token resumes nothing.
+func TestResumeKeepsTheSecret(t *testing.T) {
+	t.Parallel()
+	db := storetest.SQLite(t)
+	clk := newClock()
+	tf := newTwoFactor(t, db)
+	owner := shop(t, db, "owner@example.com", clk.Now())
+	e, err := tf.Begin(owner, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := tf.Resume(owner, e.Token, clk.Now().Add(time.Minute))
+	if err != nil || again.Key != e.Key || again.Token != e.Token || again.URI != e.URI {
+		t.Fatalf("resumed %+v, %v; want the key %s", again, err, e.Key)
+	}
+	if _, err := tf.Resume(owner, e.Token, clk.Now().Add(user.EnrolmentTTL+time.Second)); !errors.Is(err, user.ErrEnrolmentExpired) {
+		t.Errorf("an expired enrolment resumed: %v", err)
 	}
 }
