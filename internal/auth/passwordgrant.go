@@ -9,7 +9,22 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 )
+
+// SecondStep says what a sign-in of user id needs after its password (user.NextStep): every sign-in
+// of Kassa's, the pages' and the password grant's, asks it here.
+func (s *Service) SecondStep(ctx context.Context, id string) (user.Step, error) {
+	var step user.Step
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		u, err := user.Get(ctx, q, id)
+		if err == nil {
+			step, err = user.NextStep(ctx, q, u)
+		}
+		return err
+	})
+	return step, err
+}
 
 // passwordGrant is the resource owner password credentials grant (RFC 6749 §4.3) that gateway-api.md
 // names in "Authentication" rule 7: the merchant's dashboard e-mail as username and its password,
@@ -39,7 +54,7 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 		}
 		scopes = asked
 	}
-	_, err = s.signInClient(ctx, c, username, pw)
+	acct, err := s.signInClient(ctx, c, username, pw)
 	var throttled *ThrottledError
 	switch {
 	case errors.As(err, &throttled) && throttled.Busy:
@@ -52,6 +67,16 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 		return nil, invalidGrant("The e-mail or password is wrong.")
 	case err != nil:
 		return nil, err
+	}
+	// A password is one factor. A user who has a second one, or whose merchant requires one, gets
+	// tokens only where the second factor is asked: the authorization-code flow's sign-in. The
+	// refusal comes after the password was checked, so that it tells nothing to whoever does not
+	// know it.
+	if step, err := s.SecondStep(ctx, acct.UserID); err != nil {
+		return nil, err
+	} else if step != user.StepNone {
+		return nil, invalidGrant("This user signs in with two-factor authentication, which the password grant cannot ask for: " +
+			"get tokens through the authorization-code flow (/oauth/authorize), whose sign-in asks for the code.")
 	}
 	now := s.now()
 	var resp *tokenResponse

@@ -282,7 +282,7 @@ func (h *Handler) saveInvoice(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &fe) && fe.Status == http.StatusNotFound && !f.New:
 		h.invoiceRefused(w, r, err)
 	case errors.As(err, &fe):
-		v := view{Error: "The invoice is not saved. " + sentence(fe.Message)}
+		v := view{Error: "The invoice is not saved. " + fault.Sentence(fe.Message)}
 		switch label := labelOf(fe.Field); {
 		case fe.Code == "idempotency_key_reused":
 			f.Key = formKey()
@@ -363,7 +363,7 @@ func totalsOf(f *invoiceForm, m merchant.Merchant) formTotals {
 	for k, l := range p.Lines {
 		if fe := (*fault.Error)(nil); errors.As(l.Err, &fe) {
 			msg := named(fe, labelOf(fe.Field))
-			out.Lines[k], out.errs[fe.Field] = "Not counted: "+sentence(msg), msg
+			out.Lines[k], out.errs[fe.Field] = "Not counted: "+fault.Sentence(msg), msg
 			skipped = append(skipped, strconv.Itoa(k+1))
 			continue
 		}
@@ -382,7 +382,7 @@ func totalsOf(f *invoiceForm, m merchant.Merchant) formTotals {
 		out.errs[fe.Field], out.Note = named(fe, labelOf(fe.Field)), "The totals follow the lines as they are filled in."
 	case errors.As(p.Err, &fe):
 		msg := named(fe, labelOf(fe.Field))
-		out.errs[fe.Field], out.Note = msg, "Not computed: "+sentence(msg)
+		out.errs[fe.Field], out.Note = msg, "Not computed: "+fault.Sentence(msg)
 	case len(skipped) == 1:
 		out.Note = "Line " + skipped[0] + " is not counted until it is complete."
 	case len(skipped) > 1:

@@ -360,7 +360,7 @@ func (h *Handler) invoiceAction(w http.ResponseWriter, r *http.Request, sf sendF
 	case errors.As(err, &f):
 		// Said on the invoice's page, with new forms but for a send form refused for a field of its
 		// own; an invoice not found (another merchant's, or deleted meanwhile) is a 404 page there.
-		msg := sentence(f.Message)
+		msg := fault.Sentence(f.Message)
 		switch {
 		case f.Code == "idempotency_key_reused":
 			msg, sf.Key = "This form was already used with other values, so nothing more was done. Check the invoice below and use its forms again.", ""

@@ -134,15 +134,3 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, err error) boo
 	}
 	return h.answerRefusal(w, r, err, func(status int, msg string) { h.renderStaff(w, r, status, view{Error: msg}) })
 }
-
-// sentence starts a message with a capital letter and ends it with a full stop.
-func sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
-}

@@ -248,7 +248,7 @@ func (h *Handler) retryNow(w http.ResponseWriter, r *http.Request) {
 	case charged && c.Status == payment.StatusApproved:
 		notice = "The retry is approved: " + money.Format(c.Amount, c.Currency) + " " + c.Currency.Code + " charged."
 	case charged:
-		notice = "The retry is declined: " + sentence(c.Message)
+		notice = "The retry is declined: " + fault.Sentence(c.Message)
 	}
 	h.renderSubscription(w, r, http.StatusOK, view{Notice: notice}, "")
 }

@@ -226,7 +226,7 @@ func (h *Handler) answerRefusal(w http.ResponseWriter, r *http.Request, err erro
 	case err == nil:
 		return false
 	case errors.As(err, &f):
-		show(f.Status, sentence(f.Message))
+		show(f.Status, fault.Sentence(f.Message))
 	default:
 		h.fail(w, r, err)
 	}

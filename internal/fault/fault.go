@@ -10,6 +10,7 @@ package fault
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -87,4 +88,17 @@ func Busy(code, format string, args ...any) *Error {
 // New builds an Error with any status.
 func New(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Sentence writes a refusal's message as a sentence a page shows: a capital first letter and a full
+// stop.
+func Sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }

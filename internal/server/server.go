@@ -198,7 +198,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	r.Handle("POST", "/oauth/token", a.TokenHandler())
 	r.Handle("POST", "/oauth/revoke", a.RevokeHandler())
 	r.Handle("DELETE", "/oauth/revoke_token", a.RevokeTokenHandler())
-	signin.New(signin.Config{Auth: a, DB: cfg.DB, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
+	factors := user.NewTwoFactor(cfg.DB, ring)
+	signin.New(signin.Config{Auth: a, DB: cfg.DB, TwoFactor: factors, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	// Dashboard sessions learn of changes made on other nodes at the pace of token revocations.
 	s.sessions = user.NewSessions(user.SessionConfig{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, Poll: cfg.RevocationPoll})
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
@@ -233,7 +234,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.billing = billing.New(s.billingCfg)
 	v.OnDue(s.billing.Kick)
-	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: user.NewTwoFactor(cfg.DB, ring),
+	dashboard.New(dashboard.Config{Auth: a, DB: cfg.DB, Sessions: s.sessions, TwoFactor: factors,
 		Processors: s.accounts, CardKeys: s.cardenc, Merchants: merchants, Ledger: s.ledger, Vault: v, Checkout: s.checkout,
 		HostedPages: pages, Plans: plans, Billing: s.billing, Webhooks: endpoints, Invoices: invoices, Idempotency: s.idem,
 		PublicURL: cfg.PublicURL, Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)

@@ -4,6 +4,12 @@
 // name and square image, the scopes asked, and two buttons. Approve sends the browser back to the
 // partner's registered callback with a code and the state; deny, with error=access_denied.
 //
+// A user with a second factor gives its code (or a recovery code) after the password, before the
+// consent page, as on the dashboard: the step between is a sealed cookie that allows only that step
+// (user.TwoFactor.Pending), and the code is checked by user.TwoFactor.Check, with the dashboard's
+// throttle and single use. A user whose merchant requires a second factor and who has none is sent to
+// the dashboard to set it up: this page does not enrol.
+//
 // The pages are rendered on the server and work without JavaScript. Every response carries a strict
 // Content-Security-Policy (no script at all, frame-ancestors 'none'); the forms are protected from
 // cross-site posting twice over, by http.CrossOriginProtection and by a token bound to the session;
@@ -19,10 +25,13 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/origin"
@@ -37,21 +46,25 @@ var files embed.FS
 var pages = map[string]*template.Template{
 	"signin":  template.Must(template.ParseFS(files, "page.html", "signin.html")),
 	"consent": template.Must(template.ParseFS(files, "page.html", "consent.html")),
+	"code":    template.Must(template.ParseFS(files, "page.html", "code.html")),
 	"error":   template.Must(template.ParseFS(files, "page.html", "error.html")),
 }
 
 // cookieName is the session cookie's name, deviceCookie the device cookie's (auth.NewDeviceCookie);
 // their path keeps them to the authorization pages.
 const (
-	cookieName   = "kassa_signin"
-	deviceCookie = "kassa_device"
-	cookiePath   = "/oauth/authorize"
+	cookieName    = "kassa_signin"
+	deviceCookie  = "kassa_device"
+	pendingCookie = "kassa_signin_2fa"
+	cookiePath    = "/oauth/authorize"
 )
 
 // Config configures a Handler.
 type Config struct {
 	Auth *auth.Service
 	DB   *store.DB
+	// TwoFactor checks the second factor of the users who have one.
+	TwoFactor *user.TwoFactor
 	// SecureCookies marks the session cookie Secure: set it when Kassa is served over https.
 	SecureCookies bool
 	// Proxies name the client behind a reverse proxy, for throttling sign-in per client address.
@@ -63,6 +76,7 @@ type Config struct {
 type Handler struct {
 	auth    *auth.Service
 	db      *store.DB
+	factors *user.TwoFactor
 	secure  bool
 	proxies httpapi.Proxies
 	now     func() time.Time
@@ -71,7 +85,7 @@ type Handler struct {
 
 // New returns a Handler.
 func New(cfg Config) *Handler {
-	h := &Handler{auth: cfg.Auth, db: cfg.DB, secure: cfg.SecureCookies, proxies: cfg.Proxies, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
+	h := &Handler{auth: cfg.Auth, db: cfg.DB, factors: cfg.TwoFactor, secure: cfg.SecureCookies, proxies: cfg.Proxies, now: cfg.Now, csrf: http.NewCrossOriginProtection()}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -85,6 +99,7 @@ func New(cfg Config) *Handler {
 func (h *Handler) Routes(r *httpapi.Router) {
 	r.HandleFunc("GET", "/oauth/authorize", h.authorize)
 	r.Handle("POST", "/oauth/authorize/sign-in", h.csrf.Handler(http.HandlerFunc(h.signIn)))
+	r.Handle("POST", "/oauth/authorize/code", h.csrf.Handler(http.HandlerFunc(h.code)))
 	r.Handle("POST", "/oauth/authorize/decision", h.csrf.Handler(http.HandlerFunc(h.decide)))
 }
 
@@ -186,15 +201,90 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	value, sess := h.auth.NewSession(acct.MerchantID)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: cookiePath, Expires: sess.ExpiresAt, HttpOnly: true,
-		Secure: h.secure, SameSite: http.SameSiteLaxMode})
-	// The device cookie is sent only with this site's own forms (SameSite=Strict): it serves nothing
-	// but the next sign-in from this browser.
+	// The password was right: the device cookie counts this browser's next sign-ins apart from
+	// strangers', whatever the second factor does. It is sent only with this site's own forms
+	// (SameSite=Strict): it serves nothing but the next sign-in from this browser.
 	device, expires := h.auth.NewDeviceCookie(acct.UserID)
-	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: device, Path: cookiePath, Expires: expires, HttpOnly: true,
-		Secure: h.secure, SameSite: http.SameSiteStrictMode})
+	h.setCookie(w, deviceCookie, device, expires, http.SameSiteStrictMode)
+	step, err := h.auth.SecondStep(r.Context(), acct.UserID)
+	switch {
+	case err != nil:
+		h.fail(w, r, err)
+	case step == user.StepCode:
+		now := h.now()
+		h.setCookie(w, pendingCookie, h.factors.Pending(acct.UserID, user.StepCode, now), now.Add(user.PendingTTL), http.SameSiteStrictMode)
+		h.render(w, r, http.StatusOK, "code", view{Title: "Two-factor authentication", Request: rawReq, Partner: req.Partner})
+	case step == user.StepEnrol:
+		v.Error = "Your merchant requires two-factor authentication, which you have not set up yet. Sign in to the Kassa dashboard " +
+			"to set it up, then come back to this page."
+		h.render(w, r, http.StatusForbidden, "signin", v)
+	default:
+		h.startSession(w, r, acct.MerchantID, rawReq)
+	}
+}
+
+// code serves the second factor's form: with the code of the user whose password was right (the
+// pending cookie), it starts the session and sends the browser on to the consent page.
+func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
+	rawReq, req, ok := h.formRequest(w, r)
+	if !ok {
+		return
+	}
+	var u user.User
+	var err error
+	if c, cerr := r.Cookie(pendingCookie); cerr == nil {
+		if id, ok := h.factors.OpenPending(c.Value, user.StepCode, h.now()); ok {
+			err = h.db.Read(r.Context(), func(q store.Querier) error {
+				var err error
+				u, err = user.Get(r.Context(), q, id)
+				return err
+			})
+		}
+	}
+	switch {
+	case err != nil && !errors.Is(err, user.ErrNotFound):
+		h.fail(w, r, err)
+		return
+	case u.ID == "" || !slices.Contains(user.Approvers, u.Role):
+		h.setCookie(w, pendingCookie, "", time.Time{}, http.SameSiteStrictMode)
+		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: rawReq, Partner: req.Partner,
+			Error: "Your sign-in has expired. Sign in again."})
+		return
+	}
+	_, err = h.factors.Check(r.Context(), u.ID, r.PostFormValue("code"), h.now())
+	var f *fault.Error
+	switch {
+	case errors.As(err, &f):
+		if f.Status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(int(user.CodeLockout/time.Second)))
+		}
+		h.render(w, r, f.Status, "code", view{Title: "Two-factor authentication", Request: rawReq, Partner: req.Partner,
+			Error: fault.Sentence(f.Message)})
+		return
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	}
+	h.setCookie(w, pendingCookie, "", time.Time{}, http.SameSiteStrictMode)
+	h.startSession(w, r, u.MerchantID, rawReq)
+}
+
+// startSession starts the authorization pages' session for the merchant and sends the browser back to
+// the authorization request, now to the consent page.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, merchantID, rawReq string) {
+	value, sess := h.auth.NewSession(merchantID)
+	h.setCookie(w, cookieName, value, sess.ExpiresAt, http.SameSiteLaxMode)
 	http.Redirect(w, r, "/oauth/authorize?"+rawReq, http.StatusSeeOther)
+}
+
+// setCookie sets a cookie of the authorization pages: HttpOnly, kept to their path, Secure over https;
+// "" deletes it.
+func (h *Handler) setCookie(w http.ResponseWriter, name, value string, expires time.Time, same http.SameSite) {
+	c := &http.Cookie{Name: name, Value: value, Path: cookiePath, Expires: expires, HttpOnly: true, Secure: h.secure, SameSite: same}
+	if value == "" {
+		c.Expires, c.MaxAge = time.Time{}, -1
+	}
+	http.SetCookie(w, c)
 }
 
 // consent shows the consent page to a signed-in merchant.
@@ -286,8 +376,7 @@ func (h *Handler) session(r *http.Request) (auth.Session, bool) {
 }
 
 func (h *Handler) clearSession(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: cookiePath, MaxAge: -1, HttpOnly: true, Secure: h.secure,
-		SameSite: http.SameSiteLaxMode})
+	h.setCookie(w, cookieName, "", time.Time{}, http.SameSiteLaxMode)
 }
 
 // fail logs an internal error and shows a page that says so.

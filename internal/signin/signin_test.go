@@ -175,7 +175,12 @@ func TestAuthorizationPages(t *testing.T) {
 		if ok.status != 303 || ok.header.Get("Location") != "/oauth/authorize?"+request {
 			t.Fatalf("sign-in: %d %v", ok.status, ok.header)
 		}
-		cookie := ok.header.Get("Set-Cookie")
+		var cookie string
+		for _, c := range ok.header.Values("Set-Cookie") {
+			if strings.HasPrefix(c, "kassa_signin=") {
+				cookie = c
+			}
+		}
 		for _, want := range []string{"HttpOnly", "SameSite=Lax", "Path=/oauth/authorize"} {
 			if !strings.Contains(cookie, want) {
 				t.Errorf("session cookie %q lacks %s", cookie, want)
