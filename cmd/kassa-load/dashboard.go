@@ -21,6 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/httpapi"
 	merchants "github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/synth"
@@ -173,7 +174,7 @@ type benchShop struct {
 // newBenchShop creates the merchant, with its owner (password benchPassword), three currencies, a time
 // zone with daylight saving time, and an API client.
 func newBenchShop(ctx context.Context, db *store.DB) (benchShop, error) {
-	hash, err := user.HashPassword(benchPassword)
+	hash, err := user.HashPassword(ctx, password.NewGate(password.GateConfig{}), benchPassword)
 	if err != nil {
 		return benchShop{}, err
 	}

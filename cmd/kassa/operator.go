@@ -17,6 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -83,7 +84,7 @@ func createMerchant(ctx context.Context, db *store.DB, n merchant.New, pw string
 	var hash string
 	if pw != "" {
 		var err error
-		if hash, err = user.HashPassword(pw); err != nil {
+		if hash, err = user.HashPassword(ctx, password.NewGate(password.GateConfig{}), pw); err != nil {
 			return newMerchant{}, err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/user"
@@ -47,7 +48,7 @@ func (f *fixture) newPartner(t testing.TB, validity time.Duration) auth.PartnerC
 func (f *fixture) newMerchantWithPassword(t *testing.T, email, pw string) auth.Credentials {
 	t.Helper()
 	var c auth.Credentials
-	hash, err := user.HashPassword(pw)
+	hash, err := user.HashPassword(context.Background(), password.NewGate(password.GateConfig{}), pw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/user"
@@ -22,7 +23,7 @@ func TestRolesThatSignInForTheMerchant(t *testing.T) {
 		const pw = "a long passphrase"
 		m := f.newMerchantWithPassword(t, "owner@example.com", pw)
 		mb := basic(m.ClientID, m.ClientSecret)
-		hash, err := user.HashPassword(pw)
+		hash, err := user.HashPassword(context.Background(), password.NewGate(password.GateConfig{}), pw)
 		if err != nil {
 			t.Fatal(err)
 		}

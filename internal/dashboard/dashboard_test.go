@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/signin/signintest"
@@ -47,7 +48,7 @@ func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 func newShop(t testing.TB, db *store.DB, cfg server.Config) *shop {
 	t.Helper()
 	s := &shop{srv: servertest.Start(t, db, cfg), users: map[user.Role]user.User{}}
-	hash, err := user.HashPassword(pw)
+	hash, err := user.HashPassword(context.Background(), password.NewGate(password.GateConfig{}), pw)
 	if err != nil {
 		t.Fatal(err)
 	}

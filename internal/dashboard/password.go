@@ -63,11 +63,14 @@ func (h *Handler) setPassword(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, "password", v)
 		return
 	}
-	hash, err := user.HashPassword(pw)
+	hash, err := user.HashPassword(r.Context(), h.cfg.Auth.Passwords(), pw)
 	var f *fault.Error
 	if errors.As(err, &f) {
 		v.Error = "The password " + f.Message + "."
-		h.render(w, r, http.StatusBadRequest, "password", v)
+		if f.Field == "" {
+			v.Error = fault.Sentence(f.Message)
+		}
+		h.render(w, r, f.Status, "password", v)
 		return
 	}
 	if err == nil {

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// ErrBusy is Gate.Verify's answer when no verification slot came free in time: the password was not
-// checked.
-var ErrBusy = errors.New("password: too many verifications waiting; try again shortly")
+// ErrBusy is a Gate's answer when no slot came free in time: the password was neither checked nor
+// hashed.
+var ErrBusy = errors.New("password: too many passwords being hashed; try again shortly")
 
 // GateConfig sizes a Gate; a zero field takes its default.
 type GateConfig struct {
@@ -32,8 +32,9 @@ const (
 	DefaultWait  = 2 * time.Second
 )
 
-// Gate bounds how many argon2id verifications run at once, and so the memory they hold (issue 14:
-// "Password hashing cannot exhaust memory"). Attempts made with some trust (a merchant's device
+// Gate bounds how many argon2id computations, verifications and new hashes together, run at once, and
+// so the memory they hold: a flood of sign-ins or of password changes cannot exhaust the server's
+// memory. Attempts made with some trust (a merchant's device
 // cookie, its usual address, its client credentials) wait in a queue of their own that is served
 // first, so that a flood of guesses cannot keep the merchants themselves from signing in.
 type Gate struct {
@@ -59,7 +60,7 @@ func NewGate(cfg GateConfig) *Gate {
 	return &Gate{queue: cfg.Queue, wait: cfg.Wait, free: cfg.Slots}
 }
 
-// Verify reports whether pw matches hash, within the bound; an empty hash is checked against Dummy,
+// Verify reports whether pw matches hash, within the bound; an empty hash is checked against a dummy,
 // so that an unknown account costs the same as a known one, and a malformed one matches nothing.
 // trusted says which queue the attempt joins. The error is not nil only when nothing was hashed:
 // ErrBusy when the attempt's queue is full or no slot came free within the wait, ctx's error when
@@ -70,10 +71,24 @@ func (g *Gate) Verify(ctx context.Context, hash, pw string, trusted bool) (bool,
 	}
 	defer g.release()
 	if hash == "" {
-		hash = Dummy()
+		hash = dummy()
 	}
-	ok, _ := Verify(hash, pw)
+	ok, _ := verify(hash, pw)
 	return ok, nil
+}
+
+// Hash returns the PHC string of an argon2id hash of pw, computed within the bound; trusted says which
+// queue it joins. A password outside the length limits is refused (ErrTooShort, ErrTooLong) before
+// anything waits; ErrBusy and ctx's error are Verify's.
+func (g *Gate) Hash(ctx context.Context, pw string, trusted bool) (string, error) {
+	if err := Check(pw); err != nil {
+		return "", err
+	}
+	if err := g.acquire(ctx, trusted); err != nil {
+		return "", err
+	}
+	defer g.release()
+	return hash(pw)
 }
 
 // acquire takes a slot, waiting in the queue of its kind when none is free.

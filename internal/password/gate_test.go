@@ -128,3 +128,34 @@ func TestGateServesTrustedFirst(t *testing.T) {
 		t.Fatalf("order of checks %v: the trusted one must come first", order)
 	}
 }
+
+// A new hash waits for a slot as a verification does, and is refused ErrBusy beyond the queue; a
+// password outside the length limits is refused before it waits.
+func TestGateBoundsHashing(t *testing.T) {
+	t.Parallel()
+	g := NewGate(GateConfig{Slots: 1, Queue: 1, Wait: time.Minute})
+	release := hold(t, g)
+	if _, err := g.Hash(context.Background(), "short", true); !errors.Is(err, ErrTooShort) {
+		t.Fatalf("a short password while the slot is held: %v", err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		h, err := g.Hash(context.Background(), "a long enough passphrase", true)
+		if err == nil {
+			var ok bool
+			ok, err = g.Verify(context.Background(), h, "a long enough passphrase", true)
+			if !ok && err == nil {
+				err = errors.New("the hash does not verify")
+			}
+		}
+		queued <- err
+	}()
+	waitQueued(g, true, 1)
+	if _, err := g.Hash(context.Background(), "another passphrase", true); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a hash beyond the queue: %v, want ErrBusy", err)
+	}
+	release()
+	if err := <-queued; err != nil {
+		t.Fatalf("the queued hash: %v", err)
+	}
+}

@@ -1,5 +1,9 @@
-// Package password hashes and verifies merchant dashboard passwords with argon2id (RFC 9106), stored
-// as PHC strings so that the parameters can be raised later without invalidating existing hashes.
+// Package password hashes and verifies staff passwords with argon2id (RFC 9106), stored as PHC
+// strings so that the parameters can be raised later without invalidating existing hashes.
+//
+// Every hash and every verification goes through a Gate (Gate.Hash, Gate.Verify), which bounds how
+// many run at once and so the memory they hold (64 MiB each): the package has no other way to compute
+// one, so that no handler can hash outside the bound.
 package password
 
 import (
@@ -40,14 +44,22 @@ var (
 
 var errMalformed = errors.New("password: malformed hash")
 
-// Hash returns the PHC string of an argon2id hash of pw with a fresh random salt.
-func Hash(pw string) (string, error) {
+// Check reports whether pw is within the length limits, without hashing it.
+func Check(pw string) error {
 	n := utf8.RuneCountInString(pw)
 	switch {
 	case n < MinLength:
-		return "", ErrTooShort
+		return ErrTooShort
 	case n > MaxLength:
-		return "", ErrTooLong
+		return ErrTooLong
+	}
+	return nil
+}
+
+// hash returns the PHC string of an argon2id hash of pw with a fresh random salt.
+func hash(pw string) (string, error) {
+	if err := Check(pw); err != nil {
+		return "", err
 	}
 	salt := make([]byte, saltLen)
 	rand.Read(salt)
@@ -57,9 +69,9 @@ func Hash(pw string) (string, error) {
 		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
-// Verify reports whether pw matches the PHC string hash, comparing in constant time.
-func Verify(hash, pw string) (bool, error) {
-	parts := strings.Split(hash, "$")
+// verify reports whether pw matches the PHC string h, comparing in constant time.
+func verify(h, pw string) (bool, error) {
+	parts := strings.Split(h, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
 		return false, errMalformed
 	}
@@ -86,11 +98,11 @@ func Verify(hash, pw string) (bool, error) {
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
-// Dummy is a valid hash of a random password. Verifying against it takes as long as verifying a real
+// dummy is a valid hash of a random password. Verifying against it takes as long as verifying a real
 // hash, so a sign-in for an unknown e-mail costs the same time as one with a wrong password.
 // It is computed on first use, not at start-up.
-var Dummy = sync.OnceValue(func() string {
-	h, err := Hash(rand.Text())
+var dummy = sync.OnceValue(func() string {
+	h, err := hash(rand.Text())
 	if err != nil {
 		panic(err) // rand.Text is always within the length limits
 	}

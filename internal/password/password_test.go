@@ -8,20 +8,20 @@ import (
 
 func TestHashVerify(t *testing.T) {
 	t.Parallel()
-	h, err := Hash("correct horse battery")
+	h, err := hash("correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=2$") {
 		t.Fatalf("hash %q is not an argon2id PHC string with the expected parameters", h)
 	}
-	if ok, err := Verify(h, "correct horse battery"); err != nil || !ok {
-		t.Fatalf("Verify(right) = %v, %v", ok, err)
+	if ok, err := verify(h, "correct horse battery"); err != nil || !ok {
+		t.Fatalf("verify(right) = %v, %v", ok, err)
 	}
-	if ok, err := Verify(h, "correct horse batterY"); err != nil || ok {
-		t.Fatalf("Verify(wrong) = %v, %v", ok, err)
+	if ok, err := verify(h, "correct horse batterY"); err != nil || ok {
+		t.Fatalf("verify(wrong) = %v, %v", ok, err)
 	}
-	h2, _ := Hash("correct horse battery")
+	h2, _ := hash("correct horse battery")
 	if h2 == h {
 		t.Fatal("two hashes of one password are equal: the salt is not random")
 	}
@@ -29,10 +29,10 @@ func TestHashVerify(t *testing.T) {
 
 func TestLengthLimits(t *testing.T) {
 	t.Parallel()
-	if _, err := Hash("short"); !errors.Is(err, ErrTooShort) {
+	if _, err := hash("short"); !errors.Is(err, ErrTooShort) {
 		t.Fatalf("short password: %v", err)
 	}
-	if _, err := Hash(strings.Repeat("x", MaxLength+1)); !errors.Is(err, ErrTooLong) {
+	if _, err := hash(strings.Repeat("x", MaxLength+1)); !errors.Is(err, ErrTooLong) {
 		t.Fatalf("long password: %v", err)
 	}
 }
@@ -47,7 +47,7 @@ func TestVerifyMalformed(t *testing.T) {
 		"no key":     "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$",
 		"zero lanes": "$argon2id$v=19$m=8,t=1,p=0$c2FsdA$a2V5",
 	} {
-		if ok, err := Verify(h, "whatever"); err == nil || ok {
+		if ok, err := verify(h, "whatever"); err == nil || ok {
 			t.Errorf("%s: Verify = %v, %v; want malformed", name, ok, err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestVerifyMalformed(t *testing.T) {
 
 func TestDummyVerifiesNothing(t *testing.T) {
 	t.Parallel()
-	if ok, err := Verify(Dummy(), ""); err != nil || ok {
-		t.Fatalf("Verify(Dummy) = %v, %v", ok, err)
+	if ok, err := verify(dummy(), ""); err != nil || ok {
+		t.Fatalf("verify(Dummy) = %v, %v", ok, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/merchant"
+	passwords "github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/signin/signintest"
@@ -65,7 +66,7 @@ func (f *fixture) newPartner(t *testing.T, callback string) auth.PartnerCredenti
 func (f *fixture) newMerchant(t *testing.T, email string) merchant.Merchant {
 	t.Helper()
 	var m merchant.Merchant
-	hash, err := user.HashPassword(password)
+	hash, err := user.HashPassword(context.Background(), passwords.NewGate(passwords.GateConfig{}), password)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 	"github.com/kassapay/kassa/internal/user"
@@ -137,7 +138,7 @@ func TestSecondNodeLearnsWithinPoll(t *testing.T) {
 		// A change of password, made by either node, and the poll after it.
 		cookie, _ = start(t, a, owner)
 		mustOpen(t, b, cookie)
-		hash, _ := user.HashPassword("another passphrase")
+		hash, _ := user.HashPassword(context.Background(), password.NewGate(password.GateConfig{}), "another passphrase")
 		if err := write(t, db, func(tx *store.Tx) error { return user.SetPassword(ctx, tx, owner.ID, hash, clk.Now()) }); err != nil {
 			t.Fatal(err)
 		}

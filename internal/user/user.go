@@ -165,14 +165,22 @@ func insert(ctx context.Context, tx store.Querier, id string, n New, now time.Ti
 	return u, err
 }
 
-// HashPassword hashes a new password, before the transaction that stores it (an argon2id hash takes a
-// fifth of a second, which a transaction should not wait for); the error names the field "password".
-func HashPassword(pw string) (string, error) {
-	h, err := password.Hash(pw)
-	if err != nil {
+// ErrBusy refuses a password change while too many passwords are being hashed (password.ErrBusy).
+var ErrBusy = fault.New(http.StatusTooManyRequests, "busy", "Kassa is busy checking other passwords: try again in a moment")
+
+// HashPassword hashes a new password within g's bound, before the transaction that stores it (an
+// argon2id hash takes a fifth of a second, which a transaction should not wait for); the error names
+// the field "password", or is ErrBusy. The new password of a signed-in user, or of the holder of a
+// link, waits in the gate's trusted queue.
+func HashPassword(ctx context.Context, g *password.Gate, pw string) (string, error) {
+	h, err := g.Hash(ctx, pw, true)
+	switch {
+	case errors.Is(err, password.ErrBusy):
+		return "", ErrBusy
+	case errors.Is(err, password.ErrTooShort), errors.Is(err, password.ErrTooLong):
 		return "", fault.Invalid("password", "%s", strings.TrimPrefix(err.Error(), "password: "))
 	}
-	return h, nil
+	return h, err
 }
 
 // newID returns 10 lowercase hex characters that are no user's, merchant's or partner's id: a

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,4 +322,37 @@ func Parallel(n int, f func(i int)) {
 		go func() { defer wg.Done(); f(i) }()
 	}
 	wg.Wait()
+}
+
+// HeapGrowth runs f and returns by how many MiB the live heap grew above where it stood before f, at
+// its peak while f ran (sampled every millisecond): the bound a test of memory under concurrent
+// requests holds the server to. The caller should not run in parallel with other tests, whose
+// allocations would count.
+func HeapGrowth(f func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-sampled
+	return (peak.Load() - min(base, peak.Load())) >> 20
 }
