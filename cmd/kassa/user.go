@@ -86,6 +86,9 @@ func userCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			if out.User, err = user.Create(ctx, tx, user.New{MerchantID: *merchantID, Email: *email, Role: r}, now); err != nil {
 				return err
 			}
+			if out.HasPassword { // on another merchant's staff already: it signs in as it does there
+				return nil
+			}
 			out.linkOut, err = l.issue(ctx, tx, out.User, user.Invite, now)
 			return err
 		})
@@ -160,7 +163,11 @@ func userResetPasswordCommand(fs *flag.FlagSet) func(context.Context, *env) erro
 		var out resetOut
 		now := time.Now()
 		err = db.Write(ctx, func(tx *store.Tx) error {
-			u, err := user.ByEmail(ctx, tx, *email)
+			p, err := user.ByEmail(ctx, tx, *email)
+			if err != nil {
+				return err
+			}
+			u, err := user.Home(ctx, tx, p.ID) // the merchant under which the e-mail goes
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 // The user commands: create prints the user and a link to set its password (an invitation, 72
-// hours), list prints the merchant's users and never a hash, reset-password prints a reset link
+// hours) — or, for a person who signs in already at another merchant, adds it as it is — list prints the merchant's users and never a hash, reset-password prints a reset link
 // (30 minutes), and with SMTP configured queues it in the outbox too. merchant create makes its
 // e-mail the first owner, with a link when no password is given.
 func TestUserCommands(t *testing.T) {
@@ -34,13 +34,18 @@ func TestUserCommands(t *testing.T) {
 		!strings.HasPrefix(u["set_password_link"].(string), "https://pay.maple.example/dashboard/password?token=") {
 		t.Fatalf("user create: %v", u)
 	}
+	// A person who signs in already (Birch's owner) joins Maple's staff as it is: no link, its password.
+	if joined := cliJSON(t, append([]string{"user", "create", "--merchant-id", id, "--email", "birch@example.com", "--role", "sales"}, db...)...); joined["has_password"] != true ||
+		joined["set_password_link"] != "" || joined["pending"] != false {
+		t.Fatalf("user create for a person on another merchant's staff: %v", joined)
+	}
 	stdout, stderr, code := cli(t, append([]string{"user", "list", "--merchant-id", id}, db...)...)
 	if code != 0 || strings.Contains(stdout, "argon2") || strings.Contains(stdout, "hash") {
 		t.Fatalf("user list: %d %s %s", code, stdout, stderr)
 	}
 	list := decodeOne(t, stdout)
 	users := list["users"].([]any)
-	if len(users) != 2 || users[0].(map[string]any)["role"] != "owner" || users[1].(map[string]any)["user_id"] != u["user_id"] {
+	if len(users) != 3 || users[0].(map[string]any)["role"] != "owner" || users[1].(map[string]any)["user_id"] != u["user_id"] {
 		t.Fatalf("user list: %v", list)
 	}
 	r := cliJSON(t, append([]string{"user", "reset-password", "--email", "books@maple.EXAMPLE"}, db...)...)
@@ -66,7 +71,7 @@ func TestUserCommands(t *testing.T) {
 		{"create without a role", []string{"user", "create", "--merchant-id", id, "--email", "x@maple.example"}, 2, "--role is required"},
 		{"create with an unknown role", []string{"user", "create", "--merchant-id", id, "--email", "x@maple.example", "--role", "boss"}, 2, "--role must be"},
 		{"create for no merchant", []string{"user", "create", "--merchant-id", "0000000000", "--email", "x@maple.example", "--role", "sales"}, 1, "no merchant"},
-		{"create with a taken e-mail", []string{"user", "create", "--merchant-id", id, "--email", "OPS@maple.example", "--role", "sales"}, 1, "already exists"},
+		{"create for someone on the staff already", []string{"user", "create", "--merchant-id", id, "--email", "OPS@maple.example", "--role", "sales"}, 1, "already on the merchant's staff"},
 		{"create with a bad e-mail", []string{"user", "create", "--merchant-id", id, "--email", "ops", "--role", "sales"}, 1, "email must be"},
 		{"create with a bad public URL", []string{"user", "create", "--merchant-id", id, "--email", "x@maple.example", "--role", "sales", "--public-url", "maple"}, 2, "--public-url"},
 		{"list without a merchant", []string{"user", "list"}, 2, "--merchant-id is required"},

@@ -17,10 +17,8 @@ import (
 func (s *Service) SecondStep(ctx context.Context, id string) (user.Step, error) {
 	var step user.Step
 	err := s.db.Read(ctx, func(q store.Querier) error {
-		u, err := user.Get(ctx, q, id)
-		if err == nil {
-			step, err = user.NextStep(ctx, q, u)
-		}
+		var err error
+		step, err = user.NextStep(ctx, q, id)
 		return err
 	})
 	return step, err

@@ -60,8 +60,41 @@ func TestRolesThatSignInForTheMerchant(t *testing.T) {
 				t.Errorf("sign-in of %s for the merchant: %v", tc.email, err)
 			}
 			acct, err := f.svc.SignIn(ctx, auth.Attempt{Email: tc.email, Password: pw, Addr: addr})
-			if err != nil || acct.MerchantID != m.MerchantID || acct.UserID == "" {
+			if err != nil || acct.UserID == "" {
 				t.Errorf("sign-in of %s to the dashboard: %+v %v", tc.email, acct, err)
+			}
+		}
+	})
+}
+
+// A person on two merchants' staff, owner of one and sales at the other: the password grant of the
+// first merchant's client gets it a token of that merchant; the second's client is refused it as a
+// wrong password, and a pending invitation as an admin of a third opens nothing either.
+func TestPasswordGrantIsForTheClientsMerchant(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		const pw = "a long passphrase"
+		first := f.newMerchantWithPassword(t, "owner@example.com", pw)
+		second := f.newMerchantWithPassword(t, "other@example.com", pw)
+		third := f.newMerchantWithPassword(t, "third@example.com", pw)
+		ctx := context.Background()
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			if _, err := user.Create(ctx, tx, user.New{MerchantID: second.MerchantID, Email: "owner@example.com", Role: user.Sales}, time.Now()); err != nil {
+				return err
+			}
+			_, err := user.Create(ctx, tx, user.New{MerchantID: third.MerchantID, Email: "owner@example.com", Role: user.Admin, Invited: true}, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if status, body := f.passwordGrant(t, "owner@example.com", pw, basic(first.ClientID, first.ClientSecret)); status != 200 ||
+			body["merchant_id"] != first.MerchantID {
+			t.Fatalf("the owner's grant at its merchant: %d %v", status, body)
+		}
+		for name, c := range map[string]auth.Credentials{"sales": second, "invited": third} {
+			if status, body := f.passwordGrant(t, "owner@example.com", pw, basic(c.ClientID, c.ClientSecret)); status != 400 ||
+				body["error_description"] != "The e-mail or password is wrong." {
+				t.Errorf("the grant where the person is %s: %d %v", name, status, body)
 			}
 		}
 	})

@@ -8,13 +8,14 @@ import (
 	"time"
 )
 
-// Session is a merchant signed in to the authorization pages. It lives only in a cookie, sealed with
+// Session is a staff user signed in to the authorization pages. It lives only in a cookie, sealed with
 // the token keys like an access token (under its own additional data, so that neither can pass for
-// the other): any node opens it, and nothing is stored.
+// the other): any node opens it, and nothing is stored. The merchant the user approves a partner for
+// is chosen on the consent page, among those whose staff it is in a role that may.
 type Session struct {
-	ID         [16]byte
-	MerchantID string
-	ExpiresAt  time.Time
+	ID        [16]byte
+	UserID    string
+	ExpiresAt time.Time
 }
 
 // SessionTTL is how long a sign-in to the authorization pages lasts.
@@ -25,15 +26,17 @@ const SessionTTL = 30 * time.Minute
 const DeviceTTL = 90 * 24 * time.Hour
 
 var (
-	sessionAAD = []byte("kassa sign-in session")
+	// A session names the staff user who signed in; a session of before, which named a merchant, does
+	// not open under it.
+	sessionAAD = []byte("kassa sign-in session\x00user")
 	deviceAAD  = []byte("kassa device cookie")
 )
 
-const sessionLen = 1 + 16 + 5 + 8 // version | id | merchant | expiry
+const sessionLen = 1 + 16 + 5 + 8 // version | id | user | expiry
 
-// NewSession starts a session for the merchant and returns the cookie value that carries it.
-func (s *Service) NewSession(merchantID string) (string, Session) {
-	return s.sealPass(sessionAAD, merchantID, SessionTTL)
+// NewSession starts a session for the staff user and returns the cookie value that carries it.
+func (s *Service) NewSession(userID string) (string, Session) {
+	return s.sealPass(sessionAAD, userID, SessionTTL)
 }
 
 // OpenSession opens a session cookie's value; false when it is not one of ours or has expired.
@@ -43,23 +46,22 @@ func (s *Service) OpenSession(v string) (Session, bool) {
 
 // NewDeviceCookie returns the value of a device cookie for the browser that has just signed in as
 // the staff user, and its expiry. It is sealed like a session, under its own additional data, and
-// names the user (in the session's merchant field: a merchant's first owner has the merchant's id)
-// and a random device id; a sign-in that presents it for the same user is counted against that
+// names the user and a random device id; a sign-in that presents it for the same user is counted against that
 // device alone (OWASP, "Slow Down Online Guessing Attacks with Device Cookies").
 func (s *Service) NewDeviceCookie(userID string) (string, time.Time) {
 	v, d := s.sealPass(deviceAAD, userID, DeviceTTL)
 	return v, d.ExpiresAt
 }
 
-// sealPass seals a random id, the merchant and an expiry ttl from now under aad: a session, or a
-// device cookie.
-func (s *Service) sealPass(aad []byte, merchantID string, ttl time.Duration) (string, Session) {
-	sess := Session{ID: newTokenID(), MerchantID: merchantID, ExpiresAt: s.now().Add(ttl).Truncate(time.Second)}
+// sealPass seals a random id, the user and an expiry ttl from now under aad: a session, or a device
+// cookie.
+func (s *Service) sealPass(aad []byte, userID string, ttl time.Duration) (string, Session) {
+	sess := Session{ID: newTokenID(), UserID: userID, ExpiresAt: s.now().Add(ttl).Truncate(time.Second)}
 	p := make([]byte, 0, sessionLen)
 	p = append(p, claimsFormat)
 	p = append(p, sess.ID[:]...)
 	var m [5]byte
-	hex.Decode(m[:], []byte(merchantID))
+	hex.Decode(m[:], []byte(userID))
 	p = append(p, m[:]...)
 	p = binary.BigEndian.AppendUint64(p, uint64(sess.ExpiresAt.Unix()))
 	sealed := []byte{s.sealer.current}
@@ -83,7 +85,7 @@ func (s *Service) openPass(aad []byte, v string) (Session, bool) {
 	}
 	var sess Session
 	copy(sess.ID[:], p[1:17])
-	sess.MerchantID = hex.EncodeToString(p[17:22])
+	sess.UserID = hex.EncodeToString(p[17:22])
 	sess.ExpiresAt = time.Unix(int64(binary.BigEndian.Uint64(p[22:30])), 0)
 	if !s.now().Before(sess.ExpiresAt) {
 		return Session{}, false

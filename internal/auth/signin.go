@@ -24,19 +24,18 @@ type Attempt struct {
 	Addr netip.Addr
 	// Device is the value of the device cookie the browser sent (NewDeviceCookie), "" when none.
 	Device string
-	// Roles are the roles that may sign in here; nil allows every role. A user of another role fails
-	// as a wrong password would.
+	// Roles are the roles that may sign in here; nil allows every role. A person in none of them at
+	// any merchant whose staff it is fails as a wrong password would.
 	Roles []user.Role
 }
 
-// Account is who signed in: a staff user of a merchant.
+// Account is who signed in: a person on the staff of one or more merchants (user.Memberships).
 type Account struct {
-	UserID, MerchantID string
-	Role               user.Role
+	UserID string
 }
 
-// account is who an e-mail names: the user, its merchant and role, and its password hash; id and
-// hash are "" when nobody can sign in with it.
+// account is who an e-mail names, and its password hash; id and hash are "" when nobody can sign in
+// with it where it tries.
 type account struct {
 	Account
 	id, hash string
@@ -62,14 +61,14 @@ func (s *Service) SignIn(ctx context.Context, a Attempt) (Account, error) {
 	var p plan
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		if acct, err = lookupAccount(ctx, q, a.Email, a.Roles); err != nil {
+		if acct, err = lookupAccount(ctx, q, a.Email, a.Roles, ""); err != nil {
 			return err
 		}
 		if acct.id == "" {
 			return nil
 		}
 		p.place = s.subjectKey("place", acct.id, addr)
-		if d, ok := s.openPass(deviceAAD, a.Device); ok && d.MerchantID == acct.id { // the device cookie names a user
+		if d, ok := s.openPass(deviceAAD, a.Device); ok && d.UserID == acct.id {
 			p.buckets, p.trusted = []bucket{{s.subjectKey("device", string(d.ID[:])), TrustedAttemptLimit}}, true
 			return nil
 		}
@@ -99,7 +98,7 @@ func (s *Service) CheckPassword(ctx context.Context, email, pw string) error {
 	var acct account
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		acct, err = lookupAccount(ctx, q, email, nil)
+		acct, err = lookupAccount(ctx, q, email, nil, "")
 		return err
 	})
 	if err != nil {
@@ -118,35 +117,44 @@ func (s *Service) accountBucket(email string) bucket {
 func (s *Service) Passwords() *password.Gate { return s.gate }
 
 // signInClient checks the e-mail and password of a password grant made with client c, which signs in
-// only an owner or admin of its own merchant (user.Approvers): a correct password of another
-// merchant's user, or of a user in another role, fails as a wrong one. The attempt is counted against
-// the client alone, so that failures on the sign-in page never stop the merchant's own integration.
+// only an owner or admin of its own merchant (user.Approvers): a correct password of a person who is
+// not, there, fails as a wrong one. The attempt is counted against the client alone, so that failures
+// on the sign-in page never stop the merchant's own integration.
 func (s *Service) signInClient(ctx context.Context, c client, email, pw string) (Account, error) {
 	var acct account
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		acct, err = lookupAccount(ctx, q, email, user.Approvers)
+		acct, err = lookupAccount(ctx, q, email, user.Approvers, c.merchantID)
 		return err
 	})
 	if err != nil {
 		return Account{}, err
 	}
-	if acct.MerchantID != c.merchantID {
-		acct = account{}
-	}
 	return s.check(ctx, acct, pw, plan{buckets: []bucket{{s.subjectKey("client", c.idString()), ClientAttemptLimit}}, trusted: true})
 }
 
-// lookupAccount reads who signs in with email, when its role is one of roles (any when nil).
-func lookupAccount(ctx context.Context, q store.Querier, email string, roles []user.Role) (account, error) {
+// lookupAccount reads who signs in with email, when it is on a merchant's staff (merchantID's, when
+// not "") in one of roles (any, when roles is nil).
+func lookupAccount(ctx context.Context, q store.Querier, email string, roles []user.Role, merchantID string) (account, error) {
 	c, err := user.CredentialsByEmail(ctx, q, email)
 	switch {
-	case errors.Is(err, user.ErrNotFound), err == nil && c.Hash == "", err == nil && roles != nil && !slices.Contains(roles, c.Role):
+	case errors.Is(err, user.ErrNotFound), err == nil && c.Hash == "":
 		return account{}, nil
 	case err != nil:
 		return account{}, err
 	}
-	return account{Account: Account{UserID: c.ID, MerchantID: c.MerchantID, Role: c.Role}, id: c.ID, hash: c.Hash}, nil
+	if roles != nil {
+		all, err := user.Memberships(ctx, q, c.ID)
+		if err != nil {
+			return account{}, err
+		}
+		if !slices.ContainsFunc(all, func(m user.Membership) bool {
+			return slices.Contains(roles, m.Role) && (merchantID == "" || m.MerchantID == merchantID)
+		}) {
+			return account{}, nil
+		}
+	}
+	return account{Account: Account{UserID: c.ID}, id: c.ID, hash: c.Hash}, nil
 }
 
 // check reserves the attempt in p's buckets, then verifies pw within the process's bound on password

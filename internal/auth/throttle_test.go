@@ -22,7 +22,7 @@ func TestSignInRecordsArePrivateAndPurged(t *testing.T) {
 		m := f.newMerchantWithPassword(t, email, pw)
 		ctx := context.Background()
 		office, elsewhere := netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("198.51.100.4")
-		if acct, err := f.svc.SignIn(ctx, auth.Attempt{Email: email, Password: pw, Addr: office}); err != nil || acct.MerchantID != m.MerchantID {
+		if acct, err := f.svc.SignIn(ctx, auth.Attempt{Email: email, Password: pw, Addr: office}); err != nil || acct.UserID != m.MerchantID {
 			t.Fatalf("sign-in: %+v %v", acct, err)
 		}
 		if _, err := f.svc.SignIn(ctx, auth.Attempt{Email: email, Password: "wrong wrong", Addr: elsewhere}); !errors.Is(err, auth.ErrBadCredentials) {

@@ -46,7 +46,7 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request) {
 	var u user.User
 	err = h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		u, err = user.Get(r.Context(), q, sess.UserID)
+		u, err = user.Get(r.Context(), q, sess.MerchantID, sess.UserID)
 		return err
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"embed"
+	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -184,6 +185,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 
 	r.Handle("GET", "/dashboard", h.requireRole(everyone, h.home))
 	r.Handle("POST", "/dashboard/sign-out", h.requireRole(everyone, h.signOut))
+	r.Handle("POST", "/dashboard/switch", h.requireRole(everyone, h.switchMerchant))
 	r.Handle("GET", "/dashboard/staff", h.requireRole(managers, h.staff))
 	r.Handle("POST", "/dashboard/staff/invite", h.requireRole(managers, h.invite))
 	r.Handle("POST", "/dashboard/staff/{id}/role", h.requireRole(managers, h.setRole))
@@ -283,10 +285,10 @@ type view struct {
 	Session       *user.Session
 	Merchant      string
 	Nav           []navItem
+	Switch        []switchItem // the merchants the signed-in person may switch to, when more than one
 	Error, Notice string
 	Email, Token  string
 	Invite, Sent  bool
-	Link          string
 	Staff         []staffRow
 	Grantable     []user.Role
 	Enrolment     *user.Enrolment      // a secret offered for two-factor authentication
@@ -311,6 +313,12 @@ type navItem struct {
 	Current bool
 }
 
+// switchItem is a merchant of the header's switcher.
+type switchItem struct {
+	ID, Name string
+	Current  bool
+}
+
 // render writes a page with the layout, and for a signed-in request the header: the merchant's
 // name, the sections the user's role may open, and sign-out.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
@@ -321,6 +329,16 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: read the merchant", "err", err)
 		}
 		v.Merchant = m.Name
+		if len(sess.Merchants) > 1 {
+			for _, id := range sess.Merchants {
+				other, err := h.cfg.Merchants.Get(r.Context(), id)
+				if err != nil {
+					httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: read a merchant of the switcher", "err", err)
+					continue
+				}
+				v.Switch = append(v.Switch, switchItem{ID: id, Name: other.Name, Current: id == sess.MerchantID})
+			}
+		}
 		for _, s := range sections {
 			if slices.Contains(s.Roles, sess.Role) {
 				v.Nav = append(v.Nav, navItem{section: s, Current: s.Path == r.URL.Path})
@@ -386,8 +404,11 @@ func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v := view{Title: "Sign in"}
-	if r.URL.Query().Get("password") == "set" {
+	switch {
+	case r.URL.Query().Get("password") == "set":
 		v.Notice = "Your password is set. Sign in with it."
+	case r.URL.Query().Get("joined") != "":
+		v.Notice = "You have accepted the invitation. Sign in to open the merchant's dashboard."
 	}
 	h.render(w, r, http.StatusOK, "signin", v)
 }
@@ -410,10 +431,10 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var u user.User
+	var p user.Person
 	err = h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		u, err = user.Get(r.Context(), q, acct.UserID)
+		p, err = user.GetPerson(r.Context(), q, acct.UserID)
 		return err
 	})
 	if err != nil {
@@ -422,12 +443,24 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	// The password was right: the device cookie counts this browser's next sign-ins apart from
 	// strangers', whatever the second factor does.
-	device, expires := h.cfg.Auth.NewDeviceCookie(u.ID)
+	device, expires := h.cfg.Auth.NewDeviceCookie(p.ID)
 	h.setCookie(w, deviceCookie, device, signInPath, expires, http.SameSiteStrictMode)
-	if next, err := h.secondStep(w, r, u); next || err != nil {
+	if next, err := h.secondStep(w, r, p); next || err != nil {
 		if err != nil {
 			h.fail(w, r, err)
 		}
+		return
+	}
+	h.startHome(w, r, p)
+}
+
+// startHome starts a session for person p, whose sign-in is complete, at the merchant it signs in to
+// (user.Home: the one it last chose or joined), and sends the browser to the dashboard.
+func (h *Handler) startHome(w http.ResponseWriter, r *http.Request, p user.Person) {
+	u, err := h.homeOf(r, p)
+	if h.answerRefusal(w, r, err, func(status int, msg string) {
+		h.render(w, r, status, "signin", view{Title: "Sign in", Email: p.Email, Error: msg})
+	}) {
 		return
 	}
 	if h.startSession(w, r, u) {
@@ -450,6 +483,32 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, u user.Us
 	}
 	h.setCookie(w, sessionCookie, cookie, "/dashboard", sess.CreatedAt.Add(user.AbsoluteTimeout), http.SameSiteLaxMode)
 	return true
+}
+
+// switchMerchant moves the session to another merchant whose staff the person is, which becomes the
+// one it signs in to next; the session keeps its age and its second factor.
+func (h *Handler) switchMerchant(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+		u, err := user.Choose(r.Context(), tx, r.PostFormValue("merchant_id"), sess.UserID)
+		if err != nil {
+			return err
+		}
+		if err := h.cfg.Sessions.Switch(r.Context(), tx, mustCookie(r), u); err != nil {
+			return err
+		}
+		return record(r.Context(), tx, u.MerchantID, "session.switch", "", "", h.cfg.Now())
+	})
+	switch {
+	case errors.Is(err, user.ErrNotFound):
+		h.render(w, r, http.StatusNotFound, "message", view{Title: "Not found", Error: "You are not on that merchant's staff."})
+		return
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	}
+	h.cfg.Sessions.Forget(sess.UserID)
+	http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
 }
 
 // signOut ends the session, on this node at once and on the others within the session poll.

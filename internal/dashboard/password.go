@@ -15,70 +15,89 @@ import (
 // user: not sooner, so that the form cannot flood a mailbox.
 const resetPause = time.Minute
 
-// passwordPage serves the page of a password link (a reset or an invitation): the form to choose a
-// password, or a page that says the link no longer works.
+// passwordPage serves the page of a link (a reset or an invitation): the form to choose a password,
+// an invitation to accept for a person who has a password already, or a page that says the link no
+// longer works.
 func (h *Handler) passwordPage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
-	u, kind, ok := h.openLink(w, r, token)
-	if !ok {
-		return
+	if o, ok := h.openLink(w, r, token); ok {
+		h.renderLink(w, r, http.StatusOK, o, token, "")
 	}
-	h.render(w, r, http.StatusOK, "password", view{Title: "Choose a password", Email: u.Email, Token: token, Invite: kind == user.Invite})
+}
+
+// renderLink shows the page of link o.
+func (h *Handler) renderLink(w http.ResponseWriter, r *http.Request, status int, o user.Opened, token, msg string) {
+	v := view{Title: "Choose a password", Email: o.Email, Token: token, Invite: o.Kind == user.Invite, Error: msg}
+	if o.Kind == user.Invite {
+		v.Data = o.Invitation
+		if !o.NeedsPassword() {
+			v.Title = "Join " + o.Invitation.Merchant
+		}
+	}
+	h.render(w, r, status, "password", v)
 }
 
 // openLink reads a link that can still be used; otherwise it answers and reports false.
-func (h *Handler) openLink(w http.ResponseWriter, r *http.Request, token string) (user.User, user.LinkKind, bool) {
-	var u user.User
-	var kind user.LinkKind
+func (h *Handler) openLink(w http.ResponseWriter, r *http.Request, token string) (user.Opened, bool) {
+	var o user.Opened
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		u, kind, err = user.OpenLink(r.Context(), q, token, h.cfg.Now())
+		o, err = user.OpenLink(r.Context(), q, token, h.cfg.Now())
 		return err
 	})
 	switch {
 	case errors.Is(err, user.ErrBadLink):
 		h.render(w, r, http.StatusNotFound, "message", view{Title: "This link does not work",
 			Error: "The link was used already, has expired, or was never issued. Ask for a new one on the sign-in page (Forgot your password?)."})
-		return u, kind, false
+		return o, false
 	case err != nil:
 		h.fail(w, r, err)
-		return u, kind, false
+		return o, false
 	}
-	return u, kind, true
+	return o, true
 }
 
-// setPassword sets the password of a link's user, which uses the link up and ends every session of
-// the user; the browser then signs in with it. The link is checked before the password is hashed, so
-// that nobody without a link can make Kassa hash.
+// setPassword uses a link: it sets the password where the link sets one, which ends every session of
+// the person, and accepts an invitation, whose merchant the person then signs in to; the browser then
+// signs in. The link is checked before the password is hashed, so that nobody without a link can make
+// Kassa hash, and the hash is computed within the server's password gate.
 func (h *Handler) setPassword(w http.ResponseWriter, r *http.Request) {
 	token := r.PostFormValue("token")
-	u, kind, ok := h.openLink(w, r, token)
+	o, ok := h.openLink(w, r, token)
 	if !ok {
 		return
 	}
-	v := view{Title: "Choose a password", Email: u.Email, Token: token, Invite: kind == user.Invite}
-	pw := r.PostFormValue("password")
-	if pw != r.PostFormValue("confirm") {
-		v.Error = "The two passwords differ."
-		h.render(w, r, http.StatusBadRequest, "password", v)
-		return
-	}
-	hash, err := user.HashPassword(r.Context(), h.cfg.Auth.Passwords(), pw)
-	var f *fault.Error
-	if errors.As(err, &f) {
-		v.Error = "The password " + f.Message + "."
-		if f.Field == "" {
-			v.Error = fault.Sentence(f.Message)
+	var hash string
+	if o.NeedsPassword() {
+		pw := r.PostFormValue("password")
+		if pw != r.PostFormValue("confirm") {
+			h.renderLink(w, r, http.StatusBadRequest, o, token, "The two passwords differ.")
+			return
 		}
-		h.render(w, r, f.Status, "password", v)
-		return
+		var err error
+		hash, err = user.HashPassword(r.Context(), h.cfg.Auth.Passwords(), pw)
+		var f *fault.Error
+		if errors.As(err, &f) {
+			msg := "The password " + f.Message + "."
+			if f.Field == "" {
+				msg = fault.Sentence(f.Message)
+			}
+			h.renderLink(w, r, f.Status, o, token, msg)
+			return
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
-	if err == nil {
-		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
-			_, err := user.UseLink(r.Context(), tx, token, hash, h.cfg.Now())
+	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+		used, err := user.UseLink(r.Context(), tx, token, hash, h.cfg.Now())
+		if err != nil || used.Kind != user.Invite {
 			return err
-		})
-	}
+		}
+		ctx := h.actor(r.Context(), r, used.ID)
+		return record(ctx, tx, used.Invitation.MerchantID, "user.join", "user/"+used.ID, "role "+string(used.Invitation.Role), h.cfg.Now())
+	})
 	if errors.Is(err, user.ErrBadLink) { // used by a request that raced this one
 		h.openLink(w, r, token)
 		return
@@ -87,8 +106,12 @@ func (h *Handler) setPassword(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.cfg.Sessions.Forget(u.ID)
-	http.Redirect(w, r, signInPath+"?password=set", http.StatusSeeOther)
+	h.cfg.Sessions.Forget(o.ID)
+	next := signInPath + "?password=set"
+	if !o.NeedsPassword() {
+		next = signInPath + "?joined=1"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (h *Handler) forgotPage(w http.ResponseWriter, r *http.Request) {
@@ -101,14 +124,23 @@ func (h *Handler) forgot(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	now := h.cfg.Now()
 	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
-		u, err := user.ByEmail(r.Context(), tx, email)
+		p, err := user.ByEmail(r.Context(), tx, email)
 		if errors.Is(err, user.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if recent, err := user.RecentReset(r.Context(), tx, u.ID, resetPause, now); err != nil || recent {
+		if recent, err := user.RecentReset(r.Context(), tx, p.ID, resetPause, now); err != nil || recent {
+			return err
+		}
+		// The e-mail goes out under the merchant the person signs in to; a person on no merchant's
+		// staff yet (its invitations waiting) gets none, as an unknown e-mail.
+		u, err := user.Home(r.Context(), tx, p.ID)
+		if errors.Is(err, user.ErrNoMerchant) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		_, _, err = SendLink(r.Context(), tx, u, user.Reset, h.cfg.PublicURL, true, now)

@@ -30,7 +30,7 @@ func TestPasswordChangesHashWithinTheGate(t *testing.T) {
 	var link user.Link
 	if err := db.Write(context.Background(), func(tx *store.Tx) error {
 		var err error
-		link, err = user.IssueLink(context.Background(), tx, s.users[user.Reporting].ID, user.Reset, time.Now())
+		link, err = user.IssueLink(context.Background(), tx, s.users[user.Reporting].ID, user.Reset, "", time.Now())
 		return err
 	}); err != nil {
 		t.Fatal(err)

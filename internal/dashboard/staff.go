@@ -30,11 +30,15 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 			return err
 		}
 		for _, u := range list {
-			st, err := user.StatusOf(r.Context(), q, u.ID)
-			if err != nil {
-				return err
+			row := staffRow{User: u, Manageable: user.MayManage(sess.Role, u.Role)}
+			if !u.Pending { // of a person who has not joined, the merchant learns nothing
+				st, err := user.StatusOf(r.Context(), q, u.ID)
+				if err != nil {
+					return err
+				}
+				row.TwoFactor = st.Enabled
 			}
-			v.Staff = append(v.Staff, staffRow{User: u, Manageable: user.MayManage(sess.Role, u.Role), TwoFactor: st.Enabled})
+			v.Staff = append(v.Staff, row)
 		}
 		v.Required, err = user.RequiresTwoFactor(r.Context(), q, sess.MerchantID)
 		return err
@@ -52,8 +56,11 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 	h.render(w, r, status, "staff", v)
 }
 
-// invite creates a user without a password and sends it a link to choose one (72 hours), through the
-// outbox; the page also shows the link once, for when no mail arrives.
+// invite puts a person on the merchant's staff, waiting for it to accept, and e-mails it the link
+// that accepts (72 hours): a person new to Kassa chooses its password there; one who signs in already
+// keeps its own. The answer is the same whoever the address belongs to, and the link is never shown
+// on the page: whether an address is someone's sign-in elsewhere is no business of this merchant's,
+// and only the person, through its mailbox, accepts a place on a merchant's staff.
 func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
 	role, err := user.ParseRole(r.PostFormValue("role"))
@@ -61,25 +68,24 @@ func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 		err = user.ErrOwnersOnly
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	var link string
 	if err == nil {
 		now := h.cfg.Now()
 		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
-			u, err := user.Create(r.Context(), tx, user.New{MerchantID: sess.MerchantID, Email: email, Role: role}, now)
+			u, err := user.Create(r.Context(), tx, user.New{MerchantID: sess.MerchantID, Email: email, Role: role, Invited: true}, now)
 			if err != nil {
 				return err
 			}
 			if err := record(r.Context(), tx, sess.MerchantID, "user.invite", "user/"+u.ID, "role "+string(role), now); err != nil {
 				return err
 			}
-			link, _, err = SendLink(r.Context(), tx, u, user.Invite, h.cfg.PublicURL, true, now)
+			_, _, err = SendLink(r.Context(), tx, u, user.Invite, h.cfg.PublicURL, true, now)
 			return err
 		})
 	}
 	if h.refused(w, r, err) {
 		return
 	}
-	h.renderStaff(w, r, http.StatusOK, view{Notice: "Invited " + email + " as " + role.Label() + ".", Email: email, Link: link})
+	h.renderStaff(w, r, http.StatusOK, view{Notice: "Invited " + email + " as " + role.Label() + ". The invitation is on its way by e-mail; it works for 72 hours."})
 }
 
 // setRole changes a user's role.
@@ -102,7 +108,7 @@ func (h *Handler) setRole(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/dashboard/staff", http.StatusSeeOther)
 }
 
-// remove deletes a user, whose sessions end.
+// remove takes a user off the merchant's staff; its sessions at the merchant end.
 func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
 	id := r.PathValue("id")

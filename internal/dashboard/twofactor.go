@@ -31,13 +31,13 @@ const (
 // stepPaths are the pages of the steps after the password.
 var stepPaths = map[user.Step]string{user.StepCode: codePath, user.StepEnrol: enrolPath}
 
-// secondStep sends a user whose password was right to the step its second factor needs, and reports
-// whether it did; false: the user has none and needs none, and a session may start.
-func (h *Handler) secondStep(w http.ResponseWriter, r *http.Request, u user.User) (bool, error) {
+// secondStep sends a person whose password was right to the step its second factor needs, and reports
+// whether it did; false: it has none and needs none, and a session may start.
+func (h *Handler) secondStep(w http.ResponseWriter, r *http.Request, u user.Person) (bool, error) {
 	var step user.Step
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		step, err = user.NextStep(r.Context(), q, u)
+		step, err = user.NextStep(r.Context(), q, u.ID)
 		return err
 	})
 	if err != nil || step == user.StepNone {
@@ -49,30 +49,30 @@ func (h *Handler) secondStep(w http.ResponseWriter, r *http.Request, u user.User
 	return true, nil
 }
 
-// pending returns the user between password and second factor whose pending cookie allows step;
+// pending returns the person between password and second factor whose pending cookie allows step;
 // without one (none, expired, or made for the other step) the cookie is cleared and the browser is
 // asked to sign in again.
-func (h *Handler) pending(w http.ResponseWriter, r *http.Request, step user.Step) (user.User, bool) {
+func (h *Handler) pending(w http.ResponseWriter, r *http.Request, step user.Step) (user.Person, bool) {
 	if c, err := r.Cookie(pendingCookie); err == nil {
 		if id, ok := h.cfg.TwoFactor.OpenPending(c.Value, step, h.cfg.Now()); ok {
-			var u user.User
+			var p user.Person
 			err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 				var err error
-				u, err = user.Get(r.Context(), q, id)
+				p, err = user.GetPerson(r.Context(), q, id)
 				return err
 			})
 			if err == nil {
-				return u, true
+				return p, true
 			}
 			if !errors.Is(err, user.ErrNotFound) {
 				h.fail(w, r, err)
-				return user.User{}, false
+				return user.Person{}, false
 			}
 		}
 	}
 	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
 	h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Error: "Your sign-in has expired. Sign in again."})
-	return user.User{}, false
+	return user.Person{}, false
 }
 
 // codePage asks for the code of the user's authenticator app, or a recovery code.
@@ -98,14 +98,28 @@ func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
-	if !h.startSession(w, r, u) {
+	if !recovery {
+		h.startHome(w, r, u)
 		return
 	}
-	next := "/dashboard"
-	if recovery {
-		next = accountPath + "?recovery=used"
+	home, err := h.homeOf(r, u)
+	if h.answerRefusal(w, r, err, func(status int, msg string) { h.render(w, r, status, "signin", view{Title: "Sign in", Error: msg}) }) {
+		return
 	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	if h.startSession(w, r, home) {
+		http.Redirect(w, r, accountPath+"?recovery=used", http.StatusSeeOther)
+	}
+}
+
+// homeOf reads the membership person p signs in to (user.Home).
+func (h *Handler) homeOf(r *http.Request, p user.Person) (user.User, error) {
+	var u user.User
+	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		u, err = user.Home(r.Context(), q, p.ID)
+		return err
+	})
+	return u, err
 }
 
 // enrolPage offers a new secret to a user whose merchant requires a second factor, during sign-in.
@@ -123,16 +137,20 @@ func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := r.PostFormValue("enrolment")
-	codes, err := h.cfg.TwoFactor.Confirm(r.Context(), u, token, r.PostFormValue("code"), h.cfg.Now())
+	home, err := h.homeOf(r, u)
+	var codes []string
 	if err == nil {
-		err = h.factorChanged(h.actor(r.Context(), r, u.ID), u, factorEnabled)
+		codes, err = h.cfg.TwoFactor.Confirm(r.Context(), u, token, r.PostFormValue("code"), h.cfg.Now())
+	}
+	if err == nil {
+		err = h.factorChanged(h.actor(r.Context(), r, u.ID), home, factorEnabled)
 	}
 	if err != nil {
 		h.enrolRefused(w, r, u, enrolPath, token, err)
 		return
 	}
 	h.setCookie(w, pendingCookie, "", signInPath, time.Time{}, http.SameSiteStrictMode)
-	if h.startSession(w, r, u) {
+	if h.startSession(w, r, home) {
 		h.render(w, r, http.StatusOK, "recovery", view{Title: "Recovery codes", Codes: codes, Notice: "Two-factor authentication is on."})
 	}
 }
@@ -140,7 +158,7 @@ func (h *Handler) enrol(w http.ResponseWriter, r *http.Request) {
 // renderEnrol shows u a secret to set up — the one of token when it is still good, else a new one —
 // with a QR code, the key to type, and the form for its first code (and, to replace a factor in place,
 // a code of the current one), posted to action.
-func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, status int, u user.User, action, token string, v view) {
+func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, status int, u user.Person, action, token string, v view) {
 	e, err := h.cfg.TwoFactor.Resume(u, token, h.cfg.Now())
 	if err != nil {
 		if e, err = h.cfg.TwoFactor.Begin(u, h.cfg.Now()); err != nil {
@@ -163,7 +181,7 @@ func (h *Handler) renderEnrol(w http.ResponseWriter, r *http.Request, status int
 
 // enrolRefused shows the enrolment again after a refused code, with the secret already shown when its
 // token is still good: the entry the user scanned keeps working.
-func (h *Handler) enrolRefused(w http.ResponseWriter, r *http.Request, u user.User, action, token string, err error) {
+func (h *Handler) enrolRefused(w http.ResponseWriter, r *http.Request, u user.Person, action, token string, err error) {
 	h.answerRefusal(w, r, err, func(status int, msg string) {
 		if _, rerr := h.cfg.TwoFactor.Resume(u, token, h.cfg.Now()); rerr != nil {
 			msg += " This setup has expired: scan the new code below."
@@ -273,7 +291,7 @@ func (h *Handler) sessionUser(r *http.Request) (user.User, error) {
 	var u user.User
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		u, err = user.Get(r.Context(), q, signedIn(r).UserID)
+		u, err = user.Get(r.Context(), q, signedIn(r).MerchantID, signedIn(r).UserID)
 		return err
 	})
 	return u, err
@@ -287,7 +305,7 @@ func (h *Handler) setupPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.renderEnrol(w, r, http.StatusOK, u, setupPath, "", view{})
+	h.renderEnrol(w, r, http.StatusOK, u.Person, setupPath, "", view{})
 }
 
 // setup confirms the signed-in user's new secret and shows the recovery codes. Over a factor in place
@@ -309,15 +327,15 @@ func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 	op := factorEnabled
 	if st.Enabled {
 		op = factorReplaced
-		codes, err = h.cfg.TwoFactor.Replace(r.Context(), u, r.PostFormValue("current_code"), token, code, now)
+		codes, err = h.cfg.TwoFactor.Replace(r.Context(), u.Person, r.PostFormValue("current_code"), token, code, now)
 	} else {
-		codes, err = h.cfg.TwoFactor.Confirm(r.Context(), u, token, code, now)
+		codes, err = h.cfg.TwoFactor.Confirm(r.Context(), u.Person, token, code, now)
 	}
 	if err == nil {
 		err = h.factorChanged(r.Context(), u, op)
 	}
 	if err != nil {
-		h.enrolRefused(w, r, u, setupPath, token, err)
+		h.enrolRefused(w, r, u.Person, setupPath, token, err)
 		return
 	}
 	notice := "Two-factor authentication is on."
@@ -365,7 +383,7 @@ func (h *Handler) disable(w http.ResponseWriter, r *http.Request) {
 	_, err = h.cfg.TwoFactor.Check(r.Context(), u.ID, r.PostFormValue("code"), h.cfg.Now())
 	if err == nil {
 		err = h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
-			if err := user.Disable(r.Context(), tx, u); err != nil {
+			if err := user.Disable(r.Context(), tx, u.ID); err != nil {
 				return err
 			}
 			return h.factorChangedIn(r.Context(), tx, u, factorDisabled)

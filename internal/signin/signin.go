@@ -33,7 +33,6 @@ import (
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
-	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -105,15 +104,16 @@ func (h *Handler) Routes(r *httpapi.Router) {
 
 // view is what a page shows.
 type view struct {
-	Title    string
-	Nonce    string
-	Error    string
-	Request  string // the authorization request's query string, carried through the forms
-	Email    string
-	Partner  auth.Partner
-	Merchant merchant.Merchant
-	Scopes   []scopeView
-	CSRF     string
+	Title   string
+	Nonce   string
+	Error   string
+	Request string // the authorization request's query string, carried through the forms
+	Email   string
+	Partner auth.Partner
+	// Merchants are those the signed-in user may approve the partner for.
+	Merchants []user.Membership
+	Scopes    []scopeView
+	CSRF      string
 }
 
 type scopeView struct{ Name, Description string }
@@ -219,7 +219,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 			"to set it up, then come back to this page."
 		h.render(w, r, http.StatusForbidden, "signin", v)
 	default:
-		h.startSession(w, r, acct.MerchantID, rawReq)
+		h.startSession(w, r, acct.UserID, rawReq)
 	}
 }
 
@@ -230,28 +230,26 @@ func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var u user.User
+	var id string
+	var merchants []user.Membership
 	var err error
 	if c, cerr := r.Cookie(pendingCookie); cerr == nil {
-		if id, ok := h.factors.OpenPending(c.Value, user.StepCode, h.now()); ok {
-			err = h.db.Read(r.Context(), func(q store.Querier) error {
-				var err error
-				u, err = user.Get(r.Context(), q, id)
-				return err
-			})
+		if pending, ok := h.factors.OpenPending(c.Value, user.StepCode, h.now()); ok {
+			id = pending
+			merchants, err = h.approverOf(r, id)
 		}
 	}
 	switch {
-	case err != nil && !errors.Is(err, user.ErrNotFound):
+	case err != nil:
 		h.fail(w, r, err)
 		return
-	case u.ID == "" || !slices.Contains(user.Approvers, u.Role):
+	case len(merchants) == 0:
 		h.setCookie(w, pendingCookie, "", time.Time{}, http.SameSiteStrictMode)
 		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: rawReq, Partner: req.Partner,
 			Error: "Your sign-in has expired. Sign in again."})
 		return
 	}
-	_, err = h.factors.Check(r.Context(), u.ID, r.PostFormValue("code"), h.now())
+	_, err = h.factors.Check(r.Context(), id, r.PostFormValue("code"), h.now())
 	var f *fault.Error
 	switch {
 	case errors.As(err, &f):
@@ -266,13 +264,25 @@ func (h *Handler) code(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setCookie(w, pendingCookie, "", time.Time{}, http.SameSiteStrictMode)
-	h.startSession(w, r, u.MerchantID, rawReq)
+	h.startSession(w, r, id, rawReq)
 }
 
-// startSession starts the authorization pages' session for the merchant and sends the browser back to
-// the authorization request, now to the consent page.
-func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, merchantID, rawReq string) {
-	value, sess := h.auth.NewSession(merchantID)
+// approverOf reads the merchants for which person id may approve a partner: those whose staff it is,
+// accepted, as an owner or an admin (user.Approvers).
+func (h *Handler) approverOf(r *http.Request, id string) ([]user.Membership, error) {
+	var all []user.Membership
+	err := h.db.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		all, err = user.Memberships(r.Context(), q, id)
+		return err
+	})
+	return slices.DeleteFunc(all, func(m user.Membership) bool { return !slices.Contains(user.Approvers, m.Role) }), err
+}
+
+// startSession starts the authorization pages' session for the staff user and sends the browser back
+// to the authorization request, now to the consent page.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, userID, rawReq string) {
+	value, sess := h.auth.NewSession(userID)
 	h.setCookie(w, cookieName, value, sess.ExpiresAt, http.SameSiteLaxMode)
 	http.Redirect(w, r, "/oauth/authorize?"+rawReq, http.StatusSeeOther)
 }
@@ -287,24 +297,21 @@ func (h *Handler) setCookie(w http.ResponseWriter, name, value string, expires t
 	http.SetCookie(w, c)
 }
 
-// consent shows the consent page to a signed-in merchant.
+// consent shows the consent page to a signed-in staff user: the partner, what it asks for, and the
+// merchant it would act for, chosen among those the user may approve partners for when there are
+// several.
 func (h *Handler) consent(w http.ResponseWriter, r *http.Request, req auth.AuthorizationRequest, sess auth.Session, rawReq string) {
-	var m merchant.Merchant
-	err := h.db.Read(r.Context(), func(q store.Querier) error {
-		var err error
-		m, err = merchant.Get(r.Context(), q, sess.MerchantID)
-		return err
-	})
-	if errors.Is(err, merchant.ErrNotFound) {
-		h.clearSession(w)
-		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: rawReq, Partner: req.Partner})
-		return
-	}
+	merchants, err := h.approverOf(r, sess.UserID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	v := view{Title: "Allow access", Request: rawReq, Partner: req.Partner, Merchant: m, CSRF: sess.CSRFToken()}
+	if len(merchants) == 0 { // removed from the staff, or demoted, since signing in
+		h.clearSession(w)
+		h.render(w, r, http.StatusOK, "signin", view{Title: "Sign in", Request: rawReq, Partner: req.Partner})
+		return
+	}
+	v := view{Title: "Allow access", Request: rawReq, Partner: req.Partner, Email: merchants[0].Email, Merchants: merchants, CSRF: sess.CSRFToken()}
 	for _, name := range strings.Fields(req.Scopes.String()) {
 		v.Scopes = append(v.Scopes, scopeView{Name: name, Description: scopeDescriptions[name]})
 	}
@@ -313,7 +320,9 @@ func (h *Handler) consent(w http.ResponseWriter, r *http.Request, req auth.Autho
 	h.renderWith(w, r, http.StatusOK, "consent", v, originOf(req.RedirectURI), originOf(req.Partner.ImageURL))
 }
 
-// decide serves the consent form's POST.
+// decide serves the consent form's POST. Approving acts for the merchant chosen on the page
+// (merchant_id, which may be left out when the user approves for one merchant only), which must be
+// one the user may approve partners for.
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	rawReq, req, ok := h.formRequest(w, r)
 	if !ok {
@@ -331,7 +340,21 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.PostFormValue("decision") {
 	case "approve":
-		code, err := h.auth.Authorize(r.Context(), sess.MerchantID, req)
+		merchants, err := h.approverOf(r, sess.UserID)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		chosen := r.PostFormValue("merchant_id")
+		if chosen == "" && len(merchants) == 1 {
+			chosen = merchants[0].MerchantID
+		}
+		if !slices.ContainsFunc(merchants, func(m user.Membership) bool { return m.MerchantID == chosen }) {
+			h.render(w, r, http.StatusBadRequest, "error", view{Title: "Bad request",
+				Error: "Choose one of the merchants you may connect partners for."})
+			return
+		}
+		code, err := h.auth.Authorize(r.Context(), chosen, req)
 		if err != nil {
 			h.fail(w, r, err)
 			return

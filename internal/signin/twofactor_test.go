@@ -46,14 +46,14 @@ func newWithFactor(t *testing.T, db *store.DB) *withFactor {
 	}
 	w := &withFactor{fixture: f, factors: user.NewTwoFactor(db, ring), clk: clk}
 	owner := f.owner(t)
-	e, err := w.factors.Begin(owner, clk.t)
+	e, err := w.factors.Begin(owner.Person, clk.t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.secret, err = totp.ParseSecret(e.Key); err != nil {
 		t.Fatal(err)
 	}
-	if w.codes, err = w.factors.Confirm(context.Background(), owner, e.Token, totp.Code(w.secret, totp.Step(clk.t)), clk.t); err != nil {
+	if w.codes, err = w.factors.Confirm(context.Background(), owner.Person, e.Token, totp.Code(w.secret, totp.Step(clk.t)), clk.t); err != nil {
 		t.Fatal(err)
 	}
 	clk.t = clk.t.Add(totp.Period)
@@ -63,7 +63,7 @@ func newWithFactor(t *testing.T, db *store.DB) *withFactor {
 // owner reads the merchant's first owner.
 func (f *fixture) owner(t *testing.T) user.User {
 	t.Helper()
-	u, err := user.Get(context.Background(), f.srv.DB.Reader(), f.merchant.ID)
+	u, err := user.Get(context.Background(), f.srv.DB.Reader(), f.merchant.ID, f.merchant.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,17 +8,19 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// LinkKind is what a link is for: both set the user's password.
+// LinkKind is what a link is for.
 type LinkKind string
 
 // The kinds of link, and how long each works.
 const (
-	// Reset is a password reset: "single use, 30 minutes" (issue 16, point 1).
+	// Reset sets a new password: single use, 30 minutes.
 	Reset LinkKind = "reset"
-	// Invite is an invitation to a new user: "link to set a password, 72 h" (issue 16, point 3).
+	// Invite accepts a membership of a merchant's staff, and sets the password of a person who has
+	// none yet: 72 hours.
 	Invite LinkKind = "invite"
 
 	ResetTTL  = 30 * time.Minute
@@ -37,6 +39,10 @@ func (k LinkKind) TTL() time.Duration {
 // tells nobody anything useful.
 var ErrBadLink = errors.New("user: the link is unknown, used or expired")
 
+// ErrPasswordNeeded refuses to use a link without a password where it must set one: a reset, or an
+// invitation of a person who has none yet.
+var ErrPasswordNeeded = fault.Invalid("password", "password is required")
+
 // Link is an issued link's secret and expiry. The secret is shown once (in the e-mail, or to the
 // operator); only its SHA-256 is stored.
 type Link struct {
@@ -44,58 +50,111 @@ type Link struct {
 	ExpiresAt time.Time
 }
 
-// IssueLink makes a link of kind for the user, in the caller's transaction.
-func IssueLink(ctx context.Context, tx store.Querier, userID string, kind LinkKind, now time.Time) (Link, error) {
+// IssueLink makes a link of kind for person id, in the caller's transaction; an invitation names the
+// merchant whose membership it accepts.
+func IssueLink(ctx context.Context, tx store.Querier, id string, kind LinkKind, merchantID string, now time.Time) (Link, error) {
 	l := Link{Token: rand.Text(), ExpiresAt: now.Add(kind.TTL())} // 130 random bits
-	_, err := tx.ExecContext(ctx, `INSERT INTO user_links (token_hash, user_id, kind, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		linkHash(l.Token), userID, string(kind), now.UnixMilli(), l.ExpiresAt.UnixMilli())
+	_, err := tx.ExecContext(ctx, `INSERT INTO user_links (token_hash, user_id, kind, created_at, expires_at, merchant_id) VALUES ($1, $2, $3, $4, $5, $6)`,
+		linkHash(l.Token), id, string(kind), now.UnixMilli(), l.ExpiresAt.UnixMilli(), sql.NullString{String: merchantID, Valid: kind == Invite})
 	return l, err
 }
 
-// RecentReset reports whether the user was sent a reset link that is still unused within the last
+// RecentReset reports whether the person was sent a reset link that is still unused within the last
 // d: the forgotten-password form then sends no other, so that it cannot flood a mailbox.
-func RecentReset(ctx context.Context, q store.Querier, userID string, d time.Duration, now time.Time) (bool, error) {
+func RecentReset(ctx context.Context, q store.Querier, id string, d time.Duration, now time.Time) (bool, error) {
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM user_links WHERE user_id = $1 AND kind = 'reset' AND used_at IS NULL AND created_at > $2`,
-		userID, now.Add(-d).UnixMilli()).Scan(&n)
+		id, now.Add(-d).UnixMilli()).Scan(&n)
 	return n > 0, err
 }
 
-// OpenLink reads the user and kind of a link that can still be used, without using it.
-func OpenLink(ctx context.Context, q store.Querier, token string, now time.Time) (User, LinkKind, error) {
-	var id string
-	var kind LinkKind
-	err := q.QueryRowContext(ctx, `SELECT user_id, kind FROM user_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`,
-		linkHash(token), now.UnixMilli()).Scan(&id, &kind)
-	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, "", ErrBadLink
-	}
-	if err != nil {
-		return User{}, "", err
-	}
-	u, err := Get(ctx, q, id)
-	if errors.Is(err, ErrNotFound) {
-		return User{}, "", ErrBadLink
-	}
-	return u, kind, err
+// Opened is what a link that can still be used is for: its person, its kind, and for an invitation
+// the membership it accepts.
+type Opened struct {
+	Person
+	Kind LinkKind
+	// Invitation is the membership an invitation accepts, with its merchant's name.
+	Invitation Membership
 }
 
-// UseLink makes hash (HashPassword) the password of the link's user, in the caller's transaction, and uses the link up:
-// it works once. Like every change of password, it ends the user's sessions and its other links.
-func UseLink(ctx context.Context, tx store.Querier, token, hash string, now time.Time) (User, error) {
-	var id string
-	err := tx.QueryRowContext(ctx, `UPDATE user_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-		RETURNING user_id`, linkHash(token), now.UnixMilli()).Scan(&id)
+// NeedsPassword reports whether using the link sets a password: a reset, or an invitation of a person
+// who has none yet.
+func (o Opened) NeedsPassword() bool { return o.Kind == Reset || !o.HasPassword }
+
+// OpenLink reads what a link that can still be used is for, without using it.
+func OpenLink(ctx context.Context, q store.Querier, token string, now time.Time) (Opened, error) {
+	var o Opened
+	var merchantID sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT user_id, kind, merchant_id FROM user_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`,
+		linkHash(token), now.UnixMilli()).Scan(&o.ID, &o.Kind, &merchantID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, ErrBadLink
+		return Opened{}, ErrBadLink
 	}
 	if err != nil {
-		return User{}, err
+		return Opened{}, err
 	}
-	if err := SetPassword(ctx, tx, id, hash, now); err != nil {
-		return User{}, err
+	if o.Person, err = GetPerson(ctx, q, o.ID); err != nil {
+		return Opened{}, cmpErr(badLink(err), err)
 	}
-	return Get(ctx, tx, id)
+	if o.Kind == Invite {
+		if o.Invitation.User, err = membership(ctx, q, merchantID.String, o.ID); err != nil {
+			return Opened{}, cmpErr(badLink(err), err)
+		}
+		if err := q.QueryRowContext(ctx, `SELECT name FROM merchants WHERE id = $1`, merchantID.String).Scan(&o.Invitation.Merchant); err != nil {
+			return Opened{}, err
+		}
+	}
+	return o, nil
+}
+
+// badLink is ErrBadLink when err is ErrNotFound (the person or the membership went), else nil.
+func badLink(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return ErrBadLink
+	}
+	return nil
+}
+
+// UseLink uses a link up, in the caller's transaction: it works once. hash (HashPassword) becomes the
+// person's password where the link sets one (Opened.NeedsPassword; ErrPasswordNeeded without it), which,
+// like every change of password, ends the person's sessions and its reset links. An invitation
+// accepts its membership and makes its merchant the one the person signs in to next.
+func UseLink(ctx context.Context, tx store.Querier, token, hash string, now time.Time) (Opened, error) {
+	o, err := OpenLink(ctx, tx, token, now)
+	if err != nil {
+		return Opened{}, err
+	}
+	if o.NeedsPassword() && hash == "" {
+		return Opened{}, ErrPasswordNeeded
+	}
+	r, err := tx.ExecContext(ctx, `UPDATE user_links SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`,
+		linkHash(token), now.UnixMilli())
+	if err != nil {
+		return Opened{}, err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		return Opened{}, cmpErr(err, ErrBadLink) // used by a transaction that raced this one
+	}
+	if o.NeedsPassword() {
+		if err := SetPassword(ctx, tx, o.ID, hash, now); err != nil {
+			return Opened{}, err
+		}
+		o.HasPassword = true
+	}
+	if o.Kind == Invite {
+		if _, err := tx.ExecContext(ctx, `UPDATE memberships SET accepted_at = $3 WHERE user_id = $1 AND merchant_id = $2 AND accepted_at IS NULL`,
+			o.ID, o.Invitation.MerchantID, now.UnixMilli()); err != nil {
+			return Opened{}, err
+		}
+		if _, err := Choose(ctx, tx, o.Invitation.MerchantID, o.ID); err != nil {
+			return Opened{}, err
+		}
+		if err := changed(ctx, tx, o.ID, now); err != nil {
+			return Opened{}, err
+		}
+		o.Invitation.Pending = false
+	}
+	return o, nil
 }
 
 func linkHash(token string) []byte {

@@ -39,7 +39,10 @@ const (
 type Session struct {
 	UserID, MerchantID, Email string
 	Role                      Role
-	CreatedAt                 time.Time
+	// Merchants are the ids of the merchants whose staff the person is, this session's among them:
+	// those it may switch the session to.
+	Merchants []string
+	CreatedAt time.Time
 	// CSRF is the anti-forgery token of the session's forms: derived from the cookie's secret, which
 	// only the HttpOnly cookie carries, so that another site can neither read nor guess it.
 	CSRF string
@@ -110,12 +113,49 @@ func (s *Sessions) Start(ctx context.Context, u User, addr, userAgent string) (s
 		return "", Session{}, err
 	}
 	e := &entry{sess: Session{UserID: u.ID, MerchantID: u.MerchantID, Email: u.Email, Role: u.Role, CreatedAt: now, CSRF: csrfToken(cookie)}}
+	if e.sess.Merchants, err = s.merchantsOf(ctx, s.db.Reader(), u.ID); err != nil {
+		return "", Session{}, err
+	}
 	e.lastSeen.Store(now.UnixMilli())
 	e.written.Store(now.UnixMilli())
 	s.mu.Lock()
 	s.cache[id] = e
 	s.mu.Unlock()
 	return cookie, e.sess, nil
+}
+
+// Switch moves the session of a cookie's value to u's merchant (a person on the staff of several),
+// in the caller's transaction: the session keeps its age and its limits. Once the transaction has
+// committed, Forget the person on this node; the others read the session again within the poll.
+func (s *Sessions) Switch(ctx context.Context, tx store.Querier, cookie string, u User) error {
+	id := sessionHash(cookie)
+	r, err := tx.ExecContext(ctx, `UPDATE dashboard_sessions SET merchant_id = $2, changed_at = $3 WHERE id_hash = $1 AND user_id = $4
+		AND ended_at IS NULL`, id[:], u.MerchantID, s.now().UnixMilli(), u.ID)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n != 1 {
+		return cmpErr(err, ErrNotFound)
+	}
+	return nil
+}
+
+// merchantsOf reads the ids of the merchants whose staff person id is.
+func (s *Sessions) merchantsOf(ctx context.Context, q store.Querier, id string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT merchant_id FROM memberships WHERE user_id = $1 AND accepted_at IS NOT NULL ORDER BY merchant_id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 // Open returns the session of a cookie's value, false when there is none: unknown, ended, idle for
@@ -146,9 +186,17 @@ func (s *Sessions) load(ctx context.Context, id [32]byte, cookie string, now tim
 	var created, lastSeen int64
 	var ended sql.NullInt64
 	err := s.db.Read(ctx, func(q store.Querier) error {
-		return q.QueryRowContext(ctx, `SELECT s.user_id, s.merchant_id, s.created_at, s.last_seen, s.ended_at, u.email, u.role
-			FROM dashboard_sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1`, id[:]).
+		// A session is of one person at one merchant: without the membership (removed, or never
+		// accepted) there is no session.
+		err := q.QueryRowContext(ctx, `SELECT s.user_id, s.merchant_id, s.created_at, s.last_seen, s.ended_at, u.email, m.role
+			FROM dashboard_sessions s JOIN users u ON u.id = s.user_id
+			JOIN memberships m ON m.user_id = s.user_id AND m.merchant_id = s.merchant_id AND m.accepted_at IS NOT NULL
+			WHERE s.id_hash = $1`, id[:]).
 			Scan(&e.sess.UserID, &e.sess.MerchantID, &created, &lastSeen, &ended, &e.sess.Email, &e.sess.Role)
+		if err == nil {
+			e.sess.Merchants, err = s.merchantsOf(ctx, q, e.sess.UserID)
+		}
+		return err
 	})
 	s.forget(id)
 	switch {

@@ -84,7 +84,7 @@ type Enrolment struct {
 }
 
 // Begin offers u a new secret.
-func (t *TwoFactor) Begin(u User, now time.Time) (Enrolment, error) {
+func (t *TwoFactor) Begin(u Person, now time.Time) (Enrolment, error) {
 	s, err := totp.NewSecret()
 	if err != nil {
 		return Enrolment{}, err
@@ -96,7 +96,7 @@ func (t *TwoFactor) Begin(u User, now time.Time) (Enrolment, error) {
 
 // Resume shows again the enrolment of token, offered to u by Begin and not yet expired: after a wrong
 // first code the user keeps the entry already scanned into the app.
-func (t *TwoFactor) Resume(u User, token string, now time.Time) (Enrolment, error) {
+func (t *TwoFactor) Resume(u Person, token string, now time.Time) (Enrolment, error) {
 	s, err := t.openEnrolment(u, token, now)
 	if err != nil {
 		return Enrolment{}, err
@@ -105,7 +105,7 @@ func (t *TwoFactor) Resume(u User, token string, now time.Time) (Enrolment, erro
 }
 
 // enrolment is what the page offering secret s to u shows.
-func enrolment(u User, s totp.Secret, token string) (Enrolment, error) {
+func enrolment(u Person, s totp.Secret, token string) (Enrolment, error) {
 	uri := totp.URI(s, issuer, u.Email)
 	qr, err := qrcode.Encode(uri)
 	if err != nil {
@@ -116,7 +116,7 @@ func enrolment(u User, s totp.Secret, token string) (Enrolment, error) {
 
 // openEnrolment returns the secret of an enrolment token offered to u, ErrEnrolmentExpired when it is
 // not u's or has expired.
-func (t *TwoFactor) openEnrolment(u User, token string, now time.Time) (totp.Secret, error) {
+func (t *TwoFactor) openEnrolment(u Person, token string, now time.Time) (totp.Secret, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
 		return nil, ErrEnrolmentExpired
@@ -132,7 +132,7 @@ func (t *TwoFactor) openEnrolment(u User, token string, now time.Time) (totp.Sec
 // token, once code shows that the user's app computes it, and returns the user's new recovery codes
 // (shown once). A user who has a second factor is refused (ErrAlreadyEnabled), even when the check and
 // another request's change race: only Replace replaces a factor.
-func (t *TwoFactor) Confirm(ctx context.Context, u User, token, code string, now time.Time) ([]string, error) {
+func (t *TwoFactor) Confirm(ctx context.Context, u Person, token, code string, now time.Time) ([]string, error) {
 	return t.install(ctx, u, token, code, "", now)
 }
 
@@ -140,7 +140,7 @@ func (t *TwoFactor) Confirm(ctx context.Context, u User, token, code string, now
 // the factor in place, or one of its recovery codes, checked as Check does) and code (of the new
 // secret) are both right, and returns the new recovery codes; the old ones stop working. The new code
 // is checked first, so that a typing error there does not use up the current code.
-func (t *TwoFactor) Replace(ctx context.Context, u User, current, token, code string, now time.Time) ([]string, error) {
+func (t *TwoFactor) Replace(ctx context.Context, u Person, current, token, code string, now time.Time) ([]string, error) {
 	if current == "" {
 		return nil, ErrBadCode
 	}
@@ -149,7 +149,7 @@ func (t *TwoFactor) Replace(ctx context.Context, u User, current, token, code st
 
 // install sets the secret of token as u's factor once code is right: over none when current is "",
 // else over the factor that current is a code of.
-func (t *TwoFactor) install(ctx context.Context, u User, token, code, current string, now time.Time) ([]string, error) {
+func (t *TwoFactor) install(ctx context.Context, u Person, token, code, current string, now time.Time) ([]string, error) {
 	s, err := t.openEnrolment(u, token, now)
 	if err != nil {
 		return nil, err
@@ -240,16 +240,16 @@ const (
 	StepEnrol
 )
 
-// NextStep says what the sign-in of u needs after its password.
-func NextStep(ctx context.Context, q store.Querier, u User) (Step, error) {
-	st, err := StatusOf(ctx, q, u.ID)
+// NextStep says what the sign-in of person id needs after its password.
+func NextStep(ctx context.Context, q store.Querier, id string) (Step, error) {
+	st, err := StatusOf(ctx, q, id)
 	if err != nil {
 		return StepNone, err
 	}
 	if st.Enabled {
 		return StepCode, nil
 	}
-	required, err := RequiresTwoFactor(ctx, q, u.MerchantID)
+	required, err := FactorRequired(ctx, q, id)
 	if err != nil || !required {
 		return StepNone, err
 	}
@@ -392,20 +392,20 @@ func NewRecoveryCodes(ctx context.Context, tx store.Querier, id string) ([]strin
 	return codes, err
 }
 
-// Disable turns the user's two-factor authentication off, in the caller's transaction, unless the
-// merchant requires it.
-func Disable(ctx context.Context, tx store.Querier, u User) error {
-	required, err := RequiresTwoFactor(ctx, tx, u.MerchantID)
+// Disable turns the person's two-factor authentication off, in the caller's transaction, unless one of
+// its merchants requires it.
+func Disable(ctx context.Context, tx store.Querier, id string) error {
+	required, err := FactorRequired(ctx, tx, id)
 	if err != nil {
 		return err
 	}
 	if required {
 		return ErrTwoFactorRequired
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = NULL, totp_last_step = NULL WHERE id = $1`, u.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = NULL, totp_last_step = NULL WHERE id = $1`, id); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM user_recovery_codes WHERE user_id = $1`, u.ID)
+	_, err = tx.ExecContext(ctx, `DELETE FROM user_recovery_codes WHERE user_id = $1`, id)
 	return err
 }
 
@@ -414,6 +414,15 @@ func RequiresTwoFactor(ctx context.Context, q store.Querier, merchantID string) 
 	var on bool
 	err := q.QueryRowContext(ctx, `SELECT require_two_factor FROM merchants WHERE id = $1`, merchantID).Scan(&on)
 	return on, err
+}
+
+// FactorRequired reports whether a merchant whose staff person id is requires two-factor
+// authentication: one person has one second factor, which the strictest of its merchants decides.
+func FactorRequired(ctx context.Context, q store.Querier, id string) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM memberships m JOIN merchants mc ON mc.id = m.merchant_id
+		WHERE m.user_id = $1 AND m.accepted_at IS NOT NULL AND mc.require_two_factor`, id).Scan(&n)
+	return n > 0, err
 }
 
 // SetRequireTwoFactor sets the merchant's "require 2FA for all staff", in the caller's transaction.

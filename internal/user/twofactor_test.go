@@ -37,7 +37,7 @@ func twoFactorUnder(t *testing.T, db *store.DB, kekText string) *user.TwoFactor 
 // enrol turns two-factor authentication on for u at now and returns its secret and recovery codes.
 func enrol(t *testing.T, tf *user.TwoFactor, u user.User, now time.Time) (totp.Secret, []string) {
 	t.Helper()
-	e, err := tf.Begin(u, now)
+	e, err := tf.Begin(u.Person, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func enrol(t *testing.T, tf *user.TwoFactor, u user.User, now time.Time) (totp.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	codes, err := tf.Confirm(context.Background(), u, e.Token, totp.Code(s, totp.Step(now)), now)
+	codes, err := tf.Confirm(context.Background(), u.Person, e.Token, totp.Code(s, totp.Step(now)), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestTwoFactorEnrolment(t *testing.T) {
 		owner := shop(t, db, "owner@example.com", clk.Now())
 		clerk := addUser(t, db, owner.MerchantID, "clerk@example.com", user.Sales, clk.Now())
 
-		e, err := tf.Begin(owner, clk.Now())
+		e, err := tf.Begin(owner.Person, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,17 +76,17 @@ func TestTwoFactorEnrolment(t *testing.T) {
 			t.Fatal("enabled before the first code")
 		}
 		now := clk.Now()
-		if _, err := tf.Confirm(ctx, owner, e.Token, "000000", now); !errors.Is(err, user.ErrBadCode) && totp.Code(s, totp.Step(now)) != "000000" {
+		if _, err := tf.Confirm(ctx, owner.Person, e.Token, "000000", now); !errors.Is(err, user.ErrBadCode) && totp.Code(s, totp.Step(now)) != "000000" {
 			t.Errorf("a wrong first code: %v", err)
 		}
-		if _, err := tf.Confirm(ctx, clerk, e.Token, totp.Code(s, totp.Step(now)), now); !errors.Is(err, user.ErrEnrolmentExpired) {
+		if _, err := tf.Confirm(ctx, clerk.Person, e.Token, totp.Code(s, totp.Step(now)), now); !errors.Is(err, user.ErrEnrolmentExpired) {
 			t.Errorf("another user's enrolment: %v", err)
 		}
 		late := now.Add(user.EnrolmentTTL + time.Second)
-		if _, err := tf.Confirm(ctx, owner, e.Token, totp.Code(s, totp.Step(late)), late); !errors.Is(err, user.ErrEnrolmentExpired) {
+		if _, err := tf.Confirm(ctx, owner.Person, e.Token, totp.Code(s, totp.Step(late)), late); !errors.Is(err, user.ErrEnrolmentExpired) {
 			t.Errorf("an enrolment after its TTL: %v", err)
 		}
-		codes, err := tf.Confirm(ctx, owner, e.Token, totp.Code(s, totp.Step(now)), now)
+		codes, err := tf.Confirm(ctx, owner.Person, e.Token, totp.Code(s, totp.Step(now)), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,11 +227,11 @@ func TestRequireTwoFactor(t *testing.T) {
 		if on, err := user.RequiresTwoFactor(ctx, db.Reader(), owner.MerchantID); !on || err != nil {
 			t.Fatalf("required: %v %v", on, err)
 		}
-		if err := db.Write(ctx, func(tx *store.Tx) error { return user.Disable(ctx, tx, owner) }); !errors.Is(err, user.ErrTwoFactorRequired) {
+		if err := db.Write(ctx, func(tx *store.Tx) error { return user.Disable(ctx, tx, owner.ID) }); !errors.Is(err, user.ErrTwoFactorRequired) {
 			t.Errorf("turning it off where required: %v", err)
 		}
 		set(false)
-		if err := db.Write(ctx, func(tx *store.Tx) error { return user.Disable(ctx, tx, owner) }); err != nil {
+		if err := db.Write(ctx, func(tx *store.Tx) error { return user.Disable(ctx, tx, owner.ID) }); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := user.StatusOf(ctx, db.Reader(), owner.ID); st.Enabled || st.RecoveryCodes != 0 {
@@ -333,28 +333,28 @@ func TestFactorIsNeverReplacedImplicitly(t *testing.T) {
 		old, oldCodes := enrol(t, tf, owner, clk.Now())
 
 		clk.Add(totp.Period)
-		e, err := tf.Begin(owner, clk.Now())
+		e, err := tf.Begin(owner.Person, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		fresh, _ := totp.ParseSecret(e.Key)
 		now := clk.Now()
-		if _, err := tf.Confirm(ctx, owner, e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrAlreadyEnabled) {
+		if _, err := tf.Confirm(ctx, owner.Person, e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrAlreadyEnabled) {
 			t.Fatalf("a set-up over a factor in place: %v", err)
 		}
-		if _, err := tf.Replace(ctx, owner, "", e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrBadCode) {
+		if _, err := tf.Replace(ctx, owner.Person, "", e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrBadCode) {
 			t.Fatalf("a replacement without the current code: %v", err)
 		}
-		if _, err := tf.Replace(ctx, owner, totp.Code(fresh, totp.Step(now)), e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrBadCode) &&
+		if _, err := tf.Replace(ctx, owner.Person, totp.Code(fresh, totp.Step(now)), e.Token, totp.Code(fresh, totp.Step(now)), now); !errors.Is(err, user.ErrBadCode) &&
 			totp.Code(fresh, totp.Step(now)) != totp.Code(old, totp.Step(now)) {
 			t.Fatalf("a replacement with the new factor's code as the current one: %v", err)
 		}
 		current := totp.Code(old, totp.Step(now))
 		wrong := totp.Code(fresh, totp.Step(now)+3)
-		if _, err := tf.Replace(ctx, owner, current, e.Token, wrong, now); !errors.Is(err, user.ErrBadCode) {
+		if _, err := tf.Replace(ctx, owner.Person, current, e.Token, wrong, now); !errors.Is(err, user.ErrBadCode) {
 			t.Fatalf("a replacement with a wrong new code: %v", err)
 		}
-		codes, err := tf.Replace(ctx, owner, current, e.Token, totp.Code(fresh, totp.Step(now)), now)
+		codes, err := tf.Replace(ctx, owner.Person, current, e.Token, totp.Code(fresh, totp.Step(now)), now)
 		if err != nil {
 			t.Fatalf("the replacement, with the current code the wrong new code did not use up: %v", err)
 		}
@@ -374,9 +374,9 @@ func TestFactorIsNeverReplacedImplicitly(t *testing.T) {
 
 		// A recovery code stands for the current factor (the phone is lost), and is used up.
 		clk.Add(totp.Period)
-		e2, _ := tf.Begin(owner, clk.Now())
+		e2, _ := tf.Begin(owner.Person, clk.Now())
 		third, _ := totp.ParseSecret(e2.Key)
-		if _, err := tf.Replace(ctx, owner, codes[0], e2.Token, totp.Code(third, totp.Step(clk.Now())), clk.Now()); err != nil {
+		if _, err := tf.Replace(ctx, owner.Person, codes[0], e2.Token, totp.Code(third, totp.Step(clk.Now())), clk.Now()); err != nil {
 			t.Fatalf("a replacement with a recovery code: %v", err)
 		}
 
@@ -386,19 +386,19 @@ func TestFactorIsNeverReplacedImplicitly(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i := range errs {
-			e, _ := tf.Begin(clerk, now)
+			e, _ := tf.Begin(clerk.Person, now)
 			s, _ := totp.ParseSecret(e.Key)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = tf.Confirm(ctx, clerk, e.Token, totp.Code(s, totp.Step(now)), now)
+				_, errs[i] = tf.Confirm(ctx, clerk.Person, e.Token, totp.Code(s, totp.Step(now)), now)
 			}()
 		}
 		wg.Wait()
 		if (errs[0] == nil) == (errs[1] == nil) || !errors.Is(errors.Join(errs...), user.ErrAlreadyEnabled) {
 			t.Errorf("two set-ups racing: %v, %v", errs[0], errs[1])
 		}
-		if _, err := tf.Replace(ctx, addUser(t, db, owner.MerchantID, "none@example.com", user.Sales, now), "123456", e.Token, "123456", now); err == nil {
+		if _, err := tf.Replace(ctx, addUser(t, db, owner.MerchantID, "none@example.com", user.Sales, now).Person, "123456", e.Token, "123456", now); err == nil {
 			t.Error("a replacement for a user without a factor passed")
 		}
 	})
@@ -412,15 +412,15 @@ func TestResumeKeepsTheSecret(t *testing.T) {
 	clk := newClock()
 	tf := newTwoFactor(t, db)
 	owner := shop(t, db, "owner@example.com", clk.Now())
-	e, err := tf.Begin(owner, clk.Now())
+	e, err := tf.Begin(owner.Person, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := tf.Resume(owner, e.Token, clk.Now().Add(time.Minute))
+	again, err := tf.Resume(owner.Person, e.Token, clk.Now().Add(time.Minute))
 	if err != nil || again.Key != e.Key || again.Token != e.Token || again.URI != e.URI {
 		t.Fatalf("resumed %+v, %v; want the key %s", again, err, e.Key)
 	}
-	if _, err := tf.Resume(owner, e.Token, clk.Now().Add(user.EnrolmentTTL+time.Second)); !errors.Is(err, user.ErrEnrolmentExpired) {
+	if _, err := tf.Resume(owner.Person, e.Token, clk.Now().Add(user.EnrolmentTTL+time.Second)); !errors.Is(err, user.ErrEnrolmentExpired) {
 		t.Errorf("an expired enrolment resumed: %v", err)
 	}
 }

@@ -63,8 +63,8 @@ func addUser(t *testing.T, db *store.DB, merchantID, email string, role user.Rol
 	return u
 }
 
-// A merchant's first owner has its e-mail and id; the password is stored as an argon2id hash; e-mails
-// are unique across merchants regardless of case; bad input names its field.
+// A merchant's first owner has its e-mail and id; the password is stored as an argon2id hash; a person
+// is on a merchant's staff once, whatever the case of its e-mail; bad input names its field.
 func TestCreateAndList(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -95,7 +95,7 @@ func TestCreateAndList(t *testing.T) {
 			field string
 			code  int
 		}{
-			{"taken e-mail in any case", user.New{MerchantID: owner.MerchantID, Email: "CLERK@example.com", Role: user.Admin}, "", 409},
+			{"staff already, e-mail in any case", user.New{MerchantID: owner.MerchantID, Email: "CLERK@example.com", Role: user.Admin}, "", 409},
 			{"bad e-mail", user.New{MerchantID: owner.MerchantID, Email: "clerk", Role: user.Admin}, "email", 400},
 			{"unknown role", user.New{MerchantID: owner.MerchantID, Email: "x@example.com", Role: "boss"}, "role", 400},
 		} {
@@ -172,7 +172,7 @@ func TestRoleChangesAndRemoval(t *testing.T) {
 }
 
 // A link sets a password once, before it expires (30 minutes for a reset, 72 hours for an
-// invitation); setting a password uses up the user's other links and ends its sessions.
+// invitation); setting a password uses up the person's other reset links and ends its sessions.
 func TestLinks(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -184,7 +184,7 @@ func TestLinks(t *testing.T) {
 			var l user.Link
 			if err := write(t, db, func(tx *store.Tx) error {
 				var err error
-				l, err = user.IssueLink(ctx, tx, u.ID, kind, clk.Now())
+				l, err = user.IssueLink(ctx, tx, u.ID, kind, u.MerchantID, clk.Now())
 				return err
 			}); err != nil {
 				t.Fatal(err)
@@ -214,8 +214,9 @@ func TestLinks(t *testing.T) {
 		if err := use(reset); !errors.Is(err, user.ErrBadLink) {
 			t.Fatalf("an expired reset: %v", err)
 		}
-		if u, kind, err := user.OpenLink(ctx, db.Reader(), invite.Token, clk.Now()); err != nil || u.ID != invited.ID || kind != user.Invite {
-			t.Fatalf("open the invitation: %+v %s %v", u, kind, err)
+		if o, err := user.OpenLink(ctx, db.Reader(), invite.Token, clk.Now()); err != nil || o.ID != invited.ID || o.Kind != user.Invite ||
+			o.Invitation.MerchantID != owner.MerchantID || o.Invitation.Merchant != "Shop" || !o.NeedsPassword() {
+			t.Fatalf("open the invitation: %+v %v", o, err)
 		}
 		if err := use(invite); err != nil {
 			t.Fatalf("accept the invitation: %v", err)
@@ -223,7 +224,7 @@ func TestLinks(t *testing.T) {
 		if err := use(invite); !errors.Is(err, user.ErrBadLink) {
 			t.Fatalf("the invitation used twice: %v", err)
 		}
-		if _, _, err := user.OpenLink(ctx, db.Reader(), "nonsense", clk.Now()); !errors.Is(err, user.ErrBadLink) {
+		if _, err := user.OpenLink(ctx, db.Reader(), "nonsense", clk.Now()); !errors.Is(err, user.ErrBadLink) {
 			t.Fatalf("an unknown link: %v", err)
 		}
 
@@ -246,6 +247,147 @@ func TestLinks(t *testing.T) {
 		sessions.Forget(owner.ID)
 		if _, ok, err := sessions.Open(ctx, cookie); ok || err != nil {
 			t.Fatalf("a session outlived the change of password: %v %v", ok, err)
+		}
+	})
+}
+
+// One person (one e-mail, one password) is staff of several merchants: an invitation to a person who
+// exists makes a membership that opens nothing until the person accepts it through the link (without
+// a new password: it keeps its own), which makes that merchant the one it signs in to; the person
+// chooses among its merchants; taken off one merchant's staff it keeps the others, and taken off the
+// last one it is gone.
+func TestOnePersonOnManyMerchants(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := newClock()
+		maple := shop(t, db, "owner@maple.example", clk.Now())
+		birch := shop(t, db, "owner@birch.example", clk.Now())
+		clerk := addUser(t, db, maple.MerchantID, "clerk@example.com", user.Sales, clk.Now())
+
+		var invited user.User
+		var link user.Link
+		if err := write(t, db, func(tx *store.Tx) error {
+			var err error
+			if invited, err = user.Create(ctx, tx, user.New{MerchantID: birch.MerchantID, Email: "Clerk@Example.com", Role: user.Admin, Invited: true}, clk.Now()); err != nil {
+				return err
+			}
+			link, err = user.IssueLink(ctx, tx, invited.ID, user.Invite, birch.MerchantID, clk.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if invited.ID != clerk.ID || !invited.Pending || invited.Role != user.Admin {
+			t.Fatalf("the invitation of a person who exists: %+v, want pending admin %s", invited, clerk.ID)
+		}
+		if _, err := user.Get(ctx, db.Reader(), birch.MerchantID, clerk.ID); !errors.Is(err, user.ErrNotFound) {
+			t.Fatalf("a waiting membership opened: %v", err)
+		}
+		if all, err := user.Memberships(ctx, db.Reader(), clerk.ID); err != nil || len(all) != 1 || all[0].MerchantID != maple.MerchantID {
+			t.Fatalf("memberships before accepting: %+v %v", all, err)
+		}
+		staff, _ := user.List(ctx, db.Reader(), birch.MerchantID)
+		if len(staff) != 2 || !staff[1].Pending {
+			t.Fatalf("birch's staff with the invitation waiting: %+v", staff)
+		}
+
+		// The person has a password (set through maple's invitation); birch's link only accepts.
+		hash, err := user.HashPassword(ctx, password.NewGate(password.GateConfig{}), "the clerk's passphrase")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(t, db, func(tx *store.Tx) error { return user.SetPassword(ctx, tx, clerk.ID, hash, clk.Now()) }); err != nil {
+			t.Fatal(err)
+		}
+		o, err := user.OpenLink(ctx, db.Reader(), link.Token, clk.Now())
+		if err != nil || o.NeedsPassword() || o.Invitation.Role != user.Admin || o.Invitation.Merchant != "Shop" {
+			t.Fatalf("the invitation of a person with a password: %+v %v", o, err)
+		}
+		if err := write(t, db, func(tx *store.Tx) error {
+			_, err := user.UseLink(ctx, tx, link.Token, "", clk.Now())
+			return err
+		}); err != nil {
+			t.Fatalf("accept: %v", err)
+		}
+		if c, _ := user.CredentialsByEmail(ctx, db.Reader(), "clerk@example.com"); c.Hash != hash {
+			t.Fatal("accepting an invitation changed the person's password")
+		}
+		if u, err := user.Get(ctx, db.Reader(), birch.MerchantID, clerk.ID); err != nil || u.Role != user.Admin {
+			t.Fatalf("the accepted membership: %+v %v", u, err)
+		}
+		if home, err := user.Home(ctx, db.Reader(), clerk.ID); err != nil || home.MerchantID != birch.MerchantID {
+			t.Fatalf("home after accepting birch's invitation: %+v %v", home, err)
+		}
+		if err := write(t, db, func(tx *store.Tx) error {
+			_, err := user.Choose(ctx, tx, maple.MerchantID, clerk.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if home, _ := user.Home(ctx, db.Reader(), clerk.ID); home.MerchantID != maple.MerchantID || home.Role != user.Sales {
+			t.Fatalf("home after choosing maple: %+v", home)
+		}
+		if err := write(t, db, func(tx *store.Tx) error {
+			_, err := user.Choose(ctx, tx, birch.MerchantID, maple.ID)
+			return err
+		}); !errors.Is(err, user.ErrNotFound) {
+			t.Fatalf("choosing a merchant whose staff the person is not: %v", err)
+		}
+
+		// Off maple's staff, the person keeps birch, which becomes its home; off birch's too, it is gone.
+		remove := func(merchantID string) {
+			t.Helper()
+			if err := write(t, db, func(tx *store.Tx) error { return user.Remove(ctx, tx, merchantID, clerk.ID, user.Owner, clk.Now()) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		remove(maple.MerchantID)
+		if home, err := user.Home(ctx, db.Reader(), clerk.ID); err != nil || home.MerchantID != birch.MerchantID {
+			t.Fatalf("home after leaving maple: %+v %v", home, err)
+		}
+		remove(birch.MerchantID)
+		if _, err := user.ByEmail(ctx, db.Reader(), "clerk@example.com"); !errors.Is(err, user.ErrNotFound) {
+			t.Fatalf("a person on no merchant's staff stays: %v", err)
+		}
+	})
+}
+
+// Two owners demoting (or removing) each other at once: one wins, the merchant keeps an owner.
+func TestTheLastOwnerSurvivesARace(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now()
+		for round := range 5 {
+			first := shop(t, db, "first"+strings.Repeat("x", round)+"@example.com", now)
+			second := addUser(t, db, first.MerchantID, "second"+strings.Repeat("x", round)+"@example.com", user.Owner, now)
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, pair := range [][2]user.User{{first, second}, {second, first}} {
+				wg.Go(func() {
+					errs[i] = db.Write(ctx, func(tx *store.Tx) error {
+						if round%2 == 0 {
+							_, err := user.SetRole(ctx, tx, first.MerchantID, pair[1].ID, user.Admin, user.Owner, now)
+							return err
+						}
+						return user.Remove(ctx, tx, first.MerchantID, pair[1].ID, user.Owner, now)
+					})
+				})
+			}
+			wg.Wait()
+			if (errs[0] == nil) == (errs[1] == nil) || !errors.Is(errors.Join(errs...), user.ErrLastOwner) {
+				t.Fatalf("round %d: %v, %v; want one change and one ErrLastOwner", round, errs[0], errs[1])
+			}
+			owners := 0
+			list, _ := user.List(ctx, db.Reader(), first.MerchantID)
+			for _, u := range list {
+				if u.Role == user.Owner {
+					owners++
+				}
+			}
+			if owners != 1 {
+				t.Fatalf("round %d: %d owners after the race", round, owners)
+			}
 		}
 	})
 }
