@@ -28,6 +28,52 @@ func TestPublic(t *testing.T) {
 	}
 }
 
+// Every IPv6 form that carries an IPv4 address is judged by it, or refused whatever it carries: an
+// address leading to a public IPv4 address is public (IPv4-mapped, NAT64 64:ff9b::/96, 6to4), one
+// leading to loopback, a private, link-local or shared address is not; IPv4-compatible (::/96),
+// IPv4-translated, local-use NAT64 and Teredo addresses are refused even around a public one. A zone
+// takes no address out of its range.
+func TestPublicEmbeddedIPv4(t *testing.T) {
+	// 93.184.215.14 is public; 127.0.0.1, 10.0.0.1, 169.254.169.254 and 100.64.0.1 are not.
+	for _, c := range []struct {
+		form, addr string
+		want       bool
+	}{
+		{"IPv4-mapped", "::ffff:93.184.215.14", true},
+		{"IPv4-mapped", "::ffff:127.0.0.1", false},
+		{"IPv4-mapped", "::ffff:a9fe:a9fe", false},
+		{"IPv4-compatible", "::7f00:1", false},
+		{"IPv4-compatible", "::a00:1", false},
+		{"IPv4-compatible", "::5db8:d70e", false},
+		{"IPv4-translated", "::ffff:0:7f00:1", false},
+		{"IPv4-translated", "::ffff:0:5db8:d70e", false},
+		{"NAT64", "64:ff9b::5db8:d70e", true},
+		{"NAT64", "64:ff9b::7f00:1", false},
+		{"NAT64", "64:ff9b::a00:1", false},
+		{"NAT64", "64:ff9b::a9fe:a9fe", false},
+		{"NAT64", "64:ff9b::6440:1", false},
+		{"local-use NAT64", "64:ff9b:1::5db8:d70e", false},
+		{"local-use NAT64", "64:ff9b:1:7f00:1::", false},
+		{"6to4", "2002:5db8:d70e::1", true},
+		{"6to4", "2002:7f00:1::1", false},
+		{"6to4", "2002:a00:1:2::1", false},
+		{"6to4", "2002:a9fe:a9fe::1", false},
+		{"6to4", "2002:6440:1::1", false},
+		{"Teredo, public server and client", "2001:0:5db8:d70e:0:0:a247:28f1", false},
+		{"Teredo, private client", "2001:0:5db8:d70e::f5ff:fffe", false},
+		{"Teredo, loopback server", "2001:0:7f00:1::a247:28f1", false},
+		{"zone on NAT64", "64:ff9b::a00:1%eth0", false},
+		{"zone on 6to4", "2002:a00:1::1%eth0", false},
+		{"zone on IPv4-compatible", "::7f00:1%eth0", false},
+		{"zone on documentation", "2001:db8::1%eth0", false},
+		{"plain IPv6", "2606:4700::6810:85e5", true},
+	} {
+		if got := Public(netip.MustParseAddr(c.addr)); got != c.want {
+			t.Errorf("%s: Public(%s) = %v, want %v", c.form, c.addr, got, c.want)
+		}
+	}
+}
+
 // Without AllowPrivate, a delivery to loopback, to 10.0.0.0/8, to ::1 or to a name resolving to
 // loopback is refused at the connection, with a clear error in the delivery log, and nothing reaches
 // the server listening there.
