@@ -72,7 +72,8 @@ func Public(ip netip.Addr) bool {
 	return true
 }
 
-// refusedError is a connection not made because its address is not public.
+// refusedError is a connection not made because its address is not public. Its text names the
+// address: it is for the operator's log, never for the merchant's delivery log (describe).
 type refusedError struct{ ip netip.Addr }
 
 func (e *refusedError) Error() string { return fmt.Sprintf("address %s is not public", e.ip.Unmap()) }
