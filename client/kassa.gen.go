@@ -2278,7 +2278,7 @@ type WebhookDelivery struct {
 		// Created Unix seconds
 		Created int `json:"created"`
 
-		// Error Why there was no answer, or why the address was refused
+		// Error Why there was no answer, or it could not be read: "target not allowed", "could not connect", "timed out", "TLS handshake failed", "no valid answer" or "invalid URL"; empty when an answer was read (see status_code)
 		Error     string `json:"error"`
 		LatencyMs int    `json:"latency_ms"`
 

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -480,7 +479,7 @@ type outcome struct {
 	status     int           // the HTTP status, 0 when there was no answer
 	latency    time.Duration // from the request to the end of the answer read
 	response   string        // the first ResponseLimit bytes of the answer
-	err        string        // why there was no answer
+	err        string        // why there was no answer, or it was not read: one of failures
 	retryAfter time.Duration // how long the answer asked to be left alone
 }
 
@@ -501,7 +500,18 @@ func (d *Deliverer) attempt(ctx context.Context, c claimed) ended {
 		return ended{c: c, err: err}
 	}
 	// An attempt under way when the node shuts down is finished (within Timeout) and recorded.
-	return ended{c: c, o: d.send(context.WithoutCancel(ctx), m.target, m.eventID, at, sig, body)}
+	o, cause := d.send(context.WithoutCancel(ctx), m.target, m.eventID, at, sig, body)
+	if cause != nil {
+		// The delivery log has o.err, a phrase; the operator's log has the error, which may name
+		// addresses of the operator's network. A refused address may be a merchant probing it.
+		level := slog.LevelInfo
+		if o.err == failNotAllowed {
+			level = slog.LevelWarn
+		}
+		d.cfg.Logger.Log(ctx, level, "webhook attempt failed", "node", d.cfg.Node, "endpoint", m.secrets.EndpointID,
+			"delivery", DeliveryID(c.id), "attempt", c.attempts+1, "status", o.status, "result", o.err, "err", cause)
+	}
+	return ended{c: c, o: o}
 }
 
 // Body is what a delivery of an event sends: {"type", "timestamp", "data"}, with the event's time in
@@ -515,13 +525,14 @@ func Body(typ string, at time.Time, data string) []byte {
 	return append(b, '}')
 }
 
-// send posts body to target with the Standard Webhooks headers.
-func (d *Deliverer) send(ctx context.Context, target, id string, at time.Time, sig string, body []byte) outcome {
+// send posts body to target with the Standard Webhooks headers. When there was no answer, or it could
+// not be read, it returns the error beside the outcome, whose err says what it amounts to.
+func (d *Deliverer) send(ctx context.Context, target, id string, at time.Time, sig string, body []byte) (outcome, error) {
 	o := outcome{at: at}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		o.err = "invalid URL: " + err.Error()
-		return o
+		o.err = failURL
+		return o, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
@@ -532,18 +543,19 @@ func (d *Deliverer) send(ctx context.Context, target, id string, at time.Time, s
 	resp, err := d.client.Do(req)
 	if err != nil {
 		o.latency, o.err = time.Since(start), describe(err)
-		return o
+		return o, err
 	}
 	head, err := io.ReadAll(io.LimitReader(resp.Body, ResponseLimit))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so that the connection can be used again
 	resp.Body.Close()
 	o.latency, o.status = time.Since(start), resp.StatusCode
 	o.response = text(head)
+	o.retryAfter = retryAfter(resp, at)
 	if err != nil && !o.succeeded() {
 		o.err = describe(err)
+		return o, err
 	}
-	o.retryAfter = retryAfter(resp, at)
-	return o
+	return o, nil
 }
 
 // text is the start of an answer as the delivery log keeps it, in UTF-8 and without NUL (which
@@ -560,21 +572,53 @@ func text(head []byte) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(string(head), "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// describe is the delivery log's words for a failed request: the cause without the request's URL
-// around it.
+// What the delivery log (the API's and the dashboard's) says of an attempt that got no answer, or
+// an answer that could not be read: one of these phrases, never the error. The error can name what
+// lies inside the operator's network — the address refused, the resolver asked — so it goes to the
+// operator's log only, with the endpoint, the delivery and the attempt. An answer read is shown by
+// its status code ("HTTP 500"), beside an empty error.
+const (
+	failNotAllowed = "target not allowed"   // the address dialed is not public (ssrf.go)
+	failConnect    = "could not connect"    // the name did not resolve, or no connection was made
+	failTimeout    = "timed out"            // no whole answer within Timeout
+	failTLS        = "TLS handshake failed" // the certificate was not trusted, or TLS could not be agreed
+	failAnswer     = "no valid answer"      // the connection was lost, or what came back was not HTTP
+	failURL        = "invalid URL"          // the endpoint's URL cannot be requested
+)
+
+// failures are all the phrases, in the order the documentation lists them.
+var failures = []string{failNotAllowed, failConnect, failTimeout, failTLS, failAnswer, failURL}
+
+// describe is the phrase a failed request comes to, by the error's kind, not its words. The checks go
+// from the first step of a request to the last, so that a failure is named by the step that failed:
+// a lookup that timed out is a failure to connect, not a time-out.
 func describe(err error) string {
 	var refused *refusedError
-	if errors.As(err, &refused) {
-		return refused.Error()
+	var lookup *net.DNSError
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case errors.As(err, &refused):
+		return failNotAllowed
+	case errors.As(err, &lookup):
+		return failConnect
+	case errors.As(err, &ne) && ne.Timeout():
+		return failTimeout
+	case tlsFailure(err):
+		return failTLS
+	case errors.As(err, &op) && op.Op == "dial":
+		return failConnect
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if ue.Timeout() {
-			return fmt.Sprintf("no answer within %d s", int(Timeout/time.Second))
-		}
-		return ue.Err.Error()
-	}
-	return err.Error()
+	return failAnswer
+}
+
+// tlsFailure reports whether err is the TLS handshake's: a certificate not trusted or not the
+// host's, an alert from the server, or an answer that is not TLS.
+func tlsFailure(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var record tls.RecordHeaderError
+	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &record)
 }
 
 // record writes a batch of outcomes of endpoint's deliveries, and what follows from each — the

@@ -2,14 +2,22 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -28,32 +36,197 @@ func TestPublic(t *testing.T) {
 	}
 }
 
-// Without AllowPrivate, a delivery to loopback, to 10.0.0.0/8, to ::1 or to a name resolving to
-// loopback is refused at the connection, with a clear error in the delivery log, and nothing reaches
-// the server listening there.
-func TestPrivateAddressesRefused(t *testing.T) {
-	rc := newReceiver(t, nil)
-	db := storetest.SQLite(t)
-	f := newFixture(t, db, Config{RootCAs: roots(rc)})
-	m := f.merchant(t, "ssrf@example.com")
-	port := rc.srv.URL[strings.LastIndex(rc.srv.URL, ":")+1:]
-	for _, c := range []struct{ url, err string }{
-		{"https://127.0.0.1:" + port + "/", "address 127.0.0.1 is not public"},
-		{"https://10.0.0.1/", "address 10.0.0.1 is not public"},
-		{"https://[::1]:" + port + "/", "address ::1 is not public"},
-		{"https://localhost:" + port + "/", "is not public"},
+// Every IPv6 form that carries an IPv4 address is judged by it, or refused whatever it carries: an
+// address leading to a public IPv4 address is public (IPv4-mapped, NAT64 64:ff9b::/96, 6to4), one
+// leading to loopback, a private, link-local or shared address is not; IPv4-compatible (::/96),
+// IPv4-translated, local-use NAT64 and Teredo addresses are refused even around a public one. A zone
+// takes no address out of its range.
+func TestPublicEmbeddedIPv4(t *testing.T) {
+	// 93.184.215.14 is public; 127.0.0.1, 10.0.0.1, 169.254.169.254 and 100.64.0.1 are not.
+	for _, c := range []struct {
+		form, addr string
+		want       bool
+	}{
+		{"IPv4-mapped", "::ffff:93.184.215.14", true},
+		{"IPv4-mapped", "::ffff:127.0.0.1", false},
+		{"IPv4-mapped", "::ffff:a9fe:a9fe", false},
+		{"IPv4-compatible", "::7f00:1", false},
+		{"IPv4-compatible", "::a00:1", false},
+		{"IPv4-compatible", "::5db8:d70e", false},
+		{"IPv4-translated", "::ffff:0:7f00:1", false},
+		{"IPv4-translated", "::ffff:0:5db8:d70e", false},
+		{"NAT64", "64:ff9b::5db8:d70e", true},
+		{"NAT64", "64:ff9b::7f00:1", false},
+		{"NAT64", "64:ff9b::a00:1", false},
+		{"NAT64", "64:ff9b::a9fe:a9fe", false},
+		{"NAT64", "64:ff9b::6440:1", false},
+		{"local-use NAT64", "64:ff9b:1::5db8:d70e", false},
+		{"local-use NAT64", "64:ff9b:1:7f00:1::", false},
+		{"6to4", "2002:5db8:d70e::1", true},
+		{"6to4", "2002:7f00:1::1", false},
+		{"6to4", "2002:a00:1:2::1", false},
+		{"6to4", "2002:a9fe:a9fe::1", false},
+		{"6to4", "2002:6440:1::1", false},
+		{"Teredo, public server and client", "2001:0:5db8:d70e:0:0:a247:28f1", false},
+		{"Teredo, private client", "2001:0:5db8:d70e::f5ff:fffe", false},
+		{"Teredo, loopback server", "2001:0:7f00:1::a247:28f1", false},
+		{"zone on NAT64", "64:ff9b::a00:1%eth0", false},
+		{"zone on 6to4", "2002:a00:1::1%eth0", false},
+		{"zone on IPv4-compatible", "::7f00:1%eth0", false},
+		{"zone on documentation", "2001:db8::1%eth0", false},
+		{"plain IPv6", "2606:4700::6810:85e5", true},
 	} {
-		db.Exec(context.Background(), `UPDATE webhook_endpoints SET disabled = TRUE`)
-		f.endpoint(t, m, c.url)
-		id := f.record(t, m, 1)[0]
-		f.drive(t)
-		a := f.attempts(t, id)
-		if len(a) != 1 || a[0].status != 0 || !strings.Contains(a[0].err, c.err) {
-			t.Errorf("%s: attempts %+v, want the error %q", c.url, a, c.err)
+		if got := Public(netip.MustParseAddr(c.addr)); got != c.want {
+			t.Errorf("%s: Public(%s) = %v, want %v", c.form, c.addr, got, c.want)
 		}
 	}
-	if n := len(rc.requests()); n != 0 {
-		t.Fatalf("%d requests reached the loopback server", n)
+}
+
+// Without AllowPrivate, a delivery to loopback, to 10.0.0.0/8, to ::1, to loopback written as an
+// IPv4-compatible IPv6 address or to a name resolving to loopback is refused at the connection, and
+// nothing reaches the server listening there. What the merchant reads of it — the stored attempt, the
+// API's view of the delivery and the endpoint's summary — is "target not allowed" and no address;
+// the operator's log has the address refused, with the endpoint, the delivery and the attempt.
+func TestPrivateAddressesRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		rc := newReceiver(t, nil)
+		log, logs := cardtest.Logger(t)
+		f := newFixture(t, db, Config{RootCAs: roots(rc), Logger: log})
+		endpoints := NewEndpoints(EndpointsConfig{DB: db, Keyring: f.ring})
+		m := f.merchant(t, "ssrf@example.com")
+		port := rc.srv.URL[strings.LastIndex(rc.srv.URL, ":")+1:]
+		for _, c := range []struct{ url, refused string }{
+			{"https://127.0.0.1:" + port + "/", "address 127.0.0.1 is not public"},
+			{"https://10.0.0.1/", "address 10.0.0.1 is not public"},
+			{"https://[::1]:" + port + "/", "address ::1 is not public"},
+			{"https://[::7f00:1]:" + port + "/", "address ::7f00:1 is not public"},
+			{"https://localhost:" + port + "/", "is not public"},
+		} {
+			db.Exec(ctx, `UPDATE webhook_endpoints SET disabled = TRUE`)
+			row, _ := f.endpoint(t, m, c.url)
+			var endpointID string
+			if err := db.Reader().QueryRowContext(ctx, `SELECT endpoint_id FROM webhook_endpoints WHERE id = $1`, row).Scan(&endpointID); err != nil {
+				t.Fatal(err)
+			}
+			id := f.record(t, m, 1)[0]
+			f.drive(t)
+			if a := f.attempts(t, id); len(a) != 1 || a[0].status != 0 || a[0].err != failNotAllowed {
+				t.Errorf("%s: attempts %+v, want one with the error %q alone", c.url, a, failNotAllowed)
+			}
+			ds, _, err := endpoints.Deliveries(ctx, m, endpointID, checkout.ListParams{Limit: 10})
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("%s: deliveries %+v, %v", c.url, ds, err)
+			}
+			wire, err := json.Marshal(ds[0].Wire(endpointID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := endpoints.Summarize(ctx, row)
+			if err != nil || sum.Last == nil || sum.Last.Error != failNotAllowed ||
+				!strings.Contains(string(wire), `"status_code":0,"latency_ms":`) || !strings.Contains(string(wire), `"error":"target not allowed"`) {
+				t.Errorf("%s: the API shows %s, the summary %+v (%v); want %q", c.url, wire, sum.Last, err, failNotAllowed)
+			}
+			for _, leak := range []string{"127.0.0.1", "10.0.0.1", "::", "not public", "address", "lookup"} {
+				if strings.Contains(string(wire), leak) {
+					t.Errorf("%s: the API's view of the delivery shows %q: %s", c.url, leak, wire)
+				}
+			}
+			if line := logLine(logs.String(), endpointID); !strings.Contains(line, c.refused) || !strings.Contains(line, `"attempt":1`) ||
+				!strings.Contains(line, `"delivery":"`+DeliveryID(ds[0].ID)+`"`) || !strings.Contains(line, `"level":"WARN"`) {
+				t.Errorf("%s: the operator's log has %q, want the error %q with the delivery and its attempt", c.url, line, c.refused)
+			}
+		}
+		if n := len(rc.requests()); n != 0 {
+			t.Fatalf("%d requests reached the loopback server", n)
+		}
+	})
+}
+
+// logLine is the line of the log that names the endpoint, "" when none does.
+func logLine(log, endpointID string) string {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, `"endpoint":"`+endpointID+`"`) {
+			return line
+		}
+	}
+	return ""
+}
+
+// Each failure without an answer is recorded as its phrase alone, the error itself in the operator's
+// log: a name that does not resolve is "could not connect", without the lookup's words (they name
+// the resolver asked, an address inside the operator's network); so is a port where nothing listens.
+// A certificate not trusted is "TLS handshake failed", a connection closed before any answer "no
+// valid answer".
+func TestFailuresRecordedAsPhrases(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	hangUp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hangUp.Close() })
+	go func() {
+		for {
+			c, err := hangUp.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	untrusted := newReceiver(t, nil)
+	log, logs := cardtest.Logger(t)
+	// Every address allowed, no certificate trusted.
+	f := newFixture(t, storetest.SQLite(t), Config{AllowPrivate: true, RootCAs: x509.NewCertPool(), Logger: log})
+	m := f.merchant(t, "phrases@example.com")
+	for _, c := range []struct{ url, phrase, logged string }{
+		{"https://no-such-host.invalid/hooks", failConnect, "lookup no-such-host.invalid"},
+		{"http://" + closed.Addr().String() + "/", failConnect, "connection refused"},
+		{untrusted.srv.URL, failTLS, "certificate"},
+		{"http://" + hangUp.Addr().String() + "/", failAnswer, hangUp.Addr().String()},
+	} {
+		f.db.Exec(context.Background(), `UPDATE webhook_endpoints SET disabled = TRUE`)
+		row, _ := f.endpoint(t, m, c.url)
+		id := f.record(t, m, 1)[0]
+		f.drive(t)
+		if a := f.attempts(t, id); len(a) != 1 || a[0].status != 0 || a[0].err != c.phrase {
+			t.Errorf("%s: attempts %+v, want one with the error %q alone", c.url, a, c.phrase)
+		}
+		var endpointID string
+		if err := f.db.Reader().QueryRowContext(context.Background(), `SELECT endpoint_id FROM webhook_endpoints WHERE id = $1`, row).Scan(&endpointID); err != nil {
+			t.Fatal(err)
+		}
+		if line := logLine(logs.String(), endpointID); !strings.Contains(line, c.logged) || !strings.Contains(line, `"result":"`+c.phrase+`"`) {
+			t.Errorf("%s: the operator's log has %q, want the error (%q)", c.url, line, c.logged)
+		}
+	}
+	if n := len(untrusted.requests()); n != 0 {
+		t.Fatalf("%d requests reached the server whose certificate is not trusted", n)
+	}
+}
+
+// describe reads the kind of an error, not its words: a lookup that timed out is a failure to
+// connect, whatever its resolver; a request that ran out of time is "timed out".
+func TestDescribe(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&url.Error{Op: "Post", URL: "https://shop.example/", Err: &net.OpError{Op: "dial", Net: "tcp",
+			Err: &net.DNSError{Err: "i/o timeout", Name: "shop.example", Server: "10.0.0.53:53", IsTimeout: true}}}, failConnect},
+		{&url.Error{Op: "Post", URL: "https://shop.example/", Err: context.DeadlineExceeded}, failTimeout},
+		{&url.Error{Op: "Post", URL: "https://shop.example/", Err: &net.OpError{Op: "dial", Net: "tcp",
+			Err: &refusedError{netip.MustParseAddr("10.0.0.1")}}}, failNotAllowed},
+		{&url.Error{Op: "Post", URL: "https://shop.example/", Err: &net.OpError{Op: "remote error", Err: tls.AlertError(40)}}, failTLS},
+		{&url.Error{Op: "Post", URL: "https://shop.example/", Err: io.ErrUnexpectedEOF}, failAnswer},
+	} {
+		if got := describe(c.err); got != c.want {
+			t.Errorf("describe(%v) = %q, want %q", c.err, got, c.want)
+		}
 	}
 }
 

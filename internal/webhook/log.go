@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,9 @@ type Attempt struct {
 	StatusCode int // the HTTP status of the answer; 0 when there was none
 	LatencyMS  int64
 	Response   string // the first 1 KiB of the answer
-	Error      string // why there was no answer, or why it was refused
+	// Error is why there was no answer, or it was not read: "" or one of a few phrases ("target not
+	// allowed", "could not connect", …), never the error itself (shownError).
+	Error string
 }
 
 // Succeeded reports whether the attempt had a 2xx answer.
@@ -193,11 +196,33 @@ func readAttempts(ctx context.Context, q store.Querier, ds []Delivery) error {
 		if err := rows.Scan(&id, &a.StatusCode, &a.LatencyMS, &a.Response, &a.Error, &created); err != nil {
 			return err
 		}
-		a.At = time.UnixMilli(created)
+		a.At, a.Error = time.UnixMilli(created), shownError(a.Error)
 		d := &ds[at[id]]
 		d.Attempts = append(d.Attempts, a)
 	}
 	return rows.Err()
+}
+
+// shownError is a stored attempt's error as the merchant reads it: "" or one of the delivery log's
+// phrases (failures), which are all the engine writes. An attempt recorded before it wrote only those
+// kept the whole error, which can name addresses of the operator's network; it reads as the phrase
+// its words amount to.
+func shownError(stored string) string {
+	switch {
+	case stored == "" || slices.Contains(failures, stored):
+		return stored
+	case strings.HasSuffix(stored, " is not public"):
+		return failNotAllowed
+	case strings.HasPrefix(stored, "no answer within "):
+		return failTimeout
+	case strings.Contains(stored, "tls: "):
+		return failTLS
+	case strings.HasPrefix(stored, "dial "):
+		return failConnect
+	case strings.HasPrefix(stored, "invalid URL: "):
+		return failURL
+	}
+	return failAnswer
 }
 
 // Resend queues a new delivery of a delivery's event to the same endpoint, due now, with a fresh
@@ -288,7 +313,7 @@ func (s *Endpoints) Summarize(ctx context.Context, endpointRowID int64) (Summary
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
-		a.At = time.UnixMilli(created)
+		a.At, a.Error = time.UnixMilli(created), shownError(a.Error)
 		sum.Last = &a
 		return err
 	})

@@ -67,6 +67,60 @@ func ids(r servertest.Response) []string {
 	return out
 }
 
+// The delivery log shows an attempt's error as one of its phrases, whatever the column holds: an
+// attempt recorded when the engine kept the whole error (the address refused, the resolver asked)
+// reads as the phrase it comes to, in the API and in the endpoint's summary, and names no address.
+func TestDeliveryLogShowsPhrasesOnly(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := servertest.Start(t, db, server.Config{})
+		a := newAccount(t, srv, checkout.WebhooksRead|checkout.WebhooksWrite)
+		id := a.create(t, "https://shop.example/hooks").Str("id")
+		// Leased to a node of the test's, the endpoint is left alone by the server's own deliverer:
+		// the attempts are those written here.
+		exec(t, db, `UPDATE webhook_endpoints SET lease_owner = 'test', lease_until = $2 WHERE endpoint_id = $1`, id,
+			time.Now().Add(time.Hour).UnixMilli())
+		stored := []struct{ text, shown string }{
+			{"address 10.0.0.1 is not public", "target not allowed"},
+			{"dial tcp: lookup localhost. on 10.255.255.53:53: no such host", "could not connect"},
+			{"dial tcp 192.168.1.20:443: connect: connection refused", "could not connect"},
+			{"no answer within 15 s", "timed out"},
+			{"tls: failed to verify certificate: x509: certificate is valid for 10.0.0.7, not shop.example", "TLS handshake failed"},
+			{"remote error: tls: handshake failure", "TLS handshake failed"},
+			{"EOF", "no valid answer"},
+			{"target not allowed", "target not allowed"},
+		}
+		d := deliver(t, db, a.id, id)
+		for i, s := range stored {
+			exec(t, db, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at) VALUES ($1, 0, 1, '', $2, $3)`,
+				rowID(t, d), s.text, 1700000000000+int64(i))
+		}
+		exec(t, db, `UPDATE webhook_deliveries SET attempts = $2 WHERE id = $1`, rowID(t, d), len(stored))
+		l := a.ok(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil)
+		at := l.Body["data"].([]any)[0].(map[string]any)["attempts"].([]any)
+		if len(at) != len(stored) {
+			t.Fatalf("%d attempts, want %d: %s", len(at), len(stored), l.Raw)
+		}
+		for i, s := range stored {
+			if got := at[i].(map[string]any)["error"]; got != s.shown {
+				t.Errorf("stored %q is shown as %q, want %q", s.text, got, s.shown)
+			}
+		}
+		for _, leak := range []string{"10.", "192.168", ":53", ":443", "lookup", "x509"} {
+			if strings.Contains(string(l.Raw), leak) {
+				t.Errorf("the delivery log shows %q: %s", leak, l.Raw)
+			}
+		}
+		var row int64
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT id FROM webhook_endpoints WHERE endpoint_id = $1`, id).Scan(&row); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db}).Summarize(context.Background(), row)
+		if err != nil || sum.Last == nil || sum.Last.Error != "target not allowed" {
+			t.Errorf("summary's last attempt %+v (%v), want the error %q", sum.Last, err, "target not allowed")
+		}
+	})
+}
+
 // Issue 18, point 4: "The delivery log (each attempt's time, status, latency, the first 1 KiB of the
 // answer) is readable through the API (GET /v1/webhook-endpoints/{id}/deliveries) … with a "resend"
 // action." Newest first, with cursors; a resend queues exactly one new delivery of the same event,
@@ -82,7 +136,7 @@ func TestDeliveryLogAndResend(t *testing.T) {
 		// d1 failed once with a 500, then succeeded; d2 found no server and waits for its next try.
 		exec(t, db, `UPDATE webhook_deliveries SET status = 'SUCCEEDED', attempts = 2 WHERE id = $1`, rowID(t, d1))
 		exec(t, db, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at) VALUES
-			($1, 500, 31, 'oops', '', 1700000000000), ($1, 200, 12, 'ok', '', 1700000005000), ($2, 0, 15000, '', 'dial tcp: connection refused', 1700000010000)`,
+			($1, 500, 31, 'oops', '', 1700000000000), ($1, 200, 12, 'ok', '', 1700000005000), ($2, 0, 15000, '', 'could not connect', 1700000010000)`,
 			rowID(t, d1), rowID(t, d2))
 		exec(t, db, `UPDATE webhook_deliveries SET attempts = 1, next_attempt = 1700000015000 WHERE id = $1`, rowID(t, d2))
 
@@ -99,7 +153,7 @@ func TestDeliveryLogAndResend(t *testing.T) {
 		}
 		at := first["attempts"].([]any)
 		if len(at) != 1 || at[0].(map[string]any)["status_code"].(interface{ String() string }).String() != "0" ||
-			at[0].(map[string]any)["error"] != "dial tcp: connection refused" || at[0].(map[string]any)["latency_ms"].(interface{ String() string }).String() != "15000" {
+			at[0].(map[string]any)["error"] != "could not connect" || at[0].(map[string]any)["latency_ms"].(interface{ String() string }).String() != "15000" {
 			t.Errorf("attempts of the pending delivery %v", at)
 		}
 		second := l.Body["data"].([]any)[1].(map[string]any)
