@@ -2569,6 +2569,14 @@ type OauthAuthorizeParamsResponseType string
 // OauthAuthorizeParamsCodeChallengeMethod defines parameters for OauthAuthorize.
 type OauthAuthorizeParamsCodeChallengeMethod string
 
+// AuthorizeCodeFormdataBody defines parameters for AuthorizeCode.
+type AuthorizeCodeFormdataBody struct {
+	Code string `form:"code" json:"code"`
+
+	// Request The authorization request's query string.
+	Request string `form:"request" json:"request"`
+}
+
 // AuthorizeDecisionFormdataBody defines parameters for AuthorizeDecision.
 type AuthorizeDecisionFormdataBody struct {
 	CsrfToken string                                `form:"csrf_token" json:"csrf_token"`
@@ -3095,6 +3103,9 @@ type PayInvoiceJSONRequestBody PayInvoiceJSONBody
 
 // SendInvoiceJSONRequestBody defines body for SendInvoice for application/json ContentType.
 type SendInvoiceJSONRequestBody SendInvoiceJSONBody
+
+// AuthorizeCodeFormdataRequestBody defines body for AuthorizeCode for application/x-www-form-urlencoded ContentType.
+type AuthorizeCodeFormdataRequestBody AuthorizeCodeFormdataBody
 
 // AuthorizeDecisionFormdataRequestBody defines body for AuthorizeDecision for application/x-www-form-urlencoded ContentType.
 type AuthorizeDecisionFormdataRequestBody AuthorizeDecisionFormdataBody
@@ -4400,6 +4411,28 @@ type ClientInterface interface {
 	// Corresponds with GET /oauth/authorize (the `OauthAuthorize` operationId).
 	OauthAuthorize(ctx context.Context, params *OauthAuthorizeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AuthorizeCodeWithBody The second factor's form, after the password of a user with two-factor authentication
+	//
+	// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+	// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+	// code for 15 minutes).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+	AuthorizeCodeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AuthorizeCodeWithFormdataBody The second factor's form, after the password of a user with two-factor authentication
+	//
+	// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+	// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+	// code for 15 minutes).
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+	AuthorizeCodeWithFormdataBody(ctx context.Context, body AuthorizeCodeFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AuthorizeDecisionWithBody The consent form's submission
 	//
 	// Takes any type of body and a specified content type.
@@ -4470,6 +4503,9 @@ type ClientInterface interface {
 	// `client_secret` must be in the body — in the query string they are refused with 400
 	// `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+	// A password is one factor: for a user with two-factor authentication, or of a merchant that
+	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4491,6 +4527,9 @@ type ClientInterface interface {
 	// `client_secret` must be in the body — in the query string they are refused with 400
 	// `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+	// A password is one factor: for a user with two-factor authentication, or of a merchant that
+	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -5768,6 +5807,48 @@ func (c *Client) OauthAuthorize(ctx context.Context, params *OauthAuthorizeParam
 	return c.Client.Do(req)
 }
 
+// AuthorizeCodeWithBody The second factor's form, after the password of a user with two-factor authentication
+//
+// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+// code for 15 minutes).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+func (c *Client) AuthorizeCodeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAuthorizeCodeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AuthorizeCodeWithFormdataBody The second factor's form, after the password of a user with two-factor authentication
+//
+// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+// code for 15 minutes).
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+func (c *Client) AuthorizeCodeWithFormdataBody(ctx context.Context, body AuthorizeCodeFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAuthorizeCodeRequestWithFormdataBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AuthorizeDecisionWithBody The consent form's submission
 //
 // Takes any type of body and a specified content type.
@@ -5908,6 +5989,9 @@ func (c *Client) RevokeToken(ctx context.Context, reqEditors ...RequestEditorFn)
 // `client_secret` must be in the body — in the query string they are refused with 400
 // `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+// A password is one factor: for a user with two-factor authentication, or of a merchant that
+// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5939,6 +6023,9 @@ func (c *Client) IssueTokenWithBody(ctx context.Context, params *IssueTokenParam
 // `client_secret` must be in the body — in the query string they are refused with 400
 // `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+// A password is one factor: for a user with two-factor authentication, or of a merchant that
+// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -8841,6 +8928,46 @@ func NewOauthAuthorizeRequest(server string, params *OauthAuthorizeParams) (*htt
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewAuthorizeCodeRequestWithFormdataBody calls the generic AuthorizeCode builder with application/x-www-form-urlencoded body
+func NewAuthorizeCodeRequestWithFormdataBody(server string, body AuthorizeCodeFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewAuthorizeCodeRequestWithBody(server, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewAuthorizeCodeRequestWithBody constructs an http.Request for the AuthorizeCode method, with any body, and a specified content type
+func NewAuthorizeCodeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/authorize/code")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -12322,6 +12449,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /oauth/authorize (the `OauthAuthorize` operationId).
 	OauthAuthorizeWithResponse(ctx context.Context, params *OauthAuthorizeParams, reqEditors ...RequestEditorFn) (*OauthAuthorizeResponse, error)
 
+	// AuthorizeCodeWithBodyWithResponse The second factor's form, after the password of a user with two-factor authentication
+	//
+	// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+	// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+	// code for 15 minutes).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+	AuthorizeCodeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AuthorizeCodeResponse, error)
+
+	// AuthorizeCodeWithFormdataBodyWithResponse The second factor's form, after the password of a user with two-factor authentication
+	//
+	// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+	// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+	// code for 15 minutes).
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+	AuthorizeCodeWithFormdataBodyWithResponse(ctx context.Context, body AuthorizeCodeFormdataRequestBody, reqEditors ...RequestEditorFn) (*AuthorizeCodeResponse, error)
+
 	// AuthorizeDecisionWithBodyWithResponse The consent form's submission
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -12394,6 +12543,9 @@ type ClientWithResponsesInterface interface {
 	// `client_secret` must be in the body — in the query string they are refused with 400
 	// `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+	// A password is one factor: for a user with two-factor authentication, or of a merchant that
+	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12415,6 +12567,9 @@ type ClientWithResponsesInterface interface {
 	// `client_secret` must be in the body — in the query string they are refused with 400
 	// `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+	// A password is one factor: for a user with two-factor authentication, or of a merchant that
+	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15442,6 +15597,47 @@ func (r OauthAuthorizeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r OauthAuthorizeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AuthorizeCodeResponse429Headers the declared response headers of an HTTP 429 response for AuthorizeCode
+type AuthorizeCodeResponse429Headers struct {
+	RetryAfter *int
+}
+
+type AuthorizeCodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AuthorizeCodeResponse429Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r AuthorizeCodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AuthorizeCodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AuthorizeCodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AuthorizeCodeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20919,6 +21115,40 @@ func (c *ClientWithResponses) OauthAuthorizeWithResponse(ctx context.Context, pa
 	return ParseOauthAuthorizeResponse(rsp)
 }
 
+// AuthorizeCodeWithBodyWithResponse The second factor's form, after the password of a user with two-factor authentication
+//
+// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+// code for 15 minutes).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+func (c *ClientWithResponses) AuthorizeCodeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AuthorizeCodeResponse, error) {
+	rsp, err := c.AuthorizeCodeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAuthorizeCodeResponse(rsp)
+}
+
+// AuthorizeCodeWithFormdataBodyWithResponse The second factor's form, after the password of a user with two-factor authentication
+//
+// The code of the user's authenticator app, or one of its recovery codes, each used once. Wrong
+// codes count towards the user's lockout shared with the dashboard (five in a row refuse every
+// code for 15 minutes).
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/authorize/code (the `AuthorizeCode` operationId).
+func (c *ClientWithResponses) AuthorizeCodeWithFormdataBodyWithResponse(ctx context.Context, body AuthorizeCodeFormdataRequestBody, reqEditors ...RequestEditorFn) (*AuthorizeCodeResponse, error) {
+	rsp, err := c.AuthorizeCodeWithFormdataBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAuthorizeCodeResponse(rsp)
+}
+
 // AuthorizeDecisionWithBodyWithResponse The consent form's submission
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -21033,6 +21263,9 @@ func (c *ClientWithResponses) RevokeTokenWithResponse(ctx context.Context, reqEd
 // `client_secret` must be in the body — in the query string they are refused with 400
 // `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+// A password is one factor: for a user with two-factor authentication, or of a merchant that
+// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21060,6 +21293,9 @@ func (c *ClientWithResponses) IssueTokenWithBodyWithResponse(ctx context.Context
 // `client_secret` must be in the body — in the query string they are refused with 400
 // `invalid_request`; 5 failures of one client refuse it for the rest of a 15-minute window,
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
+// A password is one factor: for a user with two-factor authentication, or of a merchant that
+// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24446,6 +24682,35 @@ func ParseOauthAuthorizeResponse(rsp *http.Response) (*OauthAuthorizeResponse, e
 	response := &OauthAuthorizeResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseAuthorizeCodeResponse parses an HTTP response from a AuthorizeCodeWithResponse call
+func ParseAuthorizeCodeResponse(rsp *http.Response) (*AuthorizeCodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AuthorizeCodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AuthorizeCodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
