@@ -277,8 +277,27 @@ func manageable(ctx context.Context, tx store.Querier, merchantID, id string, ac
 	return u, nil
 }
 
-// lastOwner reports whether u is its merchant's only owner.
-func lastOwner(ctx context.Context, tx store.Querier, u User) (bool, error) {
+// lockOwners keeps the merchant's owners as they are until tx ends, for a change that may take one
+// away (a role change, a removal): taken before the user to change is read, it makes such changes of
+// one merchant happen one after the other, each reading the user and counting the owners as the one
+// before left them. Without it two owners who demote or remove each other (or each themselves) at
+// once on PostgreSQL each count two owners, and both changes leave the merchant none. PostgreSQL
+// locks the merchant's row (FOR NO KEY UPDATE: rows that refer to the merchant are still written
+// meanwhile); SQLite runs one write transaction at a time already.
+func lockOwners(ctx context.Context, tx *store.Tx, merchantID string) error {
+	if tx.Dialect() != store.Postgres {
+		return nil
+	}
+	var id string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM merchants WHERE id = $1 FOR NO KEY UPDATE`, merchantID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// lastOwner reports whether u is its merchant's only owner; its caller holds lockOwners.
+func lastOwner(ctx context.Context, tx *store.Tx, u User) (bool, error) {
 	if u.Role != Owner {
 		return false, nil
 	}
@@ -289,12 +308,17 @@ func lastOwner(ctx context.Context, tx store.Querier, u User) (bool, error) {
 
 // SetRole gives the merchant's user id the role, as a user in role actor asks, in the caller's
 // transaction. The user's sessions learn the new role within the session poll (Sessions).
-func SetRole(ctx context.Context, tx store.Querier, merchantID, id string, role, actor Role, now time.Time) (User, error) {
+func SetRole(ctx context.Context, tx *store.Tx, merchantID, id string, role, actor Role, now time.Time) (User, error) {
 	if _, err := ParseRole(string(role)); err != nil {
 		return User{}, err
 	}
 	if !MayManage(actor, role) {
 		return User{}, ErrOwnersOnly
+	}
+	if role != Owner {
+		if err := lockOwners(ctx, tx, merchantID); err != nil {
+			return User{}, err
+		}
 	}
 	u, err := manageable(ctx, tx, merchantID, id, actor)
 	if err != nil {
@@ -318,7 +342,10 @@ func SetRole(ctx context.Context, tx store.Querier, merchantID, id string, role,
 
 // Remove deletes the merchant's user id, as a user in role actor asks, in the caller's transaction:
 // its sessions end and its links stop working.
-func Remove(ctx context.Context, tx store.Querier, merchantID, id string, actor Role, now time.Time) error {
+func Remove(ctx context.Context, tx *store.Tx, merchantID, id string, actor Role, now time.Time) error {
+	if err := lockOwners(ctx, tx, merchantID); err != nil {
+		return err
+	}
 	u, err := manageable(ctx, tx, merchantID, id, actor)
 	if err != nil {
 		return err
