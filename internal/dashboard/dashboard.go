@@ -289,6 +289,7 @@ type view struct {
 	Link          string
 	Staff         []staffRow
 	Grantable     []user.Role
+	InviteRole    user.Role            // the Staff page's invitation role, chosen unless changed
 	Enrolment     *user.Enrolment      // a secret offered for two-factor authentication
 	Action        string               // where the enrolment form posts
 	Codes         []string             // recovery codes, shown once

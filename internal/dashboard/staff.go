@@ -43,7 +43,7 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 		h.fail(w, r, err)
 		return
 	}
-	v.Title = "Staff"
+	v.Title, v.InviteRole = "Staff", inviteRole
 	for _, role := range user.Roles {
 		if user.MayManage(sess.Role, role) {
 			v.Grantable = append(v.Grantable, role)
@@ -52,11 +52,20 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 	h.render(w, r, status, "staff", v)
 }
 
+// inviteRole is the role an invitation gives unless its sender chooses another: the least, so that
+// a hurried invitation never hands out more than taking payments.
+const inviteRole = user.Sales
+
 // invite creates a user without a password and sends it a link to choose one (72 hours), through the
-// outbox; the page also shows the link once, for when no mail arrives.
+// outbox; the page also shows the link once, for when no mail arrives. Without a role it invites as
+// inviteRole.
 func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
-	role, err := user.ParseRole(r.PostFormValue("role"))
+	name := r.PostFormValue("role")
+	if strings.TrimSpace(name) == "" {
+		name = string(inviteRole)
+	}
+	role, err := user.ParseRole(name)
 	if err == nil && !user.MayManage(sess.Role, role) {
 		err = user.ErrOwnersOnly
 	}
