@@ -99,6 +99,11 @@ var (
 	listers = user.Roles
 )
 
+// isManager reports whether role is one of managers: whether it may change what the business pages
+// show (customers and their cards, plans, subscriptions, invoices, webhooks), and so which of a
+// page's actions it is offered.
+func isManager(role user.Role) bool { return slices.Contains(managers, role) }
+
 // section is one part of the dashboard in the navigation.
 type section struct {
 	Name, Path, About string
