@@ -18,16 +18,16 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-// addUser adds a user of role with the password pw to the shop's merchant.
+// addUser adds a user of role with the password pw (the owner's hash of it) to the shop's merchant.
 func addUser(t *testing.T, s *shop, email string, role user.Role) user.User {
 	t.Helper()
-	hash, err := user.HashPassword(pw)
+	owner, err := user.CredentialsByEmail(context.Background(), s.srv.DB.Reader(), s.users[user.Owner].Email)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var u user.User
 	if err := s.srv.DB.Write(context.Background(), func(tx *store.Tx) error {
-		u, err = user.Create(context.Background(), tx, user.New{MerchantID: s.merchantID, Email: email, Role: role, Hash: hash}, time.Now())
+		u, err = user.Create(context.Background(), tx, user.New{MerchantID: s.merchantID, Email: email, Role: role, Hash: owner.Hash}, time.Now())
 		return err
 	}); err != nil {
 		t.Fatal(err)
