@@ -71,6 +71,17 @@ func TestServeTLS(t *testing.T) {
 	if before.proto != "HTTP/2.0" || !before.cert.Equal(first.Cert) {
 		t.Fatalf("first request: %s with %v; want HTTP/2.0 with the first certificate", before.proto, before.cert.Subject)
 	}
+	// Served over HTTPS, every answer tells browsers to keep to HTTPS.
+	for _, path := range []string{"/healthz", "/no-such-route", "/dashboard/sign-in"} {
+		resp, err := tlsClient(first.Cert).Get(srv.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if hsts := resp.Header.Get("Strict-Transport-Security"); hsts != "max-age=31536000" {
+			t.Fatalf("GET %s over HTTPS: %d with Strict-Transport-Security %q", path, resp.StatusCode, hsts)
+		}
+	}
 
 	renewed.CopyTo(t, live.CertFile, live.KeyFile)
 	srv.cmd.Process.Signal(syscall.SIGHUP)
@@ -119,14 +130,15 @@ func TestServeTLSFlags(t *testing.T) {
 	}
 }
 
-// Without TLS, SIGHUP (systemctl reload) is logged and the server goes on serving.
+// Without TLS, SIGHUP (systemctl reload) is logged and the server goes on serving; over plain HTTP
+// (its public URL http://) no answer carries Strict-Transport-Security.
 func TestServeHangupWithoutTLS(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, nil, "--data-dir", t.TempDir())
 	srv.cmd.Process.Signal(syscall.SIGHUP)
 	waitForIn(t, srv, srv.stderr, `"msg":"SIGHUP: nothing to reload without --tls-cert"`)
-	if resp, _ := getJSON(t, "GET", srv.url+"/healthz", nil, nil); resp.StatusCode != 200 {
-		t.Fatalf("healthz after SIGHUP: %d", resp.StatusCode)
+	if resp, _ := getJSON(t, "GET", srv.url+"/healthz", nil, nil); resp.StatusCode != 200 || resp.Header.Get("Strict-Transport-Security") != "" {
+		t.Fatalf("healthz after SIGHUP: %d, Strict-Transport-Security %q", resp.StatusCode, resp.Header.Get("Strict-Transport-Security"))
 	}
 	if err := srv.stop(t); err != nil {
 		t.Fatalf("serve exited with %v:\n%s", err, srv.stderr)

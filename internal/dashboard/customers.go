@@ -16,7 +16,6 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
-	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 )
 
@@ -89,7 +88,7 @@ func (h *Handler) customers(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
 	q := r.URL.Query()
 	v := view{Title: "Customers", Wide: true}
-	cv := &customersView{Q: q.Get("q"), Manage: mayManage(sess)}
+	cv := &customersView{Q: q.Get("q"), Manage: isManager(sess.Role)}
 	v.Data = cv
 	if !httpapi.Storable(cv.Q) {
 		cv.Q = ""
@@ -167,9 +166,6 @@ func cursor(q url.Values, name string) (int64, error) {
 	}
 	return id, nil
 }
-
-// mayManage reports whether the session's role changes customers and charges their cards.
-func mayManage(s user.Session) bool { return s.Role == user.Owner || s.Role == user.Admin }
 
 // fullName is the customer's name, or its e-mail address when it has none.
 func fullName(c vault.Customer) string {
@@ -249,7 +245,7 @@ func (h *Handler) customer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	loc := m.Location()
-	cv := &customerView{ID: c.LookupID, Name: fullName(c), Manage: mayManage(sess)}
+	cv := &customerView{ID: c.LookupID, Name: fullName(c), Manage: isManager(sess.Role)}
 	for _, f := range vault.DetailFields() {
 		if val := c.Value(f.Name); val != "" {
 			cv.Fields = append(cv.Fields, detailRow{labels[f.Name], val})

@@ -100,6 +100,11 @@ var (
 	listers = user.Roles
 )
 
+// isManager reports whether role is one of managers: whether it may change what the business pages
+// show (customers and their cards, plans, subscriptions, invoices, webhooks), and so which of a
+// page's actions it is offered.
+func isManager(role user.Role) bool { return slices.Contains(managers, role) }
+
 // section is one part of the dashboard in the navigation.
 type section struct {
 	Name, Path, About string
@@ -291,6 +296,7 @@ type view struct {
 	Invite, Sent  bool
 	Staff         []staffRow
 	Grantable     []user.Role
+	InviteRole    user.Role            // the Staff page's invitation role, chosen unless changed
 	Enrolment     *user.Enrolment      // a secret offered for two-factor authentication
 	Action        string               // where the enrolment form posts
 	Codes         []string             // recovery codes, shown once

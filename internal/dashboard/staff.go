@@ -47,7 +47,7 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 		h.fail(w, r, err)
 		return
 	}
-	v.Title = "Staff"
+	v.Title, v.InviteRole = "Staff", inviteRole
 	for _, role := range user.Roles {
 		if user.MayManage(sess.Role, role) {
 			v.Grantable = append(v.Grantable, role)
@@ -56,14 +56,23 @@ func (h *Handler) renderStaff(w http.ResponseWriter, r *http.Request, status int
 	h.render(w, r, status, "staff", v)
 }
 
+// inviteRole is the role an invitation gives unless its sender chooses another: the least, so that
+// a hurried invitation never hands out more than taking payments.
+const inviteRole = user.Sales
+
 // invite puts a person on the merchant's staff, waiting for it to accept, and e-mails it the link
 // that accepts (72 hours): a person new to Kassa chooses its password there; one who signs in already
 // keeps its own. The answer is the same whoever the address belongs to, and the link is never shown
 // on the page: whether an address is someone's sign-in elsewhere is no business of this merchant's,
-// and only the person, through its mailbox, accepts a place on a merchant's staff.
+// and only the person, through its mailbox, accepts a place on a merchant's staff. Without a role it
+// invites as inviteRole.
 func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
-	role, err := user.ParseRole(r.PostFormValue("role"))
+	name := r.PostFormValue("role")
+	if strings.TrimSpace(name) == "" {
+		name = string(inviteRole)
+	}
+	role, err := user.ParseRole(name)
 	if err == nil && !user.MayManage(sess.Role, role) {
 		err = user.ErrOwnersOnly
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/plan"
 	"github.com/kassapay/kassa/internal/store"
-	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 )
 
@@ -43,9 +42,6 @@ func (h *Handler) billingRoutes(r *httpapi.Router) {
 	r.Handle("POST", one+"/amount", h.requireRole(managers, h.changeAmount))
 	r.Handle("POST", one+"/retry", h.requireRole(managers, h.retryNow))
 }
-
-// isManager reports whether role may change what the business pages show.
-func isManager(role user.Role) bool { return slices.Contains(managers, role) }
 
 // subscriptionStatuses are the statuses the list filters by, in the order of a subscription's life.
 // The issue names the six the vault has (plan.Status*).

@@ -24,6 +24,13 @@ import (
 // created by the dashboard, POS condition mail/telephone order), so that the dashboard page itself
 // never sees a card number"), and the same card form that adds a card to a customer (point 4).
 //
+// Who may save the card where follows the role table (dashboard.go): every seller may save it to a new
+// customer, but only a role that changes customers (managers) to an existing one, and only such a role
+// may make it that customer's default card, and only when it asks. An existing customer is found by id
+// or e-mail, so its answer tells whether the customer exists; managers may list customers anyway, and
+// the others are refused the choice before anything is looked up, with the same answer for every
+// customer named.
+//
 // The dashboard's form posts everything but the card; the dashboard then creates a hosted-page
 // session in process (hostedpage.CreateForDashboard: no API key, the signed-in user's client id and
 // velocity principal) and shows the hosted page in an iframe. The card number, expiry and CVV are
@@ -47,6 +54,7 @@ type terminalForm struct {
 	Kind, Currency, Amount, OrderID, Email string
 	Save                                   string // "", "new" or "existing"
 	FirstName, LastName, Customer          string // the new customer's name; the existing one's id or e-mail
+	MakeDefault                            string // "yes": the card saved to an existing customer becomes its default
 }
 
 // terminalView is the terminal's form page.
@@ -54,6 +62,8 @@ type terminalView struct {
 	Form       terminalForm
 	Currencies []string
 	Errors     map[string]string // by field name
+	// Existing: the user's role may save the card to an existing customer, and make it the default.
+	Existing bool
 }
 
 // cardFrameView is the page that frames the hosted card form.
@@ -78,7 +88,7 @@ func (h *Handler) terminal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, http.StatusOK, "terminal", view{Title: "Terminal", Data: terminalView{
-		Form: terminalForm{Kind: payment.KindSale, Currency: m.DefaultCurrency}, Currencies: m.Currencies}})
+		Form: terminalForm{Kind: payment.KindSale, Currency: m.DefaultCurrency}, Currencies: m.Currencies, Existing: isManager(signedIn(r).Role)}})
 }
 
 // startTerminal checks the terminal's form and shows the hosted card form for it. Every rule is the
@@ -95,7 +105,8 @@ func (h *Handler) startTerminal(w http.ResponseWriter, r *http.Request) {
 	f := terminalForm{Kind: r.PostFormValue("kind"), Currency: r.PostFormValue("currency"), Amount: strings.TrimSpace(r.PostFormValue("amount")),
 		OrderID: strings.TrimSpace(r.PostFormValue("order_id")), Email: strings.TrimSpace(r.PostFormValue("email")),
 		Save: r.PostFormValue("save"), FirstName: strings.TrimSpace(r.PostFormValue("first_name")),
-		LastName: strings.TrimSpace(r.PostFormValue("last_name")), Customer: strings.TrimSpace(r.PostFormValue("customer"))}
+		LastName: strings.TrimSpace(r.PostFormValue("last_name")), Customer: strings.TrimSpace(r.PostFormValue("customer")),
+		MakeDefault: r.PostFormValue("make_default")}
 	req, field, err := h.terminalRequest(r, m, f)
 	if err == nil {
 		var page string
@@ -111,7 +122,8 @@ func (h *Handler) startTerminal(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	v := view{Title: "Terminal", Data: terminalView{Form: f, Currencies: m.Currencies, Errors: map[string]string{field: fe.Message}}}
+	v := view{Title: "Terminal", Data: terminalView{Form: f, Currencies: m.Currencies, Errors: map[string]string{field: fe.Message},
+		Existing: isManager(sess.Role)}}
 	if field == "" {
 		v.Error = fe.Message
 	}
@@ -168,6 +180,14 @@ func (h *Handler) terminalRequest(r *http.Request, m merchant.Merchant, f termin
 		}
 		req.SaveTo = &vault.SaveTo{New: &d}
 	case "existing":
+		// Refused before the customer is looked up: the answer is the same whoever is named.
+		if role := signedIn(r).Role; !isManager(role) {
+			return req, "save", fault.New(http.StatusForbidden, "forbidden",
+				"Your role (%s) may save the card only to a new customer.", role.Label())
+		}
+		if f.MakeDefault != "" && f.MakeDefault != "yes" {
+			return req, "make_default", fault.Invalid("make_default", "Tick the box to make the card the default, or leave it empty.")
+		}
 		if f.Customer == "" {
 			return req, "customer", fault.Invalid("customer", "Enter the customer's id or e-mail to save the card to.")
 		}
@@ -175,7 +195,7 @@ func (h *Handler) terminalRequest(r *http.Request, m merchant.Merchant, f termin
 		if err != nil {
 			return req, "customer", err
 		}
-		req.SaveTo = &vault.SaveTo{CustomerID: c.LookupID}
+		req.SaveTo = &vault.SaveTo{CustomerID: c.LookupID, Default: f.MakeDefault == "yes"}
 	default:
 		return req, "save", fault.Invalid("save", "Choose whether to save the card.")
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -81,8 +82,11 @@ type Config struct {
 	// CodeTTL is how long an authorization code lives (default 60 s, at most 10 min).
 	CodeTTL time.Duration
 	// PublicURL is the base of the URLs the server hands out (hosted-page sessions); with https,
-	// cookies are Secure.
+	// cookies are Secure and every answer carries Strict-Transport-Security.
 	PublicURL string
+	// TLS says that the listener given to Serve serves HTTPS (kassa serve --tls-cert): every answer
+	// then carries Strict-Transport-Security, whatever PublicURL says.
+	TLS bool
 	// APIKeyCacheTTL is how long v1 API keys, and merchants' approvals of partners, are served from
 	// memory: the most a key deleted on another node keeps working on this one. It defaults to the
 	// revocation poll and is never longer, so that revoking a partner's client stops its keys within
@@ -243,6 +247,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate,
 		Metrics: cfg.Metrics, Requests: load.Requests})
 	s.handler = load.Count(httpapi.Middleware(cfg.Logger, cfg.Metrics, r))
+	if cfg.TLS || httpsURL(cfg.PublicURL) {
+		s.handler = httpapi.StrictTransport(s.handler)
+	}
 	if cfg.Metrics != nil {
 		backend := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[cfg.DB.Dialect()]
 		cfg.DB.ObserveBatches(func(n int) { cfg.Metrics.WriteBatch(backend, n) })
@@ -252,6 +259,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.handler = cfg.Wrap(s.handler, r.Routes())
 	}
 	return s, nil
+}
+
+// httpsURL reports whether u is an https URL (its scheme in any case, as a URL's scheme is read).
+func httpsURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && p.Scheme == "https"
 }
 
 // state is what the metrics exposition reads from the database at a scrape (issue 19, point 1):

@@ -337,15 +337,3 @@ func (b *batcher) call(fn func(*Tx) error, tx *Tx) (err error) {
 	}()
 	return fn(tx)
 }
-
-// ForUpdate is the clause that locks the rows a query of q reads until q's transaction ends: " FOR
-// UPDATE" in a PostgreSQL transaction, and nothing on SQLite, whose one writer runs write
-// transactions one at a time already. A check that reads rows and then writes others on what it read
-// (that a merchant keeps an owner, say) appends it, so that two transactions cannot both pass on what
-// the other is changing.
-func ForUpdate(q Querier) string {
-	if t, ok := q.(*Tx); ok && t.Dialect() == Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}

@@ -97,7 +97,7 @@ func OpenLink(ctx context.Context, q store.Querier, token string, now time.Time)
 		return Opened{}, cmpErr(badLink(err), err)
 	}
 	if o.Kind == Invite {
-		if o.Invitation.User, err = membership(ctx, q, merchantID.String, o.ID); err != nil {
+		if o.Invitation.User, err = Staff(ctx, q, merchantID.String, o.ID); err != nil {
 			return Opened{}, cmpErr(badLink(err), err)
 		}
 		if err := q.QueryRowContext(ctx, `SELECT name FROM merchants WHERE id = $1`, merchantID.String).Scan(&o.Invitation.Merchant); err != nil {

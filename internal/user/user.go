@@ -264,15 +264,15 @@ func newID(ctx context.Context, q store.Querier) (string, error) {
 // Get reads user id as staff of the merchant, its membership accepted: another merchant's user, or
 // one whose invitation waits, is ErrNotFound.
 func Get(ctx context.Context, q store.Querier, merchantID, id string) (User, error) {
-	u, err := membership(ctx, q, merchantID, id)
+	u, err := Staff(ctx, q, merchantID, id)
 	if err == nil && u.Pending {
 		return User{}, ErrNotFound
 	}
 	return u, err
 }
 
-// membership reads user id's membership of the merchant, accepted or waiting.
-func membership(ctx context.Context, q store.Querier, merchantID, id string) (User, error) {
+// Staff reads user id as staff of the merchant, its invitation accepted or waiting.
+func Staff(ctx context.Context, q store.Querier, merchantID, id string) (User, error) {
 	return scan(q.QueryRowContext(ctx, `SELECT `+memberColumns+` FROM memberships m JOIN users u ON u.id = m.user_id
 		WHERE m.merchant_id = $1 AND m.user_id = $2`, merchantID, id))
 }
@@ -416,7 +416,7 @@ func MayManage(actor, target Role) bool {
 // manageable reads the merchant's user id for a change by actor, and checks that actor may manage
 // it; a waiting invitation is managed as its role.
 func manageable(ctx context.Context, tx store.Querier, merchantID, id string, actor Role) (User, error) {
-	u, err := membership(ctx, tx, merchantID, id)
+	u, err := Staff(ctx, tx, merchantID, id)
 	if err != nil {
 		return User{}, err // another merchant's user is nobody here
 	}
@@ -426,35 +426,51 @@ func manageable(ctx context.Context, tx store.Querier, merchantID, id string, ac
 	return u, nil
 }
 
-// lastOwner reports whether u is its merchant's only owner. The merchant's owners' rows are locked
-// until the caller's transaction ends (on PostgreSQL; SQLite's one writer serialises it already), so
-// that two owners demoting or removing each other at once cannot both pass.
-func lastOwner(ctx context.Context, tx store.Querier, u User) (bool, error) {
+// lockOwners keeps the merchant's owners as they are until tx ends, for a change that may take one
+// away (a role change, a removal): taken before the user to change is read, it makes such changes of
+// one merchant happen one after the other, each reading the user and counting the owners as the one
+// before left them. Without it two owners who demote or remove each other (or each themselves) at
+// once on PostgreSQL each count two owners, and both changes leave the merchant none. PostgreSQL
+// locks the merchant's row (FOR NO KEY UPDATE: rows that refer to the merchant are still written
+// meanwhile); SQLite runs one write transaction at a time already.
+func lockOwners(ctx context.Context, tx *store.Tx, merchantID string) error {
+	if tx.Dialect() != store.Postgres {
+		return nil
+	}
+	var id string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM merchants WHERE id = $1 FOR NO KEY UPDATE`, merchantID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// lastOwner reports whether u is its merchant's only owner; its caller holds lockOwners. An owner
+// whose invitation waits is no owner yet.
+func lastOwner(ctx context.Context, tx *store.Tx, u User) (bool, error) {
 	if u.Role != Owner || u.Pending {
 		return false, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT user_id FROM memberships WHERE merchant_id = $1 AND role = 'owner' AND accepted_at IS NOT NULL`+
-		store.ForUpdate(tx), u.MerchantID)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		n++
-	}
-	return n <= 1, rows.Err()
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memberships WHERE merchant_id = $1 AND role = 'owner' AND accepted_at IS NOT NULL`,
+		u.MerchantID).Scan(&n)
+	return n <= 1, err
 }
 
 // SetRole gives the merchant's user id the role, as a user in role actor asks, in the caller's
 // transaction. The user's sessions at the merchant learn the new role within the session poll
 // (Sessions).
-func SetRole(ctx context.Context, tx store.Querier, merchantID, id string, role, actor Role, now time.Time) (User, error) {
+func SetRole(ctx context.Context, tx *store.Tx, merchantID, id string, role, actor Role, now time.Time) (User, error) {
 	if _, err := ParseRole(string(role)); err != nil {
 		return User{}, err
 	}
 	if !MayManage(actor, role) {
 		return User{}, ErrOwnersOnly
+	}
+	if role != Owner {
+		if err := lockOwners(ctx, tx, merchantID); err != nil {
+			return User{}, err
+		}
 	}
 	u, err := manageable(ctx, tx, merchantID, id, actor)
 	if err != nil {
@@ -479,7 +495,10 @@ func SetRole(ctx context.Context, tx store.Querier, merchantID, id string, role,
 // Remove takes user id off the merchant's staff, as a user in role actor asks, in the caller's
 // transaction: its sessions at the merchant end and its invitation to it stops working. A person left
 // on no merchant's staff is deleted, with its links.
-func Remove(ctx context.Context, tx store.Querier, merchantID, id string, actor Role, now time.Time) error {
+func Remove(ctx context.Context, tx *store.Tx, merchantID, id string, actor Role, now time.Time) error {
+	if err := lockOwners(ctx, tx, merchantID); err != nil {
+		return err
+	}
 	u, err := manageable(ctx, tx, merchantID, id, actor)
 	if err != nil {
 		return err

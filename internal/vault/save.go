@@ -14,13 +14,16 @@ import (
 // dashboard's card form), outside the customer service's API but under its rules: a customer's
 // details are validated as customer creation validates them, a card as a stored card is (not
 // expired; not already stored for the customer: duplicate_card), and the customer's first card
-// becomes its default.
+// becomes its default. A later card becomes the default only when asked (SaveTo.Default): the default
+// is what a charge or a subscription without a card of its own bills.
 
 // SaveTo names the customer a card is stored for: an existing one by its lookup id, or a new one to
-// create with Details.
+// create with Details. Default makes the card the customer's default card, as is_default does in the
+// customer service's API; without it only a customer's first card becomes its default.
 type SaveTo struct {
 	CustomerID string   `json:"customer_id,omitempty"`
 	New        *Details `json:"new,omitempty"`
+	Default    bool     `json:"default,omitempty"`
 }
 
 // ParseDetails validates a new customer's details given as text by their API names (email,
@@ -59,7 +62,8 @@ func (s *Service) FindCustomer(ctx context.Context, merchantID, idOrEmail string
 }
 
 // SaveCard stores a card for the merchant's customer to (created first when to.New), and returns the
-// customer and the card stored. The customer's first card becomes its default.
+// customer and the card stored. The customer's first card becomes its default, and a later one only
+// with to.Default.
 func (s *Service) SaveCard(ctx context.Context, merchantID string, to SaveTo, number card.Number, expiry card.Expiry) (Customer, Card, error) {
 	if err := s.current(expiry); err != nil {
 		return Customer{}, Card{}, err
@@ -72,7 +76,7 @@ func (s *Service) SaveCard(ctx context.Context, merchantID string, to SaveTo, nu
 		}
 		lookup = c.LookupID
 	}
-	c, err := s.addCard(ctx, merchantID, lookup, newCard{number: number, expiry: expiry})
+	c, err := s.addCard(ctx, merchantID, lookup, newCard{number: number, expiry: expiry, isDefault: to.Default})
 	if err != nil {
 		return Customer{}, Card{}, err
 	}
