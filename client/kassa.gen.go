@@ -200,6 +200,48 @@ func (e InvoiceStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceDataPaymentInfoMethod.
+const (
+	InvoiceDataPaymentInfoMethodCard InvoiceDataPaymentInfoMethod = "card"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceDataPaymentInfoMethod enum.
+func (e InvoiceDataPaymentInfoMethod) Valid() bool {
+	switch e {
+	case InvoiceDataPaymentInfoMethodCard:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceDataStatus.
+const (
+	InvoiceDataStatusCANCELLED InvoiceDataStatus = "CANCELLED"
+	InvoiceDataStatusDRAFT     InvoiceDataStatus = "DRAFT"
+	InvoiceDataStatusOVERDUE   InvoiceDataStatus = "OVERDUE"
+	InvoiceDataStatusPAID      InvoiceDataStatus = "PAID"
+	InvoiceDataStatusSENT      InvoiceDataStatus = "SENT"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceDataStatus enum.
+func (e InvoiceDataStatus) Valid() bool {
+	switch e {
+	case InvoiceDataStatusCANCELLED:
+		return true
+	case InvoiceDataStatusDRAFT:
+		return true
+	case InvoiceDataStatusOVERDUE:
+		return true
+	case InvoiceDataStatusPAID:
+		return true
+	case InvoiceDataStatusSENT:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceFieldsStatus.
 const (
 	InvoiceFieldsStatusCANCELED  InvoiceFieldsStatus = "CANCELED"
@@ -1646,7 +1688,7 @@ type HostedPageSessionAppearance string
 // HostedPageSessionObject defines model for HostedPageSession.Object.
 type HostedPageSessionObject string
 
-// Invoice defines model for Invoice.
+// Invoice An invoice, with the two public links that its pay key opens
 type Invoice struct {
 	// CreatedAt Epoch milliseconds
 	CreatedAt          int               `json:"created_at"`
@@ -1731,6 +1773,88 @@ type InvoicePaymentInfoMethod string
 
 // InvoiceStatus defines model for Invoice.Status.
 type InvoiceStatus string
+
+// InvoiceData An invoice as its events carry it: as the API shows it but for payment_url and pdf_url, whose key
+// is a bearer secret that no event, stored and delivered in clear, holds (read them with GET
+// /invoice-service/invoice/{id}).
+type InvoiceData struct {
+	// CreatedAt Epoch milliseconds
+	CreatedAt          int               `json:"created_at"`
+	Currency           string            `json:"currency"`
+	CustomFields       map[string]string `json:"custom_fields"`
+	CustomerAddress1   *string           `json:"customer_address1,omitempty"`
+	CustomerAddress2   *string           `json:"customer_address2,omitempty"`
+	CustomerCity       *string           `json:"customer_city,omitempty"`
+	CustomerCompany    *string           `json:"customer_company,omitempty"`
+	CustomerCountry    *string           `json:"customer_country,omitempty"`
+	CustomerEmail      *string           `json:"customer_email,omitempty"`
+	CustomerFirstName  *string           `json:"customer_first_name,omitempty"`
+	CustomerLastName   *string           `json:"customer_last_name,omitempty"`
+	CustomerLookupId   *string           `json:"customer_lookup_id,omitempty"`
+	CustomerPostalCode *string           `json:"customer_postal_code,omitempty"`
+	CustomerProvince   *string           `json:"customer_province,omitempty"`
+	CustomerTelephone  *string           `json:"customer_telephone,omitempty"`
+	DiscountAmount     json.Number       `json:"discount_amount"`
+	DueDate            *string           `json:"due_date,omitempty"`
+	Id                 int               `json:"id"`
+	InvoiceNumber      string            `json:"invoice_number"`
+	Items              []struct {
+		Description string      `json:"description"`
+		Quantity    json.Number `json:"quantity"`
+		Sku         *string     `json:"sku,omitempty"`
+		TaxAmount   json.Number `json:"tax_amount"`
+		TotalAmount json.Number `json:"total_amount"`
+		UnitPrice   json.Number `json:"unit_price"`
+	} `json:"items"`
+	LookupId string  `json:"lookup_id"`
+	Notes    *string `json:"notes,omitempty"`
+
+	// PaidAt Epoch milliseconds
+	PaidAt *int `json:"paid_at,omitempty"`
+
+	// PaymentInfo How the invoice was paid; present once PAID
+	PaymentInfo *struct {
+		// Amount What was charged, a decimal in the invoice's currency
+		Amount    json.Number `json:"amount"`
+		CardLast4 *string     `json:"card_last4,omitempty"`
+		CardType  *string     `json:"card_type,omitempty"`
+		Currency  string      `json:"currency"`
+
+		// Date Epoch milliseconds of the charge
+		Date   int                          `json:"date"`
+		Method InvoiceDataPaymentInfoMethod `json:"method"`
+
+		// TransactionId The ledger's transaction (transaction service, transaction list)
+		TransactionId string `json:"transaction_id"`
+	} `json:"payment_info,omitempty"`
+
+	// ReminderDays The reminder schedule, days relative to due_date, ascending
+	ReminderDays []int `json:"reminder_days"`
+
+	// RemindersSent How many reminders the schedule has sent
+	RemindersSent int `json:"reminders_sent"`
+
+	// SentAt Epoch milliseconds of the last sending
+	SentAt         *int              `json:"sent_at,omitempty"`
+	ShippingAmount json.Number       `json:"shipping_amount"`
+	Status         InvoiceDataStatus `json:"status"`
+	SubtotalAmount json.Number       `json:"subtotal_amount"`
+	TaxAmount      json.Number       `json:"tax_amount"`
+
+	// TaxRate Percent
+	TaxRate     json.Number `json:"tax_rate"`
+	Terms       *string     `json:"terms,omitempty"`
+	TotalAmount json.Number `json:"total_amount"`
+
+	// UpdatedAt Epoch milliseconds
+	UpdatedAt int `json:"updated_at"`
+}
+
+// InvoiceDataPaymentInfoMethod defines model for InvoiceData.PaymentInfo.Method.
+type InvoiceDataPaymentInfoMethod string
+
+// InvoiceDataStatus defines model for InvoiceData.Status.
+type InvoiceDataStatus string
 
 // InvoiceFields Required on create: items. Absent fields keep their values on update.
 type InvoiceFields struct {
@@ -4369,9 +4493,10 @@ type ClientInterface interface {
 	// InvoicePage The invoice's public page (HTML), its payment_url
 	//
 	// A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
-	// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
-	// and totals, and pays the invoice's one live payment intent: however many forms are open, the
-	// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+	// of purpose `invoice`, the same one for every view while it has a quarter of an hour to live,
+	// tries left and no outcome) that shows the merchant, the invoice's number, lines and totals, and
+	// pays the invoice's one live payment intent: however many forms are open, the invoice is charged
+	// once. Any other invoice is a page with the invoice and its state: paid,
 	// cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
 	// invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
 	// progress, or the database).
@@ -5725,9 +5850,10 @@ func (c *Client) SendInvoice(ctx context.Context, id InvoiceRef, params *SendInv
 // InvoicePage The invoice's public page (HTML), its payment_url
 //
 // A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
-// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
-// and totals, and pays the invoice's one live payment intent: however many forms are open, the
-// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+// of purpose `invoice`, the same one for every view while it has a quarter of an hour to live,
+// tries left and no outcome) that shows the merchant, the invoice's number, lines and totals, and
+// pays the invoice's one live payment intent: however many forms are open, the invoice is charged
+// once. Any other invoice is a page with the invoice and its state: paid,
 // cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
 // invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
 // progress, or the database).
@@ -12399,9 +12525,10 @@ type ClientWithResponsesInterface interface {
 	// InvoicePageWithResponse The invoice's public page (HTML), its payment_url
 	//
 	// A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
-	// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
-	// and totals, and pays the invoice's one live payment intent: however many forms are open, the
-	// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+	// of purpose `invoice`, the same one for every view while it has a quarter of an hour to live,
+	// tries left and no outcome) that shows the merchant, the invoice's number, lines and totals, and
+	// pays the invoice's one live payment intent: however many forms are open, the invoice is charged
+	// once. Any other invoice is a page with the invoice and its state: paid,
 	// cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
 	// invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
 	// progress, or the database).
@@ -15442,11 +15569,20 @@ type InvoicePageResponse303Headers struct {
 	Location *string
 }
 
+// InvoicePageResponse429Headers the declared response headers of an HTTP 429 response for InvoicePage
+type InvoicePageResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type InvoicePageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// Headers303 the parsed response headers for an HTTP 303 response
 	Headers303 *InvoicePageResponse303Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *InvoicePageResponse429Headers
 }
 
 // GetBody returns the raw response body bytes
@@ -15484,11 +15620,20 @@ type InvoicePDFResponse200Headers struct {
 	ContentDisposition *string
 }
 
+// InvoicePDFResponse429Headers the declared response headers of an HTTP 429 response for InvoicePDF
+type InvoicePDFResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type InvoicePDFResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *InvoicePDFResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *InvoicePDFResponse429Headers
 }
 
 // GetBody returns the raw response body bytes
@@ -21041,9 +21186,10 @@ func (c *ClientWithResponses) SendInvoiceWithResponse(ctx context.Context, id In
 // InvoicePageWithResponse The invoice's public page (HTML), its payment_url
 //
 // A payable invoice (SENT or OVERDUE) redirects to a hosted card form (`/hpp/{token}`, a session
-// of purpose `invoice` made for this view) that shows the merchant, the invoice's number, lines
-// and totals, and pays the invoice's one live payment intent: however many forms are open, the
-// invoice is charged once. Any other invoice is a page with the invoice and its state: paid,
+// of purpose `invoice`, the same one for every view while it has a quarter of an hour to live,
+// tries left and no outcome) that shows the merchant, the invoice's number, lines and totals, and
+// pays the invoice's one live payment intent: however many forms are open, the invoice is charged
+// once. Any other invoice is a page with the invoice and its state: paid,
 // cancelled, or a DRAFT not sent yet (not payable). An unknown key is a page that says the
 // invoice was not found; 503 when the card form could not be opened (a payment of the invoice in
 // progress, or the database).
@@ -24581,6 +24727,30 @@ func ParseInvoicePageResponse(rsp *http.Response) (*InvoicePageResponse, error) 
 			headers.Location = &value
 		}
 		response.Headers303 = &headers
+	case rsp.StatusCode == 429:
+		var headers InvoicePageResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -24617,6 +24787,30 @@ func ParseInvoicePDFResponse(rsp *http.Response) (*InvoicePDFResponse, error) {
 			headers.ContentDisposition = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers InvoicePDFResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

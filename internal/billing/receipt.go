@@ -2,11 +2,14 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
@@ -92,9 +95,51 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 // engine's Deliver sends it at least once, retrying while the SMTP server fails, and without a mailer
 // it waits there. Receipts and the dashboard's password links go this way.
 func Queue(ctx context.Context, tx store.Querier, merchantID string, msg Message, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, next_attempt, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, merchantID, msg.To, strings.Join(msg.Bcc, ","), msg.Subject, msg.Text, msg.HTML, now.UnixMilli())
+	return queue(ctx, tx, merchantID, msg, nil, now)
+}
+
+// QueueSealed is Queue for an e-mail whose bodies carry a bearer secret, a link that works for
+// whoever holds it (an invoice's pay link): its text and HTML are stored only sealed under ring, bound
+// to the merchant and the recipient (Unseal), so that the outbox, kept after sending, and its backups
+// hold no such link in clear. The engine opens them with its Keyring as it sends them.
+func QueueSealed(ctx context.Context, tx store.Querier, ring *envelope.Keyring, merchantID string, msg Message, now time.Time) error {
+	plain, _ := json.Marshal(sealedBody{Text: msg.Text, HTML: msg.HTML})
+	sealed := ring.Seal(plain, bodyAAD(merchantID, msg.To))
+	msg.Text, msg.HTML = "", ""
+	return queue(ctx, tx, merchantID, msg, sealed, now)
+}
+
+func queue(ctx context.Context, tx store.Querier, merchantID string, msg Message, sealed []byte, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, sealed_body, next_attempt,
+		created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`, merchantID, msg.To, strings.Join(msg.Bcc, ","), msg.Subject, msg.Text, msg.HTML,
+		sealed, now.UnixMilli())
 	return err
+}
+
+// sealedBody is what an outbox row's sealed_body seals.
+type sealedBody struct {
+	Text string `json:"text"`
+	HTML string `json:"html"`
+}
+
+// bodyAAD binds a sealed body to the merchant and the recipient of its e-mail.
+func bodyAAD(merchantID, to string) []byte {
+	return []byte("kassa outbox body\x00" + merchantID + "\x00" + to)
+}
+
+// Unseal opens the sealed_body of an outbox row of the merchant to the address to (QueueSealed): its
+// text and HTML.
+func Unseal(ring *envelope.Keyring, merchantID, to string, sealed []byte) (text, html string, err error) {
+	if ring == nil {
+		return "", "", errors.New("billing: a sealed e-mail, and no keyring to open it")
+	}
+	plain, err := ring.Open(sealed, bodyAAD(merchantID, to))
+	if err != nil {
+		return "", "", err
+	}
+	var b sealedBody
+	err = json.Unmarshal(plain, &b)
+	return b.Text, b.HTML, err
 }
 
 // backoff is how long after its n-th failed attempt a receipt is tried again: 1, 5, 15 minutes, then
@@ -123,13 +168,14 @@ func (e *Engine) Deliver(ctx context.Context) (int, error) {
 	}
 	now := e.now().UnixMilli()
 	type message struct {
-		id                     int64
-		to, bcc, subject, t, h string
-		attempts               int
+		id                                 int64
+		merchantID, to, bcc, subject, t, h string
+		sealed                             []byte
+		attempts                           int
 	}
 	var due []message
 	err := e.db.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT id, to_addr, bcc, subject, text_body, html_body, attempts FROM outbox
+		rows, err := q.QueryContext(ctx, `SELECT id, merchant_id, to_addr, bcc, subject, text_body, html_body, sealed_body, attempts FROM outbox
 			WHERE sent_at IS NULL AND next_attempt <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY id LIMIT 50`, now)
 		if err != nil {
 			return err
@@ -137,7 +183,7 @@ func (e *Engine) Deliver(ctx context.Context) (int, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var m message
-			if err := rows.Scan(&m.id, &m.to, &m.bcc, &m.subject, &m.t, &m.h, &m.attempts); err != nil {
+			if err := rows.Scan(&m.id, &m.merchantID, &m.to, &m.bcc, &m.subject, &m.t, &m.h, &m.sealed, &m.attempts); err != nil {
 				return err
 			}
 			due = append(due, m)
@@ -161,7 +207,13 @@ func (e *Engine) Deliver(ctx context.Context) (int, error) {
 		if m.bcc != "" {
 			bcc = strings.Split(m.bcc, ",")
 		}
-		sendErr := e.mailer.Send(Message{To: m.to, Bcc: bcc, Subject: m.subject, Text: m.t, HTML: m.h})
+		var sendErr error
+		if m.sealed != nil {
+			m.t, m.h, sendErr = Unseal(e.ring, m.merchantID, m.to, m.sealed)
+		}
+		if sendErr == nil {
+			sendErr = e.mailer.Send(Message{To: m.to, Bcc: bcc, Subject: m.subject, Text: m.t, HTML: m.h})
+		}
 		e.metrics.MailSent(sendErr == nil)
 		done := e.now()
 		if sendErr == nil {

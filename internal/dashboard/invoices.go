@@ -269,7 +269,7 @@ func (h *Handler) readInvoice(w http.ResponseWriter, r *http.Request) (invoice.I
 	var inv invoice.Invoice
 	err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		var err error
-		inv, err = invoice.Get(r.Context(), q, signedIn(r).MerchantID, r.PathValue("invoice"))
+		inv, err = h.cfg.Invoices.Get(r.Context(), q, signedIn(r).MerchantID, r.PathValue("invoice"))
 		return err
 	})
 	if h.invoiceRefused(w, r, err) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/checkout"
@@ -70,19 +71,47 @@ type InvoiceLine struct {
 	Amount      string `json:"amount"`
 }
 
-// CreateForInvoice creates a session that pays the invoice inv through its intent in (created by the
-// invoice service, which keeps one live intent per invoice), and returns the page's path. Many
-// sessions may pay one intent (one per view of the invoice's page, since a page URL is kept only as
-// its hash); the intent's claim lets one charge run at a time, and once it succeeded each session
-// answers that it is paid. Its declines count against the invoice (the velocity principal
+// NewInvoiceSession stores in tx a session that pays the invoice inv through its intent in (created by
+// the invoice service, which keeps one live intent per invoice), whose page URL's secret is
+// secret(its session id), and returns it; its page is at PagePath(that secret). Only the secret's
+// hash is stored: the invoice service derives the secret from the invoice's own key, so that the
+// invoice's page can hand the same session out again (Serves) without a URL kept anywhere. The
+// intent's claim lets one charge run at a time, and once it succeeded every session of it answers
+// that it is paid. Its declines count against the invoice (the velocity principal
 // invoice/<lookup_id>) as well as against the intent.
-func (s *Service) CreateForInvoice(ctx context.Context, m merchant.Merchant, in checkout.Intent, inv Invoice) (Session, string, error) {
+func (s *Service) NewInvoiceSession(ctx context.Context, tx *store.Tx, m merchant.Merchant, in checkout.Intent, inv Invoice,
+	secret func(sessionID string) string) (Session, error) {
 	who := checkout.Who{Merchant: m, RequestID: httpapi.RequestID(ctx)}
-	return s.createOwn(ctx, who, in, PurposeInvoice, Dashboard{Credential: "invoice/" + inv.LookupID, Invoice: &inv})
+	return s.insert(ctx, tx, who, in, shopPage{}, PurposeInvoice, Dashboard{Credential: "invoice/" + inv.LookupID, Invoice: &inv}, secret)
 }
 
-// createOwn creates a session of Kassa's own pages (the dashboard's, an invoice's) and returns it
-// with its page's path, for a frame or a redirect on Kassa's own origin.
+// InvoiceSession reads, through q, the invoice session sessionID of the merchant; another merchant's,
+// or a session of another purpose, is sql.ErrNoRows.
+func InvoiceSession(ctx context.Context, q store.Querier, merchantID, sessionID string) (Session, error) {
+	return scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions
+		WHERE session_id = $1 AND merchant_id = $2 AND purpose = $3`, sessionID, merchantID, PurposeInvoice))
+}
+
+// ReuseMargin is how long an invoice session must still have to live to be handed out again: a
+// customer sent to the form has at least this long to fill it in.
+const ReuseMargin = 15 * time.Minute
+
+// Serves reports whether ss, an invoice session, may be handed out again at now as the form that pays
+// the invoice shown as inv through the intent intentID: it has not ended (no outcome), has tries
+// left, lives for ReuseMargin yet, pays that intent, and shows the invoice as it stands. A session
+// that does not is left to expire, and a new one takes its place.
+func (ss Session) Serves(intentID string, inv Invoice, now time.Time) bool {
+	if ss.Purpose != PurposeInvoice || ss.Outcome != "" || len(ss.Attempts) >= MaxAttempts || ss.IntentID != intentID ||
+		!now.Add(ReuseMargin).Before(ss.ExpiresAt) || ss.Dashboard.Invoice == nil {
+		return false
+	}
+	shown, _ := json.Marshal(ss.Dashboard.Invoice)
+	want, _ := json.Marshal(inv)
+	return string(shown) == string(want)
+}
+
+// createOwn creates a session of the dashboard's and returns it with its page's path, for a frame on
+// Kassa's own origin.
 func (s *Service) createOwn(ctx context.Context, who checkout.Who, in checkout.Intent, purpose string, d Dashboard) (Session, string, error) {
 	ss, page, err := s.create(ctx, who, in, shopPage{}, purpose, d)
 	if err != nil {

@@ -154,13 +154,15 @@ func (ss Session) LatestError() *LastError {
 	return nil
 }
 
-// newToken returns the secret of a page URL and its stored hash.
-func newToken() (string, []byte) {
+// newToken returns the secret of a page URL: 256 random bits.
+func newToken() string {
 	b := make([]byte, 32)
 	rand.Read(b)
-	tok := base64.RawURLEncoding.EncodeToString(b)
-	return tok, hashOf(tok)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
+
+// PagePath is the path of the page whose URL's secret is tok.
+func PagePath(tok string) string { return "/hpp/" + tok }
 
 func hashOf(tok string) []byte {
 	sum := sha256.Sum256([]byte(tok))
@@ -213,8 +215,21 @@ type shopPage struct {
 // page URL. A shop's session has its page's options; a dashboard's its purpose and what the dashboard
 // asked.
 func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Intent, p shopPage, purpose string, d Dashboard) (Session, string, error) {
+	tok := newToken()
+	var ss Session
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		ss, err = s.insert(ctx, tx, who, in, p, purpose, d, func(string) string { return tok })
+		return err
+	})
+	return ss, s.base + PagePath(tok), err
+}
+
+// insert stores in tx a session for the intent in, whose page URL's secret is secret(its session id),
+// with its audit record: only the secret's hash is stored.
+func (s *Service) insert(ctx context.Context, tx *store.Tx, who checkout.Who, in checkout.Intent, p shopPage, purpose string, d Dashboard,
+	secret func(sessionID string) string) (Session, error) {
 	now := time.UnixMilli(s.now().UnixMilli())
-	tok, hash := newToken()
 	if p.appearance == "" {
 		p.appearance = AppearanceAuto
 	}
@@ -227,19 +242,16 @@ func (s *Service) create(ctx context.Context, who checkout.Who, in checkout.Inte
 		raw, _ := json.Marshal(d)
 		dashboard = nullable(string(raw))
 	}
-	err := s.db.Write(ctx, func(tx *store.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO checkout_sessions (session_id, url_hash, merchant_id, intent_id, billing_details,
-			client_id, attempts, expires_at, created_at, updated_at, purpose, dashboard, return_url, appearance)
-			VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8, $9, $10, $11, $12) RETURNING id`,
-			ss.SessionID, hash, ss.MerchantID, ss.IntentID, string(billing), nullable(ss.ClientID), ss.ExpiresAt.UnixMilli(),
-			now.UnixMilli(), nullable(purpose), dashboard, nullable(ss.ReturnURL), ss.Appearance).Scan(&ss.ID)
-		if err != nil {
-			return err
-		}
-		return audit.Write(ctx, tx, audit.Record{MerchantID: ss.MerchantID, ClientID: ss.ClientID, Operation: "hosted_page_session.create",
-			Resource: "hosted_page_session/" + ss.SessionID, Outcome: audit.Done, Detail: ss.IntentID, RequestID: who.RequestID, At: now})
-	})
-	return ss, s.base + "/hpp/" + tok, err
+	err := tx.QueryRowContext(ctx, `INSERT INTO checkout_sessions (session_id, url_hash, merchant_id, intent_id, billing_details,
+		client_id, attempts, expires_at, created_at, updated_at, purpose, dashboard, return_url, appearance)
+		VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $8, $8, $9, $10, $11, $12) RETURNING id`,
+		ss.SessionID, hashOf(secret(ss.SessionID)), ss.MerchantID, ss.IntentID, string(billing), nullable(ss.ClientID), ss.ExpiresAt.UnixMilli(),
+		now.UnixMilli(), nullable(purpose), dashboard, nullable(ss.ReturnURL), ss.Appearance).Scan(&ss.ID)
+	if err != nil {
+		return Session{}, err
+	}
+	return ss, audit.Write(ctx, tx, audit.Record{MerchantID: ss.MerchantID, ClientID: ss.ClientID, Operation: "hosted_page_session.create",
+		Resource: "hosted_page_session/" + ss.SessionID, Outcome: audit.Done, Detail: ss.IntentID, RequestID: who.RequestID, At: now})
 }
 
 // record updates a session after a try, in one transaction with its row locked: it appends the

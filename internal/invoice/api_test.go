@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -68,10 +69,11 @@ func fields(t *testing.T, what string, r servertest.Response, kv ...string) {
 
 type mail struct{ to, bcc, subject, text, html string }
 
-func outbox(t *testing.T, db *store.DB, merchantID string) []mail {
+// outbox is the merchant's e-mails in srv's outbox, oldest first, their sealed bodies opened.
+func outbox(t *testing.T, srv *servertest.Server, merchantID string) []mail {
 	t.Helper()
-	rows, err := db.Reader().QueryContext(context.Background(), `SELECT to_addr, bcc, subject, text_body, html_body FROM outbox
-		WHERE merchant_id = $1 ORDER BY id`, merchantID)
+	rows, err := srv.DB.Reader().QueryContext(context.Background(), `SELECT to_addr, bcc, subject, text_body, html_body, sealed_body
+		FROM outbox WHERE merchant_id = $1 ORDER BY id`, merchantID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +81,17 @@ func outbox(t *testing.T, db *store.DB, merchantID string) []mail {
 	var out []mail
 	for rows.Next() {
 		var m mail
-		if err := rows.Scan(&m.to, &m.bcc, &m.subject, &m.text, &m.html); err != nil {
+		var sealed []byte
+		if err := rows.Scan(&m.to, &m.bcc, &m.subject, &m.text, &m.html, &sealed); err != nil {
 			t.Fatal(err)
+		}
+		if sealed != nil {
+			if m.text != "" || m.html != "" {
+				t.Fatalf("the e-mail %q is stored sealed and in clear", m.subject)
+			}
+			if m.text, m.html, err = billing.Unseal(srv.Keyring(), merchantID, m.to, sealed); err != nil {
+				t.Fatal(err)
+			}
 		}
 		out = append(out, m)
 	}
@@ -150,7 +161,7 @@ func TestInvoiceLife(t *testing.T) {
 		fields(t, "JPY invoice", jpy, "status", "SENT", "subtotal_amount", "2504", "tax_amount", "251", "total_amount", "3455",
 			"customer_email", "ada@example.com", "customer_first_name", "Ada", "customer_city", "London",
 			"customer_lookup_id", customer.Str("lookup_id"), "invoice_number", "INV-"+jpy.Str("lookup_id"))
-		if mails := outbox(t, db, m.ID); len(mails) != 1 || mails[0].to != "ada@example.com" || !strings.Contains(mails[0].text, jpy.Str("payment_url")) ||
+		if mails := outbox(t, f.srv, m.ID); len(mails) != 1 || mails[0].to != "ada@example.com" || !strings.Contains(mails[0].text, jpy.Str("payment_url")) ||
 			!strings.Contains(mails[0].text, "3455 JPY") || !strings.Contains(mails[0].subject, jpy.Str("invoice_number")) {
 			t.Fatalf("outbox after send_email: %+v", mails)
 		}
@@ -236,7 +247,7 @@ func TestInvoiceLife(t *testing.T) {
 		if sent.Body["sent_at"] == nil {
 			t.Error("sent_at is missing")
 		}
-		mails := outbox(t, db, m.ID)
+		mails := outbox(t, f.srv, m.ID)
 		if len(mails) != 2 {
 			t.Fatalf("%d e-mails in the outbox, want 2", len(mails))
 		}
@@ -468,7 +479,7 @@ func TestInvoiceCancelRacingSend(t *testing.T) {
 		if got := f.m.Do(t, "GET", path, nil); got.Str("status") != "CANCELLED" {
 			t.Fatalf("after the race: %s", got.Raw)
 		}
-		if n := len(outbox(t, db, f.m.ID)); n != sends {
+		if n := len(outbox(t, f.srv, f.m.ID)); n != sends {
 			t.Fatalf("%d e-mails queued for %d sends that succeeded", n, sends)
 		}
 	})

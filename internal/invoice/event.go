@@ -16,16 +16,16 @@ import (
 // invoice.reminder_sent (each reminder the billing engine e-mailed), so that a merchant's system that
 // keeps its own copy of the invoices can follow every change without polling.
 
-// record writes the event typ about inv, as the API shows it now, in tx: the transaction of the change
-// it reports, with its webhook deliveries.
+// record writes the event typ about inv, as the API shows it now but for its links (Invoice.data), in
+// tx: the transaction of the change it reports, with its webhook deliveries.
 func (s *Service) record(ctx context.Context, tx *store.Tx, typ string, inv Invoice, at time.Time) error {
-	return event.Record(ctx, tx, inv.MerchantID, typ, inv.Wire(s.publicURL), at)
+	return event.Record(ctx, tx, inv.MerchantID, typ, inv.data(), at)
 }
 
-// shown is inv as the API shows it, but for updated_at: an update after which it is shown alike
+// shown is inv as its events show it, but for updated_at: an update after which it is shown alike
 // changed nothing a receiver of its events can see, and records no event.
 func (s *Service) shown(inv Invoice) string {
-	w := inv.Wire(s.publicURL)
+	w := inv.data()
 	w.UpdatedAt = 0
 	b, _ := json.Marshal(w)
 	return string(b)

@@ -3,6 +3,7 @@ package invoice
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"net/http"
@@ -223,8 +224,8 @@ var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 {{if .Due}}<p>Due {{.Due}}</p>{{end}}
 <p role="status">{{.State}}</p>
 {{else}}
-<h1>Invoice not found</h1>
-<p>This link does not lead to an invoice. Check the link in the e-mail you received.</p>
+<h1>{{.Title}}</h1>
+<p>{{.Message}}</p>
 {{end}}
 </main>
 </body>
@@ -246,12 +247,14 @@ func pageLines(inv Invoice) []pageLine {
 	return out
 }
 
+// pageView is what the invoice's page shows: the invoice when Found, else Title and Message.
 type pageView struct {
 	Found                   bool
 	Title, Number, Merchant string
 	Customer, Due, State    string
 	Lines                   []pageLine
 	Totals                  [][2]string
+	Message                 string
 }
 
 // byKey reads the invoice whose public URLs carry key, and its merchant: a key that names no invoice is
@@ -263,7 +266,7 @@ func (s *Service) byKey(ctx context.Context, key string) (Invoice, merchant.Merc
 	var inv Invoice
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		inv, err = ByPayKey(ctx, q, key)
+		inv, err = byPayKey(ctx, q, key)
 		return err
 	})
 	if err != nil {
@@ -271,6 +274,30 @@ func (s *Service) byKey(ctx context.Context, key string) (Invoice, merchant.Merc
 	}
 	m, err := s.merchants.Get(ctx, inv.MerchantID)
 	return inv, m, err
+}
+
+// admit counts r, a request of the public link whose key is key, against the public links' limits
+// per link and per client address (velocity.Limiter.PublicLink), before anything is read. A refused
+// request is answered with a page a person can read, a 429 with the limit's headers (Retry-After
+// among them): admit then reports false.
+func (s *Service) admit(w http.ResponseWriter, r *http.Request, key string) bool {
+	err := s.velocity.PublicLink(keyHash(key), s.proxies.ClientAddr(r))
+	if err == nil {
+		return true
+	}
+	httpapi.SetPageHeaders(w.Header(), pageCSP)
+	wait := "1 second"
+	var fe *fault.Error
+	if errors.As(err, &fe) && fe.Limit != nil {
+		httpapi.WriteRateLimit(w.Header(), fe.Limit)
+		if n := fe.Limit.ResetSeconds(); n > 1 {
+			wait = fmt.Sprintf("%d seconds", n)
+		}
+	}
+	w.WriteHeader(http.StatusTooManyRequests)
+	page.Execute(w, pageView{Title: "Too many requests",
+		Message: "This invoice's link has been opened too often just now. Wait " + wait + ", then reload this page."})
+	return false
 }
 
 // noInvoice answers a public URL of an invoice that byKey did not find with the page that says so: a
@@ -283,17 +310,22 @@ func noInvoice(w http.ResponseWriter, r *http.Request, err error, what string) {
 		httpapi.Logger(r.Context()).ErrorContext(r.Context(), what, "err", err)
 	}
 	w.WriteHeader(status)
-	page.Execute(w, pageView{Title: "Invoice not found"})
+	page.Execute(w, pageView{Title: "Invoice not found",
+		Message: "This link does not lead to an invoice. Check the link in the e-mail you received."})
 }
 
 // handlePage serves the invoice's public page (payment_url). A payable invoice (SENT or OVERDUE)
 // redirects to a card form that pays it and shows the merchant, the invoice's number, its lines and
-// totals (a hosted-page session of purpose invoice, made for this view: a page URL is kept only as its
-// hash, so one cannot be handed out twice; every form pays the invoice's one live intent, pay.go).
-// Any other shows the invoice and its state: paid, cancelled, or not sent yet.
+// totals: the invoice's hosted-page session of purpose invoice, on its one live intent, handed out
+// again while it serves (pay.go). Any other shows the invoice and its state: paid, cancelled, or not
+// sent yet. Its requests are limited per link and per client address (admit).
 func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if !s.admit(w, r, key) {
+		return
+	}
 	httpapi.SetPageHeaders(w.Header(), pageCSP)
-	inv, m, err := s.byKey(r.Context(), r.PathValue("key"))
+	inv, m, err := s.byKey(r.Context(), key)
 	if err != nil {
 		noInvoice(w, r, err, "invoice page")
 		return
@@ -312,7 +344,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		v.State = "This invoice has not been sent yet: it can be paid once " + m.Name + " sends it."
 	default:
 		// Payable: the card form, on the invoice's one live intent (pay.go).
-		path, err := s.openPage(r.Context(), m, inv)
+		path, err := s.openPage(r.Context(), m, inv.LookupID, key)
 		if err == nil {
 			http.Redirect(w, r, path, http.StatusSeeOther)
 			return

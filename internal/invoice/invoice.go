@@ -80,12 +80,16 @@ func (cu Customer) name() string {
 
 // Invoice is a merchant's invoice.
 type Invoice struct {
-	ID           int64
-	LookupID     string
-	MerchantID   string
-	Number       string
-	Status       Status
+	ID         int64
+	LookupID   string
+	MerchantID string
+	Number     string
+	Status     Status
+	// PayKey is the secret of the invoice's public links (payment_url, pdf_url), in clear: set when
+	// the invoice is made, or read by the Service (Service.Get) or by a link, and "" when read
+	// without the keyring (List). The database holds only its SHA-256 and the key sealed (sealedKey).
 	PayKey       string
+	sealedKey    []byte
 	Currency     money.Currency
 	DueDate      string // YYYY-MM-DD or ""
 	TaxRate      int64  // percent, RateScale decimals
@@ -105,6 +109,9 @@ type Invoice struct {
 	// IntentID is the payment intent the invoice is paid through now ("" before its first payment
 	// page): at most one live intent per invoice (pay.go).
 	IntentID string
+	// SessionID is the hosted-page session its page last handed out ("" for none), handed out again
+	// while it serves (pay.go).
+	SessionID string
 	// Payment is how the invoice was paid, once PAID; nil before.
 	Payment *Payment
 	// ReminderDays is the invoice's reminder schedule: days relative to its due date (0 the due date,
@@ -184,8 +191,8 @@ type Wire struct {
 	Notes              string            `json:"notes,omitempty"`
 	Terms              string            `json:"terms,omitempty"`
 	CustomFields       map[string]string `json:"custom_fields"`
-	PaymentURL         string            `json:"payment_url"`
-	PDFURL             string            `json:"pdf_url"`
+	PaymentURL         string            `json:"payment_url,omitempty"`
+	PDFURL             string            `json:"pdf_url,omitempty"`
 	PaymentInfo        *WirePayment      `json:"payment_info,omitempty"`
 	ReminderDays       []int             `json:"reminder_days"`
 	RemindersSent      int               `json:"reminders_sent"`
@@ -203,18 +210,34 @@ func millis(t time.Time) *int64 {
 	return &ms
 }
 
-// PaymentURL is the invoice's public page under the server's public URL.
+// PaymentURL is the invoice's public page under the server's public URL; "" when its key was not read.
 func (inv Invoice) PaymentURL(publicURL string) string {
+	if inv.PayKey == "" {
+		return ""
+	}
 	return publicURL + "/invoice/" + inv.PayKey + "/pay"
 }
 
 // PDFURL is the invoice as a PDF under the server's public URL: the same secret as its page's.
 func (inv Invoice) PDFURL(publicURL string) string {
+	if inv.PayKey == "" {
+		return ""
+	}
 	return publicURL + "/invoice/" + inv.PayKey + "/pdf"
 }
 
 // Wire renders inv; publicURL is the base of its payment_url and pdf_url.
 func (inv Invoice) Wire(publicURL string) Wire {
+	w := inv.data()
+	w.PaymentURL, w.PDFURL = inv.PaymentURL(publicURL), inv.PDFURL(publicURL)
+	return w
+}
+
+// data is inv as the API shows it but for payment_url and pdf_url: what its events carry. The links'
+// key is a bearer secret, and events are stored, and delivered to webhook endpoints, in clear; a
+// receiver reads the links from the API (GET /invoice-service/invoice/{id}), as a hosted-page
+// session's events carry no page URL either.
+func (inv Invoice) data() Wire {
 	c := inv.Currency
 	amt := func(v int64) json.Number { return json.Number(money.Format(v, c)) }
 	w := Wire{ID: inv.ID, LookupID: inv.LookupID, InvoiceNumber: inv.Number, Status: string(inv.Status), DueDate: inv.DueDate,
@@ -225,8 +248,7 @@ func (inv Invoice) Wire(publicURL string) Wire {
 		CustomerLastName: inv.Customer.LastName, CustomerCompany: inv.Customer.Company, CustomerTelephone: inv.Customer.Telephone,
 		CustomerAddress1: inv.Customer.Address1, CustomerAddress2: inv.Customer.Address2, CustomerCity: inv.Customer.City,
 		CustomerProvince: inv.Customer.Province, CustomerCountry: inv.Customer.Country, CustomerPostalCode: inv.Customer.PostalCode,
-		Notes: inv.Notes, Terms: inv.Terms, CustomFields: inv.CustomFields, PaymentURL: inv.PaymentURL(publicURL),
-		PDFURL: inv.PDFURL(publicURL), ReminderDays: inv.ReminderDays, RemindersSent: inv.RemindersSent,
+		Notes: inv.Notes, Terms: inv.Terms, CustomFields: inv.CustomFields, ReminderDays: inv.ReminderDays, RemindersSent: inv.RemindersSent,
 		SentAt: millis(inv.SentAt), PaidAt: millis(inv.PaidAt), CreatedAt: inv.CreatedAt.UnixMilli(), UpdatedAt: inv.UpdatedAt.UnixMilli()}
 	if p := inv.Payment; p != nil {
 		w.PaymentInfo = &WirePayment{TransactionID: p.TransactionID, Method: p.Method, CardType: p.CardType, CardLast4: p.CardLast4,

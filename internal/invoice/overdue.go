@@ -215,7 +215,10 @@ func (s *Service) handleDue(ctx context.Context, id int64, now time.Time) error 
 			// while no engine ran, and one e-mail says what each would.
 			inv.RemindedUntil = now
 			if inv.SentTo != "" {
-				if err := billing.Queue(ctx, tx, m.ID, s.reminder(m, inv, now), now); err != nil {
+				if err := s.open(&inv); err != nil {
+					return err
+				}
+				if err := billing.QueueSealed(ctx, tx, s.ring, m.ID, s.reminder(m, inv, now), now); err != nil {
 					return err
 				}
 				inv.RemindersSent++

@@ -104,7 +104,7 @@ type reminder struct {
 // reminders are the reminder e-mails in the merchant's outbox, oldest first.
 func (c *clocked) reminders(t *testing.T) []reminder {
 	t.Helper()
-	rows, err := c.db.Reader().QueryContext(context.Background(), `SELECT to_addr, subject, text_body, created_at FROM outbox
+	rows, err := c.db.Reader().QueryContext(context.Background(), `SELECT to_addr, subject, sealed_body, created_at FROM outbox
 		WHERE merchant_id = $1 AND subject LIKE 'Reminder:%' ORDER BY id`, c.m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +113,12 @@ func (c *clocked) reminders(t *testing.T) []reminder {
 	var out []reminder
 	for rows.Next() {
 		var r reminder
+		var sealed []byte
 		var at int64
-		if err := rows.Scan(&r.to, &r.subject, &r.text, &at); err != nil {
+		if err := rows.Scan(&r.to, &r.subject, &sealed, &at); err != nil {
+			t.Fatal(err)
+		}
+		if r.text, _, err = billing.Unseal(c.srv.Keyring(), c.m.ID, r.to, sealed); err != nil {
 			t.Fatal(err)
 		}
 		r.queued = time.UnixMilli(at)
@@ -198,7 +202,7 @@ func TestOverdueInTheMerchantsTimeZone(t *testing.T) {
 		c.run(t)
 		r := c.get(t, id)
 		fields(t, "overdue", r, "status", "OVERDUE", "updated_at", strconv.FormatInt(overdue.UnixMilli(), 10), "reminders_sent", "0")
-		eventtest.Shows(t, c.log.next(t, event.InvoiceOverdue)[0], r.Body)
+		shows(t, c.log.next(t, event.InvoiceOverdue)[0], r.Body)
 		for range 3 {
 			c.clock.Advance(6 * time.Hour)
 			c.run(t)
@@ -210,7 +214,7 @@ func TestOverdueInTheMerchantsTimeZone(t *testing.T) {
 
 		paid := c.must(t, "POST", base+"/"+id+"/pay", map[string]any{"card_lookup_id": card})
 		fields(t, "paid after overdue", paid, "status", "PAID")
-		eventtest.Shows(t, c.log.next(t, event.InvoicePaid)[0], c.get(t, id).Body)
+		shows(t, c.log.next(t, event.InvoicePaid)[0], c.get(t, id).Body)
 		c.clock.Advance(30 * 24 * time.Hour)
 		c.run(t)
 		c.log.next(t)
@@ -256,7 +260,7 @@ func TestDefaultRemindersOnceEach(t *testing.T) {
 				}
 				// Each event shows the invoice as it was right after the run: nothing changes it
 				// between two runs but the next run.
-				eventtest.Shows(t, e, c.get(t, eventtest.Data(t, e)["lookup_id"].(string)).Body)
+				shows(t, e, c.get(t, eventtest.Data(t, e)["lookup_id"].(string)).Body)
 			}
 			c.clock.Advance(6 * time.Hour)
 		}
@@ -458,7 +462,7 @@ func TestOverdueAndReminderShareTheirEventsTransaction(t *testing.T) {
 		es := c.log.next(t, event.InvoiceOverdue, event.InvoiceReminderSent)
 		r := c.get(t, id)
 		fields(t, "after", r, "status", "OVERDUE", "reminders_sent", "1")
-		eventtest.Shows(t, es[1], r.Body)
+		shows(t, es[1], r.Body)
 		if d := eventtest.Data(t, es[0]); d["status"] != "OVERDUE" || d["reminders_sent"].(json.Number).String() != "0" {
 			t.Fatalf("the overdue event shows the invoice before its reminder: %v", d)
 		}

@@ -2,7 +2,10 @@ package invoice
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -21,7 +24,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Paying an invoice (issue 21, point 2).
+// Paying an invoice.
 //
 // An invoice is paid through a payment intent of the v1 payments core, its one live intent
 // (invoices.intent_id): every card form opened from its page pays that intent, and so does a charge
@@ -197,14 +200,112 @@ func (s *Service) paid(ctx context.Context, tx *store.Tx, in checkout.Intent, t 
 		TransactionID: t.TransactionID, Amount: t.Amount, Currency: t.Currency.Code, Outcome: audit.Done, RequestID: httpapi.RequestID(ctx), At: now})
 }
 
-// openPage creates a card form that pays the invoice of the page's key, and returns its path.
-func (s *Service) openPage(ctx context.Context, m merchant.Merchant, inv Invoice) (string, error) {
-	inv, in, err := s.liveIntent(ctx, m, inv.LookupID)
-	if err != nil {
-		return "", err
+// The card form of an invoice's page. Each view of a payable invoice's page redirects to a
+// hosted-page session that pays its live intent. The session is the invoice's (invoices.session_id)
+// and is handed out again while it serves (hostedpage.Session.Serves: no outcome, tries left, a
+// quarter of an hour to live yet, on the live intent, showing the invoice as it stands), so that
+// viewing the page again writes nothing; a new one takes its place once it no longer serves. A page
+// URL's secret is stored only as its hash, so a session's secret is derived from the invoice's pay
+// key (pageSecret): the page, which holds the key from its own link, makes it again.
+//
+// Two views racing for a new session get the same one: the session is made in the transaction that
+// records it on the invoice, which holds the invoice's row (FOR UPDATE on PostgreSQL; SQLite has one
+// writer), and the second finds the first's.
+
+// pageSecret is the secret of the page URL of the invoice session sessionID: HMAC-SHA256 of the
+// session id under the invoice's pay key, 256 bits. Only the holder of the pay link can make it, and
+// it gives nothing of the pay key away.
+func pageSecret(payKey, sessionID string) string {
+	mac := hmac.New(sha256.New, []byte(payKey))
+	mac.Write([]byte("kassa invoice card form\x00" + sessionID))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// errIntentChanged is what newSession finds when the invoice's live intent is no longer the one it was
+// given, or the invoice is no longer payable: the page looks again.
+var errIntentChanged = errors.New("invoice: the live intent changed")
+
+// openPage returns the path of the card form that pays the invoice ref of the merchant, whose page was
+// opened with its pay key key: the invoice's session while it serves, or a new one.
+func (s *Service) openPage(ctx context.Context, m merchant.Merchant, ref, key string) (string, error) {
+	for range 3 {
+		inv, in, err := s.liveIntent(ctx, m, ref)
+		if err != nil {
+			return "", err
+		}
+		shown, now := pageInvoice(inv), s.now()
+		id := ""
+		if inv.SessionID != "" {
+			err = s.db.Read(ctx, func(q store.Querier) error {
+				ss, err := hostedpage.InvoiceSession(ctx, q, m.ID, inv.SessionID)
+				if err == nil && ss.Serves(in.IntentID, shown, now) {
+					id = ss.SessionID
+				}
+				if errors.Is(err, sql.ErrNoRows) {
+					return nil
+				}
+				return err
+			})
+			if err != nil {
+				return "", err
+			}
+		}
+		if id == "" {
+			id, err = s.newSession(ctx, m, inv, in, shown, key, now)
+			if errors.Is(err, errIntentChanged) {
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		return hostedpage.PagePath(pageSecret(key, id)), nil
 	}
-	_, path, err := s.pages.CreateForInvoice(ctx, m, in, pageInvoice(inv))
-	return path, err
+	return "", fault.Busy("concurrent_update", "Invoice %s is being paid elsewhere; retry shortly.", ref)
+}
+
+// newSession returns the invoice's session as it stands in the transaction that holds its row, if it
+// serves, or stores a new one on its intent in and records it on the invoice. It is errIntentChanged
+// when in is no longer the invoice's live intent, or the invoice no longer payable.
+func (s *Service) newSession(ctx context.Context, m merchant.Merchant, inv Invoice, in checkout.Intent, shown hostedpage.Invoice,
+	key string, now time.Time) (string, error) {
+	var id string
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		q := `SELECT COALESCE(session_id, '') FROM invoices WHERE id = $1 AND intent_id = $2 AND status IN ('SENT', 'OVERDUE')`
+		if tx.Dialect() == store.Postgres {
+			q += ` FOR UPDATE` // a second view waits here, then finds this one's session
+		}
+		var cur string
+		err := tx.QueryRowContext(ctx, q, inv.ID, in.IntentID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errIntentChanged
+		}
+		if err != nil {
+			return err
+		}
+		if cur != "" {
+			ss, err := hostedpage.InvoiceSession(ctx, tx, m.ID, cur)
+			if err == nil && ss.Serves(in.IntentID, shown, now) {
+				id = ss.SessionID
+				return nil
+			}
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		ss, err := s.pages.NewInvoiceSession(ctx, tx, m, in, shown, func(sessionID string) string { return pageSecret(key, sessionID) })
+		if err != nil {
+			return err
+		}
+		// Not a change of the invoice as the API shows it: its version stays, so that a PUT read
+		// before a customer's view is not refused for it.
+		if _, err := tx.ExecContext(ctx, `UPDATE invoices SET session_id = $2 WHERE id = $1`, inv.ID, ss.SessionID); err != nil {
+			return err
+		}
+		id = ss.SessionID
+		return nil
+	})
+	return id, err
 }
 
 // pageInvoice is inv as the card form shows it.

@@ -60,9 +60,10 @@ func charges(t *testing.T, db *store.DB, merchantID string) (all, approved int) 
 	return all, approved
 }
 
-func receipts(t *testing.T, db *store.DB, merchantID string) []mail {
+// receipts are the receipts in srv's outbox of the merchant, oldest first.
+func receipts(t *testing.T, srv *servertest.Server, merchantID string) []mail {
 	var out []mail
-	for _, e := range outbox(t, db, merchantID) {
+	for _, e := range outbox(t, srv, merchantID) {
 		if strings.HasPrefix(e.subject, "Receipt from") {
 			out = append(out, e)
 		}
@@ -113,7 +114,7 @@ func TestPayingAnInvoice(t *testing.T) {
 			txID).Scan(&amount, &email); err != nil || amount != 11300 || email != "pay@example.com" {
 			t.Fatalf("the ledger's transaction %s: %d %q %v", txID, amount, email, err)
 		}
-		rs := receipts(t, db, m.ID)
+		rs := receipts(t, f.srv, m.ID)
 		if len(rs) != 1 || rs[0].to != "pay@example.com" || !strings.Contains(rs[0].text, "113.00") || !strings.Contains(rs[0].text, "Invoice PAY-1") {
 			t.Fatalf("receipts: %+v", rs)
 		}
@@ -126,8 +127,8 @@ func TestPayingAnInvoice(t *testing.T) {
 		if form2, body, status := openForm(t, inv.Str("payment_url")); form2 != "" || status != 200 || !strings.Contains(body, "This invoice is paid.") {
 			t.Fatalf("the paid invoice's page: %d %q\n%s", status, form2, body)
 		}
-		if all, _ := charges(t, db, m.ID); all != 1 || len(receipts(t, db, m.ID)) != 1 {
-			t.Fatalf("%d transactions, %d receipts after paying twice; want 1, 1", all, len(receipts(t, db, m.ID)))
+		if all, _ := charges(t, db, m.ID); all != 1 || len(receipts(t, f.srv, m.ID)) != 1 {
+			t.Fatalf("%d transactions, %d receipts after paying twice; want 1, 1", all, len(receipts(t, f.srv, m.ID)))
 		}
 		want(t, "change a paid invoice", m.Do(t, "PUT", base+"/"+id, map[string]any{"status": "CANCELLED"}), 409, "invoice_not_editable")
 	})
@@ -170,7 +171,7 @@ func TestRacingInvoicePaymentsChargeOnce(t *testing.T) {
 		if got := m.Do(t, "GET", base+"/"+inv.Str("lookup_id"), nil); got.Str("status") != "PAID" {
 			t.Fatalf("after the race: %s", got.Raw)
 		}
-		if n := len(receipts(t, db, m.ID)); n != 1 {
+		if n := len(receipts(t, f.srv, m.ID)); n != 1 {
 			t.Fatalf("%d receipts, want 1", n)
 		}
 	})
@@ -245,8 +246,8 @@ func TestChargingAStoredCard(t *testing.T) {
 			t.Fatalf("the same request again: %d %s", again.Status, again.Raw)
 		}
 		want(t, "pay a paid invoice", pay(id, card1, "k2"), 409, "invoice_paid")
-		if all, approved := charges(t, db, m.ID); all != 1 || approved != 1 || len(receipts(t, db, m.ID)) != 1 {
-			t.Fatalf("%d transactions, %d approved, %d receipts: want one of each", all, approved, len(receipts(t, db, m.ID)))
+		if all, approved := charges(t, db, m.ID); all != 1 || approved != 1 || len(receipts(t, f.srv, m.ID)) != 1 {
+			t.Fatalf("%d transactions, %d approved, %d receipts: want one of each", all, approved, len(receipts(t, f.srv, m.ID)))
 		}
 
 		draft := create("CARD-2", false)

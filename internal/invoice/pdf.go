@@ -26,9 +26,13 @@ import (
 
 // handlePDF serves pdf_url: the invoice as a PDF, shown in the browser (inline) under the name
 // invoice-<number>.pdf, and kept by no cache, since it names a customer. A key that leads to no invoice
-// is the page that says so, a 404.
+// is the page that says so, a 404. Its requests count against the same limits as the page's (admit).
 func (s *Service) handlePDF(w http.ResponseWriter, r *http.Request) {
-	inv, m, err := s.byKey(r.Context(), r.PathValue("key"))
+	key := r.PathValue("key")
+	if !s.admit(w, r, key) {
+		return
+	}
+	inv, m, err := s.byKey(r.Context(), key)
 	if err != nil {
 		noInvoice(w, r, err, "invoice PDF")
 		return

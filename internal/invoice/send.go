@@ -68,7 +68,7 @@ func (s *Service) Send(ctx context.Context, m merchant.Merchant, ref string, b S
 	var inv Invoice
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		if inv, err = Get(ctx, tx, m.ID, ref); err != nil {
+		if inv, err = s.Get(ctx, tx, m.ID, ref); err != nil {
 			return err
 		}
 		r, err := b.request(inv)
@@ -83,8 +83,8 @@ func (s *Service) Send(ctx context.Context, m merchant.Merchant, ref string, b S
 	return inv, err
 }
 
-// send queues the invoice's e-mail in tx and marks it SENT, with its event; its reminders go to the
-// same address.
+// send queues the invoice's e-mail in tx, sealed since it carries the invoice's links
+// (billing.QueueSealed), and marks it SENT, with its event; its reminders go to the same address.
 func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, inv *Invoice, r SendRequest) error {
 	switch inv.Status {
 	case Draft, Sent, Overdue:
@@ -96,7 +96,7 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 	if r.SendCopy && m.Email != "" {
 		msg.Bcc = []string{m.Email}
 	}
-	if err := billing.Queue(ctx, tx, m.ID, msg, now); err != nil {
+	if err := billing.QueueSealed(ctx, tx, s.ring, m.ID, msg, now); err != nil {
 		return err
 	}
 	if inv.Status == Draft {

@@ -3,9 +3,12 @@ package invoice
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -14,20 +17,24 @@ import (
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/hostedpage"
+	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
+	"github.com/kassapay/kassa/internal/velocity"
 )
 
-const columns = `id, lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date, tax_rate, items,
+const columns = `id, lookup_id, merchant_id, invoice_number, status, pay_key_sealed, currency, scale, due_date, tax_rate, items,
 	discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
 	customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
 	customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, version, sent_at, paid_at,
-	created_at, updated_at, COALESCE(intent_id, ''), COALESCE(payment_info, ''), reminder_days, reminders_sent, reminded_until, sent_to`
+	created_at, updated_at, COALESCE(intent_id, ''), COALESCE(payment_info, ''), reminder_days, reminders_sent, reminded_until, sent_to,
+	COALESCE(session_id, '')`
 
 func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	var inv Invoice
@@ -35,11 +42,11 @@ func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	var sent, paid, reminded sql.NullInt64
 	var created, updated int64
 	cu := &inv.Customer
-	err := s.Scan(&inv.ID, &inv.LookupID, &inv.MerchantID, &inv.Number, &status, &inv.PayKey, &inv.Currency.Code, &inv.Currency.Digits,
+	err := s.Scan(&inv.ID, &inv.LookupID, &inv.MerchantID, &inv.Number, &status, &inv.sealedKey, &inv.Currency.Code, &inv.Currency.Digits,
 		&inv.DueDate, &inv.TaxRate, &items, &inv.Discount, &inv.Shipping, &inv.Totals.Subtotal, &inv.Totals.Tax, &inv.Totals.Total,
 		&cu.LookupID, &cu.Email, &cu.FirstName, &cu.LastName, &cu.Company, &cu.Telephone, &cu.Address1, &cu.Address2, &cu.City,
 		&cu.Province, &cu.Country, &cu.PostalCode, &inv.Notes, &inv.Terms, &custom, &inv.Version, &sent, &paid, &created, &updated,
-		&inv.IntentID, &info, &reminders, &inv.RemindersSent, &reminded, &inv.SentTo)
+		&inv.IntentID, &info, &reminders, &inv.RemindersSent, &reminded, &inv.SentTo, &inv.SessionID)
 	if err != nil {
 		return inv, err
 	}
@@ -72,9 +79,10 @@ func scan(s interface{ Scan(...any) error }) (Invoice, error) {
 	return inv, nil
 }
 
-// Get reads one of the merchant's invoices by its lookup_id or its id: another merchant's, or none, is
-// a 404 (wire-contract.md: "A merchant never learns that another merchant's id exists").
-func Get(ctx context.Context, q store.Querier, merchantID, ref string) (Invoice, error) {
+// read reads one of the merchant's invoices by its lookup_id or its id, its pay key left sealed:
+// another merchant's, or none, is a 404 (wire-contract.md: "A merchant never learns that another
+// merchant's id exists").
+func read(ctx context.Context, q store.Querier, merchantID, ref string) (Invoice, error) {
 	where := "lookup_id = $2"
 	var arg any = ref
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
@@ -87,16 +95,101 @@ func Get(ctx context.Context, q store.Querier, merchantID, ref string) (Invoice,
 	return inv, err
 }
 
+// Get reads, through q, one of the merchant's invoices by its lookup_id or its id, with its pay key
+// opened: another merchant's, or none, is a 404.
+func (s *Service) Get(ctx context.Context, q store.Querier, merchantID, ref string) (Invoice, error) {
+	inv, err := read(ctx, q, merchantID, ref)
+	if err == nil {
+		err = s.open(&inv)
+	}
+	return inv, err
+}
+
 // payKeyLength is the length of a pay key: crypto/rand.Text's 26 characters of [A-Z2-7], 130 bits.
 const payKeyLength = 26
 
-// ByPayKey reads the invoice whose public page's secret is key.
-func ByPayKey(ctx context.Context, q store.Querier, key string) (Invoice, error) {
-	inv, err := scan(q.QueryRowContext(ctx, `SELECT `+columns+` FROM invoices WHERE pay_key = $1`, key))
+// keyHash is what pay_key_hash holds of the pay key key: its SHA-256, in hex. The key is 130 random
+// bits, so a plain hash gives nothing to try against; the links find their invoice by it.
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// keyAAD binds a sealed pay key to its invoice, by the lookup_id it is stored with.
+func keyAAD(lookupID string) []byte { return append([]byte("kassa invoice pay key\x00"), lookupID...) }
+
+// open opens inv's sealed pay key into PayKey.
+func (s *Service) open(inv *Invoice) error {
+	key, err := s.ring.Open(inv.sealedKey, keyAAD(inv.LookupID))
+	if err != nil {
+		return fmt.Errorf("invoice %s: the pay key does not open: %w", inv.LookupID, err)
+	}
+	inv.PayKey = string(key)
+	return nil
+}
+
+// byPayKey reads the invoice whose public links' secret is key, by the key's hash (the database holds
+// no key in clear). The key is the one the link carries: the row matched its hash.
+func byPayKey(ctx context.Context, q store.Querier, key string) (Invoice, error) {
+	inv, err := scan(q.QueryRowContext(ctx, `SELECT `+columns+` FROM invoices WHERE pay_key_hash = $1`, keyHash(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Invoice{}, fault.NotFound("No such invoice.")
 	}
-	return inv, err
+	if err != nil {
+		return Invoice{}, err
+	}
+	inv.PayKey = key
+	return inv, nil
+}
+
+// sealBatch is how many invoices of an earlier version one transaction of sealKeys seals.
+const sealBatch = 500
+
+// sealKeys seals the pay keys that an earlier version stored in clear (migration 00053 left each in
+// pay_key_hash, with no pay_key_sealed): each row gets its key's hash and the key sealed, by a
+// compare-and-set, so that nodes starting at once seal each row once. It runs before the service
+// serves a link.
+func (s *Service) sealKeys(ctx context.Context) error {
+	type legacy struct {
+		id            int64
+		lookupID, key string
+	}
+	for after := int64(0); ; {
+		var rows []legacy
+		err := s.db.Read(ctx, func(q store.Querier) error {
+			rs, err := q.QueryContext(ctx, `SELECT id, lookup_id, pay_key_hash FROM invoices WHERE pay_key_sealed IS NULL AND id > $1
+				ORDER BY id LIMIT $2`, after, sealBatch)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				var r legacy
+				if err := rs.Scan(&r.id, &r.lookupID, &r.key); err != nil {
+					return err
+				}
+				rows = append(rows, r)
+			}
+			return rs.Err()
+		})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		err = s.db.Write(ctx, func(tx *store.Tx) error {
+			for _, r := range rows {
+				if _, err := tx.ExecContext(ctx, `UPDATE invoices SET pay_key_hash = $2, pay_key_sealed = $3
+					WHERE id = $1 AND pay_key_hash = $4 AND pay_key_sealed IS NULL`,
+					r.id, keyHash(r.key), s.ring.Seal([]byte(r.key), keyAAD(r.lookupID)), r.key); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("invoice: seal the pay keys of an earlier version: %w", err)
+		}
+		after = rows[len(rows)-1].id
+	}
 }
 
 func numberTaken() error {
@@ -157,16 +250,17 @@ func nullMillis(t time.Time) any {
 func insert(ctx context.Context, tx *store.Tx, inv *Invoice) error {
 	items, custom, reminders := inv.jsonColumns()
 	cu := inv.Customer
-	return tx.QueryRowContext(ctx, `INSERT INTO invoices (lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, due_date,
-		tax_rate, items, discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount, customer_lookup_id, customer_email,
-		customer_first_name, customer_last_name, customer_company, customer_telephone, customer_address1, customer_address2,
-		customer_city, customer_province, customer_country, customer_postal_code, notes, terms, custom_fields, created_at, updated_at,
-		reminder_days)
+	return tx.QueryRowContext(ctx, `INSERT INTO invoices (lookup_id, merchant_id, invoice_number, status, pay_key_hash, pay_key_sealed,
+		currency, scale, due_date, tax_rate, items, discount_amount, shipping_amount, subtotal_amount, tax_amount, total_amount,
+		customer_lookup_id, customer_email, customer_first_name, customer_last_name, customer_company, customer_telephone,
+		customer_address1, customer_address2, customer_city, customer_province, customer_country, customer_postal_code, notes, terms,
+		custom_fields, created_at, updated_at, reminder_days)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-		$26, $27, $28, $29, $30, $31, $31, $32) RETURNING id`,
-		inv.LookupID, inv.MerchantID, inv.Number, string(inv.Status), inv.PayKey, inv.Currency.Code, inv.Currency.Digits, inv.DueDate,
-		inv.TaxRate, items, inv.Discount, inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax, inv.Totals.Total, cu.LookupID, cu.Email,
-		cu.FirstName, cu.LastName, cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City, cu.Province, cu.Country, cu.PostalCode,
+		$26, $27, $28, $29, $30, $31, $32, $32, $33) RETURNING id`,
+		inv.LookupID, inv.MerchantID, inv.Number, string(inv.Status), keyHash(inv.PayKey), inv.sealedKey, inv.Currency.Code,
+		inv.Currency.Digits, inv.DueDate, inv.TaxRate, items, inv.Discount, inv.Shipping, inv.Totals.Subtotal, inv.Totals.Tax,
+		inv.Totals.Total, cu.LookupID, cu.Email, cu.FirstName, cu.LastName, cu.Company, cu.Telephone, cu.Address1, cu.Address2, cu.City,
+		cu.Province, cu.Country, cu.PostalCode,
 		inv.Notes, inv.Terms, custom, inv.CreatedAt.UnixMilli(), reminders).Scan(&inv.ID)
 }
 
@@ -304,7 +398,7 @@ func (f Filter) where(merchantID string) *conds {
 	return c
 }
 
-// List returns a page of the merchant's invoices, newest first.
+// List returns a page of the merchant's invoices, newest first, their pay keys left sealed (PayKey "").
 func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Invoice, error) {
 	c := f.where(merchantID)
 	order := "DESC"
@@ -380,6 +474,9 @@ type Service struct {
 	checkout  *checkout.Service
 	pages     *hostedpage.Service
 	vault     *vault.Service
+	ring      *envelope.Keyring
+	velocity  *velocity.Limiter
+	proxies   httpapi.Proxies
 	log       *slog.Logger
 	publicURL string
 	now       func() time.Time
@@ -397,23 +494,33 @@ type Config struct {
 	Checkout *checkout.Service
 	Pages    *hostedpage.Service
 	Vault    *vault.Service
+	// Keyring seals the invoices' pay keys and the e-mails that carry their links (required).
+	Keyring *envelope.Keyring
+	// Velocity limits the requests of the invoices' public links, per link and per client address,
+	// whose address Proxies resolves (velocity.Limiter.PublicLink; required).
+	Velocity *velocity.Limiter
+	Proxies  httpapi.Proxies
 	Logger   *slog.Logger
 }
 
-// New returns the invoice service.
-func New(cfg Config) *Service {
+// New returns the invoice service, once it has sealed the pay keys an earlier version stored in clear
+// (sealKeys).
+func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Service{db: cfg.DB, merchants: cfg.Merchants, checkout: cfg.Checkout, pages: cfg.Pages, vault: cfg.Vault, log: cfg.Logger,
-		publicURL: strings.TrimRight(cfg.PublicURL, "/"), now: cfg.Now}
+	s := &Service{db: cfg.DB, merchants: cfg.Merchants, checkout: cfg.Checkout, pages: cfg.Pages, vault: cfg.Vault, ring: cfg.Keyring,
+		velocity: cfg.Velocity, proxies: cfg.Proxies, log: cfg.Logger, publicURL: strings.TrimRight(cfg.PublicURL, "/"), now: cfg.Now}
+	if err := s.sealKeys(ctx); err != nil {
+		return nil, err
+	}
 	if s.checkout != nil {
 		s.checkout.OnSucceeded(s.paid)
 	}
-	return s
+	return s, nil
 }
 
 // Create makes an invoice of the merchant from b, a DRAFT; with send_email it is sent at once to its
@@ -421,6 +528,7 @@ func New(cfg Config) *Service {
 func (s *Service) Create(ctx context.Context, m merchant.Merchant, b Body) (Invoice, error) {
 	now := s.now().Truncate(time.Millisecond)
 	inv := Invoice{LookupID: rand.Text()[:10], MerchantID: m.ID, Status: Draft, PayKey: rand.Text(), CreatedAt: now, UpdatedAt: now}
+	inv.sealedKey = s.ring.Seal([]byte(inv.PayKey), keyAAD(inv.LookupID))
 	if err := b.Apply(&inv, m, true); err != nil {
 		return Invoice{}, err
 	}
@@ -497,7 +605,7 @@ func (s *Service) Update(ctx context.Context, m merchant.Merchant, ref string, b
 	var inv Invoice
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		if inv, err = Get(ctx, tx, m.ID, ref); err != nil {
+		if inv, err = s.Get(ctx, tx, m.ID, ref); err != nil {
 			return err
 		}
 		if b.Status.Set() && !cancel {
@@ -559,7 +667,7 @@ func (s *Service) Remove(ctx context.Context, merchantID, ref string) (Invoice, 
 	var inv Invoice
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		if inv, err = Get(ctx, tx, merchantID, ref); err != nil {
+		if inv, err = read(ctx, tx, merchantID, ref); err != nil {
 			return err
 		}
 		if inv.Status != Draft {
@@ -579,7 +687,7 @@ func (s *Service) Remove(ctx context.Context, merchantID, ref string) (Invoice, 
 	return inv, err
 }
 
-// list reads a page of invoices.
+// list reads a page of invoices, their pay keys opened.
 func (s *Service) list(ctx context.Context, merchantID string, f Filter) ([]Invoice, error) {
 	var out []Invoice
 	err := s.db.Read(ctx, func(q store.Querier) error {
@@ -587,15 +695,20 @@ func (s *Service) list(ctx context.Context, merchantID string, f Filter) ([]Invo
 		out, err = List(ctx, q, merchantID, f)
 		return err
 	})
+	for i := range out {
+		if err == nil {
+			err = s.open(&out[i])
+		}
+	}
 	return out, err
 }
 
-// get reads one invoice.
+// get reads one invoice, its pay key opened.
 func (s *Service) get(ctx context.Context, merchantID, ref string) (Invoice, error) {
 	var inv Invoice
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		inv, err = Get(ctx, q, merchantID, ref)
+		inv, err = s.Get(ctx, q, merchantID, ref)
 		return err
 	})
 	return inv, err

@@ -35,7 +35,7 @@ func TestSumsAreAnIndexedAggregate(t *testing.T) {
 			}{{ours.ID, 300, `CASE i % 5 WHEN 0 THEN 'DRAFT' WHEN 1 THEN 'SENT' WHEN 2 THEN 'PAID' WHEN 3 THEN 'OVERDUE' ELSE 'CANCELLED' END`},
 				{theirs.ID, 5000, `'PAID'`}} {
 				if _, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2)
-					INSERT INTO invoices (lookup_id, merchant_id, invoice_number, status, pay_key, currency, scale, items, subtotal_amount,
+					INSERT INTO invoices (lookup_id, merchant_id, invoice_number, status, pay_key_hash, currency, scale, items, subtotal_amount,
 					tax_amount, total_amount, customer_email, created_at, updated_at)
 					SELECT $1 || '-' || i, $1, 'N' || i, `+m.status+`, $1 || '-' || i, CASE WHEN i % 3 = 0 THEN 'USD' ELSE 'CAD' END, 2, '[]',
 					i, 0, i, 'c' || (i % 7) || '@example.com', i, i FROM n`, m.id, m.n); err != nil {

@@ -113,6 +113,7 @@ type Config struct {
 // Server is a configured Kassa server.
 type Server struct {
 	cfg        Config
+	ring       *envelope.Keyring
 	billing    *billing.Engine
 	billingCfg billing.Config
 	roller     *report.Roller
@@ -168,7 +169,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter(),
+	s := &Server{cfg: cfg, ring: ring, auth: a, router: httpapi.NewRouter(),
 		cardenc: cardenc.New(cardenc.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now})}
 	if s.velocity, err = velocity.New(ctx, velocity.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now}); err != nil {
 		return nil, err
@@ -226,11 +227,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
-	invoices := invoice.New(invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now, Checkout: s.checkout,
-		Pages: pages, Vault: v, Logger: cfg.Logger})
+	invoices, err := invoice.New(ctx, invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now,
+		Checkout: s.checkout, Pages: pages, Vault: v, Keyring: ring, Velocity: s.velocity, Proxies: cfg.TrustedProxies, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
 	invoices.Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
-	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
+	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Keyring, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, ring, cfg.Logger, cfg.Now
 	// Invoices become OVERDUE and are reminded by the billing engine's scheduler (issue 21, point 4).
 	s.billingCfg.Tasks = append(slices.Clip(s.billingCfg.Tasks), invoices.RunDue)
 	if s.billingCfg.Metrics == nil {
@@ -334,6 +338,9 @@ func (s *Server) DB() *store.DB { return s.cfg.DB }
 
 // Auth is the token service, for callers that revoke or verify in-process.
 func (s *Server) Auth() *auth.Service { return s.auth }
+
+// Keyring is the server's keyring: what it seals at rest opens under it.
+func (s *Server) Keyring() *envelope.Keyring { return s.ring }
 
 // CardEncryption keeps the merchants' card-encryption keys.
 func (s *Server) CardEncryption() *cardenc.Service { return s.cardenc }

@@ -10,7 +10,8 @@
 // ends, so the check before a payment costs no database round trip. A node learns of a subject's
 // count at its own next counted event, so over a cluster each node lets through at most about one
 // event more than the quota (and what was already running). The request rate is a token bucket per
-// credential in each process (golang.org/x/time/rate).
+// credential in each process (golang.org/x/time/rate), and so are the limits of the public links
+// (PublicLink): per link and per client address.
 package velocity
 
 import (
@@ -19,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +54,9 @@ type Limiter struct {
 	used  map[string]usedUp // subjects that have used up their quota, until their window ends
 	nUsed atomic.Int64      // len(used), read without the lock
 
-	bucketsMu sync.RWMutex
-	buckets   map[httpapi.Principal]*bucket
+	principals buckets[httpapi.Principal] // request rates (Requests)
+	addresses  buckets[netip.Addr]        // public links' requests per client address (PublicLink)
+	links      buckets[string]            // public links' requests per link (PublicLink)
 }
 
 // usedUp is a subject's count when it reached its quota, and the end of that window.
@@ -65,7 +68,7 @@ type usedUp struct {
 // New returns a Limiter. The card fingerprint key is a server secret of its own
 // ("velocity-card-key"), not the vault's: no counter's fingerprint matches a stored card's.
 func New(ctx context.Context, cfg Config) (*Limiter, error) {
-	l := &Limiter{db: cfg.DB, now: cfg.Now, used: map[string]usedUp{}, buckets: map[httpapi.Principal]*bucket{}}
+	l := &Limiter{db: cfg.DB, now: cfg.Now, used: map[string]usedUp{}}
 	if l.now == nil {
 		l.now = time.Now
 	}
