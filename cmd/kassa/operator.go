@@ -17,6 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/private"
 	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -420,7 +421,7 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 			return err
 		}
 		if _, err := os.Stat(*newFile); errors.Is(err, fs.ErrNotExist) {
-			if err := os.WriteFile(*newFile, []byte(envelope.NewKEKText()+"\n"), 0o600); err != nil {
+			if err := private.WriteFile(*newFile, []byte(envelope.NewKEKText()+"\n")); err != nil {
 				return err
 			}
 		}
@@ -448,7 +449,7 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 		if os.Getenv("KASSA_VAULT_KEY") == "" && e.db.vaultKeyPath() == e.db.defaultVaultKeyPath() {
 			// Replace the generated key in place, atomically, so that a restart finds the new one.
 			tmp := e.db.defaultVaultKeyPath() + ".new"
-			if err := os.WriteFile(tmp, text, 0o600); err != nil {
+			if err := private.WriteFile(tmp, text); err != nil {
 				return err
 			}
 			if err := os.Rename(tmp, e.db.defaultVaultKeyPath()); err != nil {
