@@ -65,7 +65,7 @@ func merchantCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err := l.check(); err != nil {
 			return err
 		}
-		db, err := e.db.open(ctx)
+		db, err := l.open(ctx, e)
 		if err != nil {
 			return err
 		}

@@ -153,6 +153,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, err := billing.SealOutbox(ctx, cfg.DB); err != nil {
+		return nil, err
+	} else if n > 0 {
+		cfg.Logger.InfoContext(ctx, "sealed the e-mails that an earlier version kept in the outbox in clear", "messages", n)
+	}
 	if cfg.RevocationPoll <= 0 {
 		cfg.RevocationPoll = auth.DefaultRevocationPoll
 	}

@@ -70,6 +70,7 @@ type DB struct {
 	where    string
 	lockDir  string // SQLite: directory of the lock files
 	batches  atomic.Pointer[func(n int)]
+	sealer   atomic.Pointer[Sealer]
 	health   health
 	writing  writing // goroutines running a write's callback, while CheckNestedWrites is on
 }
@@ -223,6 +224,29 @@ func admit(ctx context.Context, gate chan struct{}) (func(), error) {
 	}
 }
 
+// Sealer seals the secrets that rows keep, and opens them again: the database's envelope keyring,
+// whose data keys the database holds. Rows that one package writes in the transactions of others —
+// the e-mails of the outbox, which invoices, webhooks and the dashboard queue — are sealed with the
+// sealer their transaction reaches (Tx.Sealer), so that none of those callers can write them in clear.
+type Sealer interface {
+	Seal(plaintext, aad []byte) []byte
+	Open(sealed, aad []byte) ([]byte, error)
+}
+
+// ErrNoSealer is returned by Sealer before the database's keyring is loaded.
+var ErrNoSealer = errors.New("store: the key-encryption key was not loaded for this database, so no secret can be sealed in it")
+
+// SetSealer makes s the database's sealer. envelope.NewKeyring sets the keyring it loads.
+func (db *DB) SetSealer(s Sealer) { db.sealer.Store(&s) }
+
+// Sealer is the database's sealer, or ErrNoSealer while none was set.
+func (db *DB) Sealer() (Sealer, error) {
+	if s := db.sealer.Load(); s != nil {
+		return *s, nil
+	}
+	return nil, ErrNoSealer
+}
+
 // Dialect reports which SQL dialect the database speaks.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
@@ -276,6 +300,25 @@ func (db *DB) Ping(ctx context.Context) error {
 	}
 	var one int
 	return db.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Scrub leaves nothing in the database's files of what was overwritten or deleted, for after secrets
+// were replaced by their sealed form. SQLite keeps such bytes in its file's free space and in the
+// write-ahead log: Scrub rebuilds the file (VACUUM) and empties the log (wal_checkpoint(TRUNCATE)),
+// which takes a while on a large database, and writes wait meanwhile. On PostgreSQL it does nothing:
+// the space of old row versions is reused after the server's vacuum, and the database's own WAL and
+// backups are its operator's to keep.
+func (db *DB) Scrub(ctx context.Context) error {
+	if db.dialect != SQLite {
+		return nil
+	}
+	db.notInWrite("Scrub")
+	for _, stmt := range []string{"VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"} {
+		if _, err := db.writer.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("store: %s: %w", stmt, err)
+		}
+	}
+	return nil
 }
 
 // Close finishes the queued writes and closes every connection.
