@@ -352,6 +352,7 @@ func TestSystemdUnit(t *testing.T) {
 		"ProtectHome": "yes", "PrivateTmp": "yes", "PrivateDevices": "yes", "CapabilityBoundingSet": "",
 		"MemoryDenyWriteExecute": "yes", "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
 		"SystemCallFilter": "@system-service", "Environment": "KASSA_DATA_DIR=/var/lib/kassa",
+		"StateDirectoryMode": "0700", "UMask": "0077",
 	} {
 		if !slices.Contains(set[key], want) {
 			t.Errorf("%s=%s: the unit has %q", key, want, set[key])

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/kassapay/kassa/internal/acquirer"
+	"github.com/kassapay/kassa/internal/private"
 )
 
 func main() {
@@ -51,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		f, err := private.Create(*cpuProfile)
 		if err == nil {
 			defer f.Close()
 			err = pprof.StartCPUProfile(f)

@@ -223,10 +223,20 @@ func TestBackupAndRestoreRefuse(t *testing.T) {
 		}
 		return path
 	}
-	// damaged: a page in the middle of the file overwritten from its header on, as a bad disk or a
-	// torn copy would. (SQLite checks a database's structure, not what its rows hold.)
+	// damaged: a page overwritten from its header on, as a bad disk or a torn copy would: the root page
+	// of a table, found by name, so that which page it is does not change with the schema's layout.
+	// (SQLite checks a database's structure, not what its rows hold.)
 	damaged := slices.Clone(goodBytes)
-	page := 4096 * (len(damaged) / 4096 / 2)
+	var root int
+	g, err := sql.Open("sqlite", "file:"+good+"?mode=ro")
+	if err == nil {
+		err = g.QueryRow(`SELECT rootpage FROM sqlite_schema WHERE name = 'data_keys'`).Scan(&root)
+		g.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := 4096 * (root - 1)
 	copy(damaged[page:page+4000], strings.Repeat("\x00\xff", 2000))
 	// foreign: a sound SQLite database, but not Kassa's.
 	foreignDB := filepath.Join(t.TempDir(), "foreign.db")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/private"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/processor/iso8583"
 	"github.com/kassapay/kassa/internal/processor/stripe"
@@ -193,6 +194,7 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 		flags.Usage = func() { commandUsage(helpOut, c.name, flags) }
 		e := &env{stdout: stdout, stderr: stderr, connectors: kinds}
 		e.db.register(flags)
+		e.db.note = e.note
 		if takesInit(c.name) {
 			flags.BoolVar(&e.db.init, "init", false, "create the SQLite database when the data directory has none")
 		}
@@ -340,6 +342,9 @@ type dbFlags struct {
 	databaseURL  string
 	maxConns     int
 	vaultKeyFile string
+	// note is told what opening the database changed in the data directory (store.Config.Note): the
+	// command's stderr, or kassa serve's log.
+	note func(msg string, args ...any)
 }
 
 // shared are the names of the flags every command takes (dbFlags).
@@ -380,7 +385,7 @@ func (d *dbFlags) sqlitePath() (string, error) {
 }
 
 func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
-	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns})
+	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns, Note: d.note})
 	if err != nil {
 		return nil, err
 	}
@@ -402,10 +407,10 @@ func (d *dbFlags) kek(note func(msg string, args ...any)) (*envelope.KEK, error)
 			return nil, errors.New("PostgreSQL needs --vault-key-file or KASSA_VAULT_KEY: every node must use the same key-encryption key")
 		}
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			if err := os.MkdirAll(d.dataDir, 0o700); err != nil {
+			if err := store.DataDir(d.dataDir, d.note); err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(path, []byte(envelope.NewKEKText()+"\n"), 0o600); err != nil {
+			if err := private.WriteFile(path, []byte(envelope.NewKEKText()+"\n")); err != nil {
 				return nil, fmt.Errorf("write a new key-encryption key: %w", err)
 			}
 			note("generated a key-encryption key next to the database, fine for trying Kassa out; in production keep it "+

@@ -64,8 +64,14 @@ func dbArgs(t *testing.T, backend string) []string {
 // startServer runs kassa serve on a free port and waits until it listens.
 func startServer(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
-	s := &server{stdout: &cardtest.Buffer{}, stderr: &cardtest.Buffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(kassaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startCommand(t, exec.Command(kassaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...), env)
+}
+
+// startCommand runs cmd, a kassa serve on a free port, with the extra environment variables env, and
+// waits until it listens.
+func startCommand(t *testing.T, cmd *exec.Cmd, env []string) *server {
+	t.Helper()
+	s := &server{cmd: cmd, stdout: &cardtest.Buffer{}, stderr: &cardtest.Buffer{}, done: make(chan error, 1)}
 	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()

@@ -18,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
+	"github.com/kassapay/kassa/internal/private"
 	"github.com/kassapay/kassa/internal/processor/accounts"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -65,7 +66,7 @@ func merchantCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err := l.check(); err != nil {
 			return err
 		}
-		db, err := e.db.open(ctx)
+		db, err := l.open(ctx, e)
 		if err != nil {
 			return err
 		}
@@ -421,7 +422,7 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 			return err
 		}
 		if _, err := os.Stat(*newFile); errors.Is(err, fs.ErrNotExist) {
-			if err := os.WriteFile(*newFile, []byte(envelope.NewKEKText()+"\n"), 0o600); err != nil {
+			if err := private.WriteFile(*newFile, []byte(envelope.NewKEKText()+"\n")); err != nil {
 				return err
 			}
 		}
@@ -449,7 +450,7 @@ func keysRotateVaultCommand(flags *flag.FlagSet) func(context.Context, *env) err
 		if os.Getenv("KASSA_VAULT_KEY") == "" && e.db.vaultKeyPath() == e.db.defaultVaultKeyPath() {
 			// Replace the generated key in place, atomically, so that a restart finds the new one.
 			tmp := e.db.defaultVaultKeyPath() + ".new"
-			if err := os.WriteFile(tmp, text, 0o600); err != nil {
+			if err := private.WriteFile(tmp, text); err != nil {
 				return err
 			}
 			if err := os.Rename(tmp, e.db.defaultVaultKeyPath()); err != nil {

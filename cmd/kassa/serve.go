@@ -23,6 +23,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/private"
 	"github.com/kassapay/kassa/internal/processor/simulator"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
@@ -108,7 +109,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level})))
 		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
+			f, err := private.Create(*cpuProfile)
 			if err != nil {
 				return err
 			}
@@ -126,6 +127,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			}()
 		}
 
+		e.db.note = log.Warn
 		kek, err := e.db.kek(log.Info)
 		if err != nil {
 			return err
@@ -295,7 +297,7 @@ func serveMetrics(ln net.Listener, h http.Handler) (stop func()) {
 // writeAllocProfile writes the allocations made so far, as "go tool pprof -sample_index=alloc_space"
 // reads them.
 func writeAllocProfile(name string) error {
-	f, err := os.Create(name)
+	f, err := private.Create(name)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/dashboard"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
@@ -39,8 +40,30 @@ func (l *linkFlags) check() error {
 	return nil
 }
 
+// open opens the database for a command that hands out a link. A link that is mailed waits in the
+// outbox sealed under the key-encryption key, which is then loaded first (e.db.kek), as for the other
+// commands that seal: a configuration problem is reported before a data problem.
+func (l *linkFlags) open(ctx context.Context, e *env) (*store.DB, error) {
+	if l.smtpURL == "" {
+		return e.db.open(ctx)
+	}
+	kek, err := e.db.kek(e.note)
+	if err != nil {
+		return nil, err
+	}
+	db, err := e.db.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := envelope.NewKeyring(ctx, db, kek, time.Now); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 // issue makes a link of kind for u in tx, and queues its e-mail when SMTP is configured.
-func (l *linkFlags) issue(ctx context.Context, tx store.Querier, u user.User, kind user.LinkKind, now time.Time) (linkOut, error) {
+func (l *linkFlags) issue(ctx context.Context, tx *store.Tx, u user.User, kind user.LinkKind, now time.Time) (linkOut, error) {
 	link, expires, err := dashboard.SendLink(ctx, tx, u, kind, l.publicURL, l.smtpURL != "", now)
 	return linkOut{Link: link, ExpiresAt: expires.UnixMilli(), Mailed: l.smtpURL != ""}, err
 }
@@ -75,7 +98,7 @@ func userCreateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err := l.check(); err != nil {
 			return err
 		}
-		db, err := e.db.open(ctx)
+		db, err := l.open(ctx, e)
 		if err != nil {
 			return err
 		}
@@ -155,7 +178,7 @@ func userResetPasswordCommand(fs *flag.FlagSet) func(context.Context, *env) erro
 		if err := l.check(); err != nil {
 			return err
 		}
-		db, err := e.db.open(ctx)
+		db, err := l.open(ctx, e)
 		if err != nil {
 			return err
 		}

@@ -5,10 +5,14 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/billing/billingtest"
+	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
@@ -53,13 +57,35 @@ func TestUserCommands(t *testing.T) {
 		t.Fatalf("reset-password: %v", r)
 	}
 	stdout, stderr, code = cliEnv(t, []string{"KASSA_SMTP_URL=smtp://127.0.0.1:2525"}, append([]string{"user", "reset-password", "--email", "ops@maple.example"}, db...)...)
-	if code != 0 || decodeOne(t, stdout)["mailed"] != true {
+	mailed := decodeOne(t, stdout)
+	if code != 0 || mailed["mailed"] != true {
 		t.Fatalf("reset-password with SMTP: %d %s %s", code, stdout, stderr)
 	}
-	var queued int
-	storetest.SQLiteAt(t, dir).Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM outbox WHERE to_addr = 'ops@maple.example' AND text_body LIKE '%/dashboard/password?token=%'`).Scan(&queued)
+	// The e-mail waits in the outbox sealed under the key-encryption key: the database's files hold
+	// neither the link nor its token, and the keyring opens it.
+	link := mailed["set_password_link"].(string)
+	token := link[strings.Index(link, "token=")+len("token="):]
+	sqlite := storetest.SQLiteAt(t, dir)
+	storetest.NotStored(t, storetest.RawData(t, sqlite), map[string]string{"the mailed reset link": link, "its token": token})
+	kek, err := os.ReadFile(filepath.Join(dir, "vault.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := envelope.ParseKEK(string(kek))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envelope.NewKeyring(context.Background(), sqlite, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	queued := 0
+	for _, e := range billingtest.Outbox(t, sqlite) {
+		if e.To == "ops@maple.example" && strings.Contains(e.Text, link) && strings.Contains(e.HTML, link) {
+			queued++
+		}
+	}
 	if queued != 1 {
-		t.Fatalf("%d reset e-mails in the outbox", queued)
+		t.Fatalf("%d reset e-mails with the link in the outbox", queued)
 	}
 
 	for _, tc := range []struct {

@@ -24,13 +24,16 @@ import (
 	"time"
 
 	"github.com/moov-io/iso8583-connection/server"
+
+	"github.com/kassapay/kassa/internal/private"
 )
 
 // Config configures a Host.
 type Config struct {
 	// Addr is the ISO 8583 listen address ("127.0.0.1:0" picks a port).
 	Addr string
-	// DataDir holds the journal (created if missing). One host at a time uses a directory.
+	// DataDir holds the journal (created if missing; mode 0700, its files 0600). One host at a time
+	// uses a directory.
 	DataDir string
 	// Latency is how long the host waits, from receiving a request, before answering it.
 	Latency time.Duration
@@ -90,8 +93,11 @@ func Start(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, log: cfg.Logger, book: newBook()}
 	h.latency.Store(int64(cfg.Latency))
 	h.dropRate.Store(math.Float64bits(cfg.DropRate))
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if was, err := private.Dir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("acquirer: %w", err)
+	} else if was != 0 {
+		h.log.Warn("changed the mode of the data directory to the acquirer's user alone", "path", cfg.DataDir,
+			"mode_was", fmt.Sprintf("%04o", was), "mode", fmt.Sprintf("%04o", private.DirMode))
 	}
 	var err error
 	if h.unlock, err = lockDir(cfg.DataDir); err != nil {
@@ -134,7 +140,7 @@ func (h *Host) open() (err error) {
 
 // lockDir holds an exclusive lock on dir until the returned function is called.
 func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "acquirer.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := private.OpenFile(filepath.Join(dir, "acquirer.lock"), os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("acquirer: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the journal's database
+
+	"github.com/kassapay/kassa/internal/private"
 )
 
 // schema is the journal's own: one row per request and its answer. Its only index is by approval day,
@@ -98,6 +100,15 @@ func openJournal(dir string, log *slog.Logger, committed func(rs []*reply, err e
 	// short), so those locks were most of a commit's cost. No other connection can read the database
 	// while the host runs: the HTTP endpoints read through the journal's one connection, between
 	// commits.
+	// Every file of the journal's database is 0600, whatever the umask.
+	changed, err := private.SQLite(path)
+	for _, c := range changed {
+		log.Warn("changed the mode of the journal's file to the acquirer's user alone", "path", c.Path,
+			"mode_was", fmt.Sprintf("%04o", c.Was), "mode", fmt.Sprintf("%04o", private.FileMode))
+	}
+	if err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=locking_mode(EXCLUSIVE)&_pragma=journal_mode(WAL)&_txlock=immediate"+
 		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)")
 	if err != nil {

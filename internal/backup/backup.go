@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/kassapay/kassa/internal/envelope"
+	"github.com/kassapay/kassa/internal/private"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -56,9 +57,14 @@ func Create(ctx context.Context, db, out string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("create the backup file: %w", err)
 	}
-	tmp := f.Name() // 0600, as the database: it holds sealed card data
+	tmp := f.Name()
 	f.Close()
 	defer removeCopy(tmp) // nothing left once renamed
+	// 0600 whatever the umask, as the database: it holds sealed card data, and SQLite gives the
+	// journal it may make beside the copy the copy's mode.
+	if _, err := private.Tighten(tmp); err != nil {
+		return Info{}, err
+	}
 
 	src, err := sql.Open("sqlite", "file:"+db+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -103,7 +109,7 @@ var ErrNotEmpty = errors.New("the data directory is not empty")
 const vaultKeyFile = "vault.key"
 
 // Restore makes the backup from the database of dataDir, which must be empty but for a vault.key
-// (it is created when missing). The backup is copied into the directory under a temporary name,
+// (it is created when missing, and made 0700 either way). The backup is copied into the directory under a temporary name,
 // verified there (integrity, Kassa's schema, and that kek opens every data key), synced, and only
 // then linked to the database's name; on any failure nothing is left of it, nor the directory when
 // Restore made it.
@@ -123,7 +129,7 @@ func Restore(ctx context.Context, from, dataDir string, kek *envelope.KEK) (info
 		return Info{}, fmt.Errorf("%w: %s holds %s; restore only into an empty directory (a vault.key may be there)",
 			ErrNotEmpty, dataDir, strings.Join(others, ", "))
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	if err := store.DataDir(dataDir, nil); err != nil {
 		return Info{}, err
 	}
 	if made {
@@ -157,7 +163,8 @@ func Restore(ctx context.Context, from, dataDir string, kek *envelope.KEK) (info
 	return info, nil
 }
 
-// copyInto copies the file from into a new file (mode 0600) of dir, synced, and returns its name.
+// copyInto copies the file from into a new file of dir, mode 0600 whatever the umask, synced, and
+// returns its name.
 func copyInto(from, dir string) (string, error) {
 	src, err := os.Open(from)
 	if err != nil {
@@ -168,7 +175,10 @@ func copyInto(from, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = io.Copy(dst, src)
+	_, err = private.Tighten(dst.Name())
+	if err == nil {
+		_, err = io.Copy(dst, src)
+	}
 	if err == nil {
 		err = dst.Sync()
 	}

@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/metrics"
@@ -65,8 +64,6 @@ type Config struct {
 	Lease time.Duration
 	// Mailer sends receipts; without one they wait in the outbox.
 	Mailer *Mailer
-	// Keyring opens the e-mails queued sealed (QueueSealed) as they are sent.
-	Keyring *envelope.Keyring
 	// Metrics counts the cycles charged and the e-mails sent (nil: not counted).
 	Metrics *metrics.Set
 	// Tasks are more work of the scheduler, done by each run after the charges: the invoices' due
@@ -91,7 +88,6 @@ type Engine struct {
 	backlog  int
 	lease    time.Duration
 	mailer   *Mailer
-	ring     *envelope.Keyring
 	metrics  *metrics.Set
 	tasks    []Task
 	wake     chan struct{}
@@ -103,7 +99,7 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	e := &Engine{db: cfg.DB, vault: cfg.Vault, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
 		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer,
-		ring: cfg.Keyring, metrics: cfg.Metrics, tasks: cfg.Tasks, wake: make(chan struct{}, 1)}
+		metrics: cfg.Metrics, tasks: cfg.Tasks, wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.Default()
 	}

@@ -2,14 +2,11 @@ package billing
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"strings"
 	"time"
 
-	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
@@ -62,7 +59,7 @@ func (r Receipt) text() string {
 
 // QueueReceipt puts receipt r, to the address to (and bcc), in the outbox in the caller's
 // transaction: it is sent at least once, whatever happens to the SMTP server meanwhile.
-func QueueReceipt(ctx context.Context, tx store.Querier, merchantID, to string, bcc []string, r Receipt, now time.Time) error {
+func QueueReceipt(ctx context.Context, tx *store.Tx, merchantID, to string, bcc []string, r Receipt, now time.Time) error {
 	var html strings.Builder
 	if err := receiptHTML.Execute(&html, r); err != nil {
 		return err
@@ -89,168 +86,6 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 		bccs = strings.Split(bcc, ",")
 	}
 	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()), now)
-}
-
-// Queue puts an e-mail about the merchant in the outbox, in the caller's transaction: the billing
-// engine's Deliver sends it at least once, retrying while the SMTP server fails, and without a mailer
-// it waits there. Receipts and the dashboard's password links go this way.
-func Queue(ctx context.Context, tx store.Querier, merchantID string, msg Message, now time.Time) error {
-	return queue(ctx, tx, merchantID, msg, nil, now)
-}
-
-// QueueSealed is Queue for an e-mail whose bodies carry a bearer secret, a link that works for
-// whoever holds it (an invoice's pay link): its text and HTML are stored only sealed under ring, bound
-// to the merchant and the recipient (Unseal), so that the outbox, kept after sending, and its backups
-// hold no such link in clear. The engine opens them with its Keyring as it sends them.
-func QueueSealed(ctx context.Context, tx store.Querier, ring *envelope.Keyring, merchantID string, msg Message, now time.Time) error {
-	plain, _ := json.Marshal(sealedBody{Text: msg.Text, HTML: msg.HTML})
-	sealed := ring.Seal(plain, bodyAAD(merchantID, msg.To))
-	msg.Text, msg.HTML = "", ""
-	return queue(ctx, tx, merchantID, msg, sealed, now)
-}
-
-func queue(ctx context.Context, tx store.Querier, merchantID string, msg Message, sealed []byte, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, sealed_body, next_attempt,
-		created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`, merchantID, msg.To, strings.Join(msg.Bcc, ","), msg.Subject, msg.Text, msg.HTML,
-		sealed, now.UnixMilli())
-	return err
-}
-
-// sealedBody is what an outbox row's sealed_body seals.
-type sealedBody struct {
-	Text string `json:"text"`
-	HTML string `json:"html"`
-}
-
-// bodyAAD binds a sealed body to the merchant and the recipient of its e-mail.
-func bodyAAD(merchantID, to string) []byte {
-	return []byte("kassa outbox body\x00" + merchantID + "\x00" + to)
-}
-
-// Unseal opens the sealed_body of an outbox row of the merchant to the address to (QueueSealed): its
-// text and HTML.
-func Unseal(ring *envelope.Keyring, merchantID, to string, sealed []byte) (text, html string, err error) {
-	if ring == nil {
-		return "", "", errors.New("billing: a sealed e-mail, and no keyring to open it")
-	}
-	plain, err := ring.Open(sealed, bodyAAD(merchantID, to))
-	if err != nil {
-		return "", "", err
-	}
-	var b sealedBody
-	err = json.Unmarshal(plain, &b)
-	return b.Text, b.HTML, err
-}
-
-// backoff is how long after its n-th failed attempt a receipt is tried again: 1, 5, 15 minutes, then
-// hourly.
-func backoff(n int) time.Duration {
-	switch n {
-	case 1:
-		return time.Minute
-	case 2:
-		return 5 * time.Minute
-	case 3:
-		return 15 * time.Minute
-	}
-	return time.Hour
-}
-
-// UnsentWarnEvery is how often, at most, an engine without a mailer warns that e-mails wait in the
-// outbox.
-const UnsentWarnEvery = time.Hour
-
-// Deliver sends the receipts that are due, and returns how many it sent. A failure is retried later
-// (backoff); nothing is dropped. Without a mailer it sends nothing, and warns that e-mails wait.
-func (e *Engine) Deliver(ctx context.Context) (int, error) {
-	if e.mailer == nil {
-		return 0, e.warnUnsent(ctx)
-	}
-	now := e.now().UnixMilli()
-	type message struct {
-		id                                 int64
-		merchantID, to, bcc, subject, t, h string
-		sealed                             []byte
-		attempts                           int
-	}
-	var due []message
-	err := e.db.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT id, merchant_id, to_addr, bcc, subject, text_body, html_body, sealed_body, attempts FROM outbox
-			WHERE sent_at IS NULL AND next_attempt <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY id LIMIT 50`, now)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var m message
-			if err := rows.Scan(&m.id, &m.merchantID, &m.to, &m.bcc, &m.subject, &m.t, &m.h, &m.sealed, &m.attempts); err != nil {
-				return err
-			}
-			due = append(due, m)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return 0, err
-	}
-	sent := 0
-	for _, m := range due {
-		r, err := e.db.Exec(ctx, `UPDATE outbox SET lease_until = $2 WHERE id = $1 AND sent_at IS NULL AND (lease_until IS NULL OR lease_until < $3)`,
-			m.id, now+e.lease.Milliseconds(), now)
-		if err != nil {
-			return sent, err
-		}
-		if n, _ := r.RowsAffected(); n == 0 {
-			continue // another node sends it
-		}
-		var bcc []string
-		if m.bcc != "" {
-			bcc = strings.Split(m.bcc, ",")
-		}
-		var sendErr error
-		if m.sealed != nil {
-			m.t, m.h, sendErr = Unseal(e.ring, m.merchantID, m.to, m.sealed)
-		}
-		if sendErr == nil {
-			sendErr = e.mailer.Send(Message{To: m.to, Bcc: bcc, Subject: m.subject, Text: m.t, HTML: m.h})
-		}
-		e.metrics.MailSent(sendErr == nil)
-		done := e.now()
-		if sendErr == nil {
-			_, err = e.db.Exec(ctx, `UPDATE outbox SET sent_at = $2, attempts = attempts + 1, lease_until = NULL WHERE id = $1`, m.id, done.UnixMilli())
-			sent++
-		} else {
-			e.log.WarnContext(ctx, "receipt not sent, will retry", "outbox_id", m.id, "err", sendErr)
-			_, err = e.db.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt = $2, last_error = $3, lease_until = NULL WHERE id = $1`,
-				m.id, done.Add(backoff(m.attempts+1)).UnixMilli(), sendErr.Error())
-		}
-		if err != nil {
-			return sent, err
-		}
-	}
-	return sent, nil
-}
-
-// warnUnsent warns that e-mails wait in the outbox because no SMTP server is configured (issue 19,
-// point 10: "warns when receipts wait in the outbox for lack of SMTP configuration (once, or at a
-// sensible rate, not per tick spam)"): as soon as one waits, then at most every UnsentWarnEvery while
-// any do, with how many.
-func (e *Engine) warnUnsent(ctx context.Context) error {
-	now := e.now()
-	if last := e.unsentWarned.Load(); last != 0 && now.Sub(time.Unix(0, last)) < UnsentWarnEvery {
-		return nil
-	}
-	var n int
-	err := e.db.Read(ctx, func(q store.Querier) error {
-		return q.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL`).Scan(&n)
-	})
-	if err != nil || n == 0 {
-		return err
-	}
-	e.unsentWarned.Store(now.UnixNano())
-	e.log.WarnContext(ctx, "e-mails (receipts, invitations) wait in the outbox: no SMTP server is configured; "+
-		"start kassa serve with --smtp-url (or KASSA_SMTP_URL) to send them", "waiting", n)
-	return nil
 }
 
 // StatusReport counts what the billing engine has to do.

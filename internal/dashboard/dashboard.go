@@ -171,7 +171,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, secure: strings.HasPrefix(cfg.PublicURL, "https://"), csrf: http.NewCrossOriginProtection()}
+	h := &Handler{cfg: cfg, secure: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"), csrf: http.NewCrossOriginProtection()}
 	h.csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusForbidden, "message", view{Title: "Request refused", Error: "This form was sent from another site, so it was refused."})
 	}))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
@@ -348,12 +349,17 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 }
 
 // outboxLink reads the password link of the last e-mail to addr in the outbox.
-func outboxLink(t *testing.T, db *store.DB, addr string) string {
+func outboxLink(t testing.TB, db *store.DB, addr string) string {
 	t.Helper()
 	var text string
-	if err := db.Reader().QueryRowContext(context.Background(), `SELECT text_body FROM outbox WHERE to_addr = $1 ORDER BY id DESC LIMIT 1`,
-		addr).Scan(&text); err != nil {
-		t.Fatalf("no e-mail to %s: %v", addr, err)
+	found := false
+	for _, e := range billingtest.Outbox(t, db) {
+		if e.To == addr {
+			text, found = e.Text, true
+		}
+	}
+	if !found {
+		t.Fatalf("no e-mail to %s", addr)
 	}
 	m := regexp.MustCompile(`http\S+/dashboard/password\?token=\S+`).FindString(text)
 	if m == "" {

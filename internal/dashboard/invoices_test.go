@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/server"
@@ -81,18 +82,11 @@ func invoiceCount(t *testing.T, db *store.DB, merchantID string) int {
 // mails are the subjects of the outbox's e-mails to addr.
 func mails(t *testing.T, db *store.DB, addr string) []string {
 	t.Helper()
-	rows, err := db.Reader().QueryContext(context.Background(), `SELECT subject FROM outbox WHERE to_addr = $1 ORDER BY id`, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
+	for _, e := range billingtest.Outbox(t, db) {
+		if e.To == addr {
+			out = append(out, e.Subject)
 		}
-		out = append(out, s)
 	}
 	return out
 }

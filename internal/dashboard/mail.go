@@ -42,7 +42,7 @@ var linkHTML = template.Must(template.New("link").Parse(`<!doctype html>
 
 // SendLink issues a password link of kind for u on the Kassa at base, in the caller's transaction, and
 // when mail is set queues the e-mail that carries it (queueLinkMail). It returns the link's address.
-func SendLink(ctx context.Context, tx store.Querier, u user.User, kind user.LinkKind, base string, mail bool, now time.Time) (string, time.Time, error) {
+func SendLink(ctx context.Context, tx *store.Tx, u user.User, kind user.LinkKind, base string, mail bool, now time.Time) (string, time.Time, error) {
 	l, err := user.IssueLink(ctx, tx, u.ID, kind, u.MerchantID, now)
 	if err != nil || !mail {
 		return LinkURL(base, l.Token), l.ExpiresAt, err
@@ -57,7 +57,7 @@ func SendLink(ctx context.Context, tx store.Querier, u user.User, kind user.Link
 
 // queueLinkMail puts the e-mail that carries a password link to u in the outbox (billing.Queue), in
 // the caller's transaction.
-func queueLinkMail(ctx context.Context, tx store.Querier, u user.User, merchantName string, kind user.LinkKind, link string, now time.Time) error {
+func queueLinkMail(ctx context.Context, tx *store.Tx, u user.User, merchantName string, kind user.LinkKind, link string, now time.Time) error {
 	m := linkMail{Merchant: merchantName, Link: link, Invite: kind == user.Invite, Join: kind == user.Invite && u.HasPassword, Valid: validFor(kind.TTL())}
 	var html strings.Builder
 	if err := linkHTML.Execute(&html, m); err != nil {

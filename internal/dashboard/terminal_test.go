@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/card/cardtest"
@@ -217,12 +218,14 @@ func TestTerminalSaleInBrowser(t *testing.T) {
 		if err != nil || c.Email != "ada@example.com" || c.FirstName != "Ada" || len(c.Cards) != 1 || c.Cards[0].Suffix != "4242" || !c.Cards[0].IsDefault {
 			t.Fatalf("the new customer in the vault: %+v, %v", c, err)
 		}
-		var receipts int
-		if err := db.Read(context.Background(), func(q store.Querier) error {
-			return q.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM outbox WHERE to_addr = $1 AND text_body LIKE $2`,
-				"ada@example.com", "%"+sale.TransactionID+"%").Scan(&receipts)
-		}); err != nil || receipts != 1 {
-			t.Fatalf("receipts queued to ada@example.com: %d, %v", receipts, err)
+		receipts := 0
+		for _, e := range billingtest.Outbox(t, db) {
+			if e.To == "ada@example.com" && strings.Contains(e.Text, sale.TransactionID) {
+				receipts++
+			}
+		}
+		if receipts != 1 {
+			t.Fatalf("receipts queued to ada@example.com: %d", receipts)
 		}
 
 		// A second order of the same customer, by telephone, taken by an admin (sales staff save cards

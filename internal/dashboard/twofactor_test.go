@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/signin/signintest"
 	"github.com/kassapay/kassa/internal/store"
@@ -356,10 +358,14 @@ func TestSecondFactorCannotBeSteppedAround(t *testing.T) {
 		resp, body = owner.post("/dashboard/account/two-factor/setup", url.Values{"csrf_token": {csrf}, "enrolment": {token},
 			"code": {totp.Code(fresh, totp.Step(clk.Now()))}, "current_code": {codes[0]}})
 		wantStatus(t, "a replacement with a recovery code of the current factor", resp, body, http.StatusOK)
-		var subject, text string
-		if err := db.Reader().QueryRowContext(context.Background(), `SELECT subject, text_body FROM outbox WHERE to_addr = $1 ORDER BY id DESC LIMIT 1`,
-			"admin@maple.example").Scan(&subject, &text); err != nil || subject != "Your two-factor method changed" || !strings.Contains(text, "new authenticator") {
-			t.Errorf("the e-mail about the replacement: %q %q %v", subject, text, err)
+		var mail *billing.Entry
+		for _, e := range billingtest.Outbox(t, db) {
+			if e.To == "admin@maple.example" {
+				mail = &e
+			}
+		}
+		if mail == nil || mail.Subject != "Your two-factor method changed" || !strings.Contains(mail.Text, "new authenticator") {
+			t.Errorf("the e-mail about the replacement: %+v", mail)
 		}
 		_, body = owner.get("/dashboard/activity?action=two_factor.replace")
 		if !strings.Contains(body, "two_factor.replace") {

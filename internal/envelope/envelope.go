@@ -75,8 +75,9 @@ type Keyring struct {
 // ErrWrongKEK is returned when the database's data keys were wrapped under another KEK.
 var ErrWrongKEK = errors.New("envelope: the data keys were wrapped under another key-encryption key")
 
-// NewKeyring loads the data keys, creating the first one in a new database. A data key wrapped under
-// another KEK is an error: the server must not run with the wrong key.
+// NewKeyring loads the data keys, creating the first one in a new database, and makes the keyring the
+// database's sealer (store.DB.SetSealer). A data key wrapped under another KEK is an error: the server
+// must not run with the wrong key.
 func NewKeyring(ctx context.Context, db *store.DB, kek *KEK, now func() time.Time) (*Keyring, error) {
 	if now == nil {
 		now = time.Now
@@ -95,6 +96,7 @@ func NewKeyring(ctx context.Context, db *store.DB, kek *KEK, now func() time.Tim
 			return nil, err
 		}
 	}
+	db.SetSealer(k)
 	return k, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kassapay/kassa/internal/auth"
-	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -69,31 +69,14 @@ func fields(t *testing.T, what string, r servertest.Response, kv ...string) {
 
 type mail struct{ to, bcc, subject, text, html string }
 
-// outbox is the merchant's e-mails in srv's outbox, oldest first, their sealed bodies opened.
+// outbox is the merchant's e-mails in srv's outbox, oldest first, opened.
 func outbox(t *testing.T, srv *servertest.Server, merchantID string) []mail {
 	t.Helper()
-	rows, err := srv.DB.Reader().QueryContext(context.Background(), `SELECT to_addr, bcc, subject, text_body, html_body, sealed_body
-		FROM outbox WHERE merchant_id = $1 ORDER BY id`, merchantID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []mail
-	for rows.Next() {
-		var m mail
-		var sealed []byte
-		if err := rows.Scan(&m.to, &m.bcc, &m.subject, &m.text, &m.html, &sealed); err != nil {
-			t.Fatal(err)
+	for _, e := range billingtest.Outbox(t, srv.DB) {
+		if e.MerchantID == merchantID {
+			out = append(out, mail{to: e.To, bcc: strings.Join(e.Bcc, ","), subject: e.Subject, text: e.Text, html: e.HTML})
 		}
-		if sealed != nil {
-			if m.text != "" || m.html != "" {
-				t.Fatalf("the e-mail %q is stored sealed and in clear", m.subject)
-			}
-			if m.text, m.html, err = billing.Unseal(srv.Keyring(), merchantID, m.to, sealed); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out = append(out, m)
 	}
 	return out
 }

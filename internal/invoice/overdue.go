@@ -218,7 +218,7 @@ func (s *Service) handleDue(ctx context.Context, id int64, now time.Time) error 
 				if err := s.open(&inv); err != nil {
 					return err
 				}
-				if err := billing.QueueSealed(ctx, tx, s.ring, m.ID, s.reminder(m, inv, now), now); err != nil {
+				if err := billing.Queue(ctx, tx, m.ID, s.reminder(m, inv, now), now); err != nil {
 					return err
 				}
 				inv.RemindersSent++

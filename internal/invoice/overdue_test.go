@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/event"
@@ -104,25 +105,11 @@ type reminder struct {
 // reminders are the reminder e-mails in the merchant's outbox, oldest first.
 func (c *clocked) reminders(t *testing.T) []reminder {
 	t.Helper()
-	rows, err := c.db.Reader().QueryContext(context.Background(), `SELECT to_addr, subject, sealed_body, created_at FROM outbox
-		WHERE merchant_id = $1 AND subject LIKE 'Reminder:%' ORDER BY id`, c.m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []reminder
-	for rows.Next() {
-		var r reminder
-		var sealed []byte
-		var at int64
-		if err := rows.Scan(&r.to, &r.subject, &sealed, &at); err != nil {
-			t.Fatal(err)
+	for _, e := range billingtest.Outbox(t, c.db) {
+		if e.MerchantID == c.m.ID && strings.HasPrefix(e.Subject, "Reminder:") {
+			out = append(out, reminder{to: e.To, subject: e.Subject, text: e.Text, queued: e.CreatedAt})
 		}
-		if r.text, _, err = billing.Unseal(c.srv.Keyring(), c.m.ID, r.to, sealed); err != nil {
-			t.Fatal(err)
-		}
-		r.queued = time.UnixMilli(at)
-		out = append(out, r)
 	}
 	return out
 }

@@ -84,7 +84,7 @@ func (s *Service) Send(ctx context.Context, m merchant.Merchant, ref string, b S
 }
 
 // send queues the invoice's e-mail in tx, sealed since it carries the invoice's links
-// (billing.QueueSealed), and marks it SENT, with its event; its reminders go to the same address.
+// (billing.Queue, which seals it), and marks it SENT, with its event; its reminders go to the same address.
 func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, inv *Invoice, r SendRequest) error {
 	switch inv.Status {
 	case Draft, Sent, Overdue:
@@ -96,7 +96,7 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 	if r.SendCopy && m.Email != "" {
 		msg.Bcc = []string{m.Email}
 	}
-	if err := billing.QueueSealed(ctx, tx, s.ring, m.ID, msg, now); err != nil {
+	if err := billing.Queue(ctx, tx, m.ID, msg, now); err != nil {
 		return err
 	}
 	if inv.Status == Draft {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -113,7 +112,6 @@ type Config struct {
 // Server is a configured Kassa server.
 type Server struct {
 	cfg        Config
-	ring       *envelope.Keyring
 	billing    *billing.Engine
 	billingCfg billing.Config
 	roller     *report.Roller
@@ -158,6 +156,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, err := billing.SealOutbox(ctx, cfg.DB); err != nil {
+		return nil, err
+	} else if n > 0 {
+		cfg.Logger.InfoContext(ctx, "sealed the e-mails that an earlier version kept in the outbox in clear", "messages", n)
+	}
 	if cfg.RevocationPoll <= 0 {
 		cfg.RevocationPoll = auth.DefaultRevocationPoll
 	}
@@ -169,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ring: ring, auth: a, router: httpapi.NewRouter(),
+	s := &Server{cfg: cfg, auth: a, router: httpapi.NewRouter(),
 		cardenc: cardenc.New(cardenc.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now})}
 	if s.velocity, err = velocity.New(ctx, velocity.Config{DB: cfg.DB, Keyring: ring, Now: cfg.Now}); err != nil {
 		return nil, err
@@ -204,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	r.Handle("POST", "/oauth/revoke", a.RevokeHandler())
 	r.Handle("DELETE", "/oauth/revoke_token", a.RevokeTokenHandler())
 	factors := user.NewTwoFactor(cfg.DB, ring)
-	signin.New(signin.Config{Auth: a, DB: cfg.DB, TwoFactor: factors, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
+	signin.New(signin.Config{Auth: a, DB: cfg.DB, TwoFactor: factors, SecureCookies: httpsURL(cfg.PublicURL), Proxies: cfg.TrustedProxies, Now: cfg.Now}).Routes(r)
 	// Dashboard sessions learn of changes made on other nodes at the pace of token revocations.
 	s.sessions = user.NewSessions(user.SessionConfig{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, Poll: cfg.RevocationPoll})
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
@@ -234,7 +237,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	invoices.Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
-	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Keyring, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, ring, cfg.Logger, cfg.Now
+	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
 	// Invoices become OVERDUE and are reminded by the billing engine's scheduler (issue 21, point 4).
 	s.billingCfg.Tasks = append(slices.Clip(s.billingCfg.Tasks), invoices.RunDue)
 	if s.billingCfg.Metrics == nil {
@@ -338,9 +341,6 @@ func (s *Server) DB() *store.DB { return s.cfg.DB }
 
 // Auth is the token service, for callers that revoke or verify in-process.
 func (s *Server) Auth() *auth.Service { return s.auth }
-
-// Keyring is the server's keyring: what it seals at rest opens under it.
-func (s *Server) Keyring() *envelope.Keyring { return s.ring }
 
 // CardEncryption keeps the merchants' card-encryption keys.
 func (s *Server) CardEncryption() *cardenc.Service { return s.cardenc }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"github.com/kassapay/kassa/internal/private"
 )
 
 //go:embed migrations
@@ -137,7 +139,7 @@ func (i memInfo) Sys() any           { return nil }
 func lockFile(path string) (func(), error) { return flock(path, syscall.LOCK_EX) }
 
 func flock(path string, how int) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := private.OpenFile(path, os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock file: %w", err)
 	}

@@ -13,8 +13,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -23,6 +23,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/kassapay/kassa/internal/private"
 )
 
 // Dialect names the SQL dialect of a DB.
@@ -43,6 +45,9 @@ type Config struct {
 	// MaxConns bounds the PostgreSQL connections that write (default 16; a few more are kept for
 	// reads), and the SQLite read pool (default 4).
 	MaxConns int
+	// Note is told, as slog's Info would take it, of each existing SQLite data directory, database or
+	// journal whose mode Open changed to leave it to Kassa's user alone (nil: nobody is told).
+	Note func(msg string, args ...any)
 }
 
 // Querier is what reads and writes need: a *sql.DB or a *sql.Tx.
@@ -65,6 +70,7 @@ type DB struct {
 	where    string
 	lockDir  string // SQLite: directory of the lock files
 	batches  atomic.Pointer[func(n int)]
+	sealer   atomic.Pointer[Sealer]
 	health   health
 	writing  writing // goroutines running a write's callback, while CheckNestedWrites is on
 }
@@ -124,12 +130,12 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	if dir == "" {
 		dir = "kassa-data"
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: data directory: %w", err)
-	}
 	path, err := filepath.Abs(filepath.Join(dir, SQLiteFile))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := ownOnly(dir, path, cfg.Note); err != nil {
+		return nil, err
 	}
 	// synchronous=FULL: a commit is on disk when it returns, in WAL mode too. busy_timeout lets the
 	// operator CLI and the server share the file. _txlock=immediate makes every transaction take the
@@ -172,6 +178,42 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	return db, nil
 }
 
+// DataDir makes the SQLite data directory dir, mode 0700 whatever the umask (package private). An
+// existing directory of another mode is made 0700, and note is told so (nil: nobody is): a Kassa
+// before this one left it as the umask made it, 0755 by default, which let every local user in.
+func DataDir(dir string, note func(msg string, args ...any)) error {
+	was, err := private.Dir(dir)
+	if err != nil {
+		return fmt.Errorf("store: data directory: %w", err)
+	}
+	noteChanged(note, "data directory", dir, was, private.DirMode)
+	return nil
+}
+
+// noteChanged tells note, when was is not 0, that what at path had the mode was and now has mode.
+func noteChanged(note func(msg string, args ...any), what, path string, was, mode fs.FileMode) {
+	if was != 0 && note != nil {
+		note("changed the mode of the "+what+" to Kassa's user alone", "path", path, "mode_was", fmt.Sprintf("%04o", was), "mode", fmt.Sprintf("%04o", mode))
+	}
+}
+
+// ownOnly makes the data directory dir 0700 (DataDir) and the database at path 0600 with its journals
+// (private.SQLite), whatever the umask, before SQLite opens it; note is told of each existing file whose
+// mode was changed.
+func ownOnly(dir, path string, note func(msg string, args ...any)) error {
+	if err := DataDir(dir, note); err != nil {
+		return err
+	}
+	changed, err := private.SQLite(path)
+	for _, c := range changed {
+		noteChanged(note, "database file", c.Path, c.Was, private.FileMode)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 // admit waits for a turn at gate, in arrival order; the returned function ends it.
 func admit(ctx context.Context, gate chan struct{}) (func(), error) {
 	select {
@@ -180,6 +222,29 @@ func admit(ctx context.Context, gate chan struct{}) (func(), error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Sealer seals the secrets that rows keep, and opens them again: the database's envelope keyring,
+// whose data keys the database holds. Rows that one package writes in the transactions of others —
+// the e-mails of the outbox, which invoices, webhooks and the dashboard queue — are sealed with the
+// sealer their transaction reaches (Tx.Sealer), so that none of those callers can write them in clear.
+type Sealer interface {
+	Seal(plaintext, aad []byte) []byte
+	Open(sealed, aad []byte) ([]byte, error)
+}
+
+// ErrNoSealer is returned by Sealer before the database's keyring is loaded.
+var ErrNoSealer = errors.New("store: the key-encryption key was not loaded for this database, so no secret can be sealed in it")
+
+// SetSealer makes s the database's sealer. envelope.NewKeyring sets the keyring it loads.
+func (db *DB) SetSealer(s Sealer) { db.sealer.Store(&s) }
+
+// Sealer is the database's sealer, or ErrNoSealer while none was set.
+func (db *DB) Sealer() (Sealer, error) {
+	if s := db.sealer.Load(); s != nil {
+		return *s, nil
+	}
+	return nil, ErrNoSealer
 }
 
 // Dialect reports which SQL dialect the database speaks.
@@ -235,6 +300,25 @@ func (db *DB) Ping(ctx context.Context) error {
 	}
 	var one int
 	return db.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Scrub leaves nothing in the database's files of what was overwritten or deleted, for after secrets
+// were replaced by their sealed form. SQLite keeps such bytes in its file's free space and in the
+// write-ahead log: Scrub rebuilds the file (VACUUM) and empties the log (wal_checkpoint(TRUNCATE)),
+// which takes a while on a large database, and writes wait meanwhile. On PostgreSQL it does nothing:
+// the space of old row versions is reused after the server's vacuum, and the database's own WAL and
+// backups are its operator's to keep.
+func (db *DB) Scrub(ctx context.Context) error {
+	if db.dialect != SQLite {
+		return nil
+	}
+	db.notInWrite("Scrub")
+	for _, stmt := range []string{"VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"} {
+		if _, err := db.writer.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("store: %s: %w", stmt, err)
+		}
+	}
+	return nil
 }
 
 // Close finishes the queued writes and closes every connection.

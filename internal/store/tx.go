@@ -19,6 +19,9 @@ type Tx struct {
 // Dialect is the dialect of the transaction's database.
 func (t *Tx) Dialect() Dialect { return t.db.dialect }
 
+// Sealer is the sealer of the transaction's database (DB.Sealer).
+func (t *Tx) Sealer() (Sealer, error) { return t.db.Sealer() }
+
 // ExecContext executes a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := t.db.stmts.prepared(t.db.writer, query); st != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -287,12 +288,9 @@ func TestFiveDaysOfFailuresDisable(t *testing.T) {
 			t.Fatal("not disabled after 5 days of failures")
 		}
 		hours(24)
-		var to, subject string
-		if err := db.Reader().QueryRowContext(context.Background(), `SELECT to_addr, subject FROM outbox WHERE merchant_id = $1`, m).Scan(&to, &subject); err != nil {
-			t.Fatalf("the merchant's e-mail: %v", err)
-		}
-		if n := f.count(t, `SELECT COUNT(*) FROM outbox`); n != 1 || to != "owner@example.com" || !strings.Contains(subject, rc.srv.URL) {
-			t.Fatalf("%d e-mails, to %s: %s", n, to, subject)
+		mails := billingtest.Outbox(t, db)
+		if len(mails) != 1 || mails[0].MerchantID != m || mails[0].To != "owner@example.com" || !strings.Contains(mails[0].Subject, rc.srv.URL) {
+			t.Fatalf("the e-mails of the outbox: %+v", mails)
 		}
 	})
 }

@@ -1,8 +1,10 @@
 // Package billingtest gives tests a real SMTP server (go-smtp) that keeps what it receives, for the
-// billing engine's mailer to deliver the outbox to, and reads back the messages it kept.
+// billing engine's mailer to deliver the outbox to, and reads back the messages it kept; and reads
+// the outbox itself, opened.
 package billingtest
 
 import (
+	"context"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -13,7 +15,22 @@ import (
 	"testing"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/store"
 )
+
+// Outbox is every message of db's outbox, oldest first, opened with the database's keyring (which a
+// server loads, or envelope.NewKeyring): what a message still waiting will say, and of a sent one only
+// its recipients.
+func Outbox(t testing.TB, db *store.DB) []billing.Entry {
+	t.Helper()
+	all, err := billing.Entries(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
 
 // Inbox is a real SMTP server that keeps the messages it receives.
 type Inbox struct {

@@ -13,13 +13,8 @@ ALTER TABLE invoices ADD COLUMN pay_key_sealed BLOB;
 -- derived from the pay key), so that viewing the page again makes no new session.
 ALTER TABLE invoices ADD COLUMN session_id TEXT;
 
--- The bodies of an e-mail that carries a bearer secret (an invoice's links), sealed under the keyring;
--- its text_body and html_body are then empty.
-ALTER TABLE outbox ADD COLUMN sealed_body BLOB;
-
 -- +goose Down
 -- The keys are not recovered: pay_key holds their hashes, and the links of every invoice stop working.
-ALTER TABLE outbox DROP COLUMN sealed_body;
 ALTER TABLE invoices DROP COLUMN session_id;
 ALTER TABLE invoices DROP COLUMN pay_key_sealed;
 ALTER TABLE invoices RENAME COLUMN pay_key_hash TO pay_key;
