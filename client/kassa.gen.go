@@ -4630,7 +4630,8 @@ type ClientInterface interface {
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 	// A password is one factor: for a user with two-factor authentication, or of a merchant that
 	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+	// for the merchant's own integration, from the same client's `client_credentials` grant).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4654,7 +4655,8 @@ type ClientInterface interface {
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 	// A password is one factor: for a user with two-factor authentication, or of a merchant that
 	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+	// for the merchant's own integration, from the same client's `client_credentials` grant).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -6117,7 +6119,8 @@ func (c *Client) RevokeToken(ctx context.Context, reqEditors ...RequestEditorFn)
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 // A password is one factor: for a user with two-factor authentication, or of a merchant that
 // requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+// for the merchant's own integration, from the same client's `client_credentials` grant).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6151,7 +6154,8 @@ func (c *Client) IssueTokenWithBody(ctx context.Context, params *IssueTokenParam
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 // A password is one factor: for a user with two-factor authentication, or of a merchant that
 // requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+// for the merchant's own integration, from the same client's `client_credentials` grant).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -12672,7 +12676,8 @@ type ClientWithResponsesInterface interface {
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 	// A password is one factor: for a user with two-factor authentication, or of a merchant that
 	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+	// for the merchant's own integration, from the same client's `client_credentials` grant).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12696,7 +12701,8 @@ type ClientWithResponsesInterface interface {
 	// and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 	// A password is one factor: for a user with two-factor authentication, or of a merchant that
 	// requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+	// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+	// for the merchant's own integration, from the same client's `client_credentials` grant).
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -21411,7 +21417,8 @@ func (c *ClientWithResponses) RevokeTokenWithResponse(ctx context.Context, reqEd
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 // A password is one factor: for a user with two-factor authentication, or of a merchant that
 // requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+// for the merchant's own integration, from the same client's `client_credentials` grant).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21441,7 +21448,8 @@ func (c *ClientWithResponses) IssueTokenWithBodyWithResponse(ctx context.Context
 // and a server busy checking other passwords refuses too, both answered 429 with Retry-After).
 // A password is one factor: for a user with two-factor authentication, or of a merchant that
 // requires it, the password grant is refused with 400 `invalid_grant` (after the password is
-// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code.
+// checked), and tokens come from the authorization-code flow, whose sign-in asks for the code (or,
+// for the merchant's own integration, from the same client's `client_credentials` grant).
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //

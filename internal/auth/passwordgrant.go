@@ -74,7 +74,8 @@ func (s *Service) passwordGrant(ctx context.Context, r *http.Request, p url.Valu
 		return nil, err
 	} else if step != user.StepNone {
 		return nil, invalidGrant("This user signs in with two-factor authentication, which the password grant cannot ask for: " +
-			"get tokens through the authorization-code flow (/oauth/authorize), whose sign-in asks for the code.")
+			"get tokens through the authorization-code flow (/oauth/authorize), whose sign-in asks for the code, " +
+			"or, for the merchant's own integration, with this client's credentials (grant_type=client_credentials).")
 	}
 	now := s.now()
 	var resp *tokenResponse
