@@ -13,8 +13,9 @@ test: deps check
 	cd client && $(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
-## check: formatting, vet and a tidy go.mod, in the root module and the Go client's
+## check: formatting, vet and a tidy go.mod, in the root module and the Go client's, and no comment citing an issue number
 check:
+	$(GO) run ./scripts/check-comments
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...

@@ -222,8 +222,8 @@ func checkImage(img image, makeBuild string) []string {
 	return problems
 }
 
-// Issue 19, point 6: "a multi-stage Dockerfile producing a static, non-root image whose build command
-// is the same go build that make build runs". Docker is not needed: the Dockerfile's build stage is
+// The multi-stage Dockerfile produces a static, non-root image whose build command is the same go
+// build that make build runs. Docker is not needed: the Dockerfile's build stage is
 // read, its make targets expanded from the Makefile, and compared. The checker is shown to catch
 // drifted Dockerfiles too.
 func TestDockerfileBuildsAsMakeBuild(t *testing.T) {
@@ -334,11 +334,10 @@ func unitSettings(unit string) map[string][]string {
 	return out
 }
 
-// Issue 19, point 6: "a systemd unit with sandboxing (DynamicUser, ProtectSystem=strict,
-// StateDirectory, NoNewPrivileges, …) checked in a test with systemd-analyze verify". The unit, with
-// ExecStart pointed at a freshly built kassa, verifies without a word, its sandboxing is what the
-// issue lists, and systemd-analyze security rates its exposure 2.0 or less (of 10), and its data
-// directory is its state directory.
+// The systemd unit is sandboxed (DynamicUser, ProtectSystem=strict, StateDirectory,
+// NoNewPrivileges, …) and passes systemd-analyze verify. The unit, with ExecStart pointed at a freshly
+// built kassa, verifies without a word, its sandboxing is the list above, and systemd-analyze
+// security rates its exposure 2.0 or less (of 10), and its data directory is its state directory.
 func TestSystemdUnit(t *testing.T) {
 	t.Parallel()
 	analyze, err := exec.LookPath("systemd-analyze")

@@ -2,7 +2,7 @@
 // outermost around the handler of every server a test starts in-process, validates each response
 // against the description with github.com/pb33f/libopenapi-validator and fails the test on a mismatch.
 //
-// What is covered (issue 19, point 9): every response to a request whose method and path are an
+// What is covered: every response to a request whose method and path are an
 // operation of openapi.yaml — its status must be documented, its body must match the schema of its
 // status and content type, and the headers documented for it must match theirs. A request the server
 // routes to one of its registered routes that openapi.yaml does not describe fails too, unless the
@@ -36,8 +36,8 @@ import (
 )
 
 // Undescribed reports whether openapi.yaml leaves route out on purpose: the dashboard's pages are
-// HTML for browsers, not part of the JSON APIs that openapi.yaml describes (issue 16, point 8); GET /
-// only sends browsers there, and is the JSON 404 of an unknown route to everyone else.
+// HTML for browsers, not part of the JSON APIs that openapi.yaml describes; GET / only sends browsers
+// there, and is the JSON 404 of an unknown route to everyone else.
 func Undescribed(route httpapi.Route) bool {
 	return strings.HasPrefix(route.Pattern, "/dashboard") || route.Pattern == "/{$}"
 }

@@ -22,9 +22,9 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 )
 
-// The HTTP-stack ceiling (issue 20, point 5): "a bare net/http handler (in the load tool, in its own
-// process) that decodes the same sale request, checks the card number and writes a response of the
-// same size, driven by the same client". "kassa-load bare-http" is that process, a subcommand left
+// The HTTP-stack ceiling: a bare net/http handler, in the load tool, in a process of its own, that
+// decodes the same sale request, checks the card number and writes a response of the same size,
+// driven by the same client. "kassa-load bare-http" is that process, a subcommand left
 // out of the help: the http-ceiling scenario starts it, drives it with the sale scenario's client
 // code and clients, and stops it. What separates its requests per second from Kassa's sales per
 // second is Kassa's own work: the token check, the velocity limits, the ledger's writes and the

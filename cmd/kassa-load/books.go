@@ -18,7 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// books are the drill's checks after recovery (issue 20, point 2), one row each, and what the clients
+// books are the drill's checks after recovery, one row each, and what the clients
 // did. Every row must have nothing wrong for the books to balance.
 type books struct {
 	backend string

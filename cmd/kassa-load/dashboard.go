@@ -28,11 +28,10 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-// The dashboard benchmark (issue 17, point 8): "make bench loads 1,000,000 transactions for one
-// merchant (a fast bulk path is fine) and reports server time p50/p99 for the overview, the first list
-// page, a filter by last 4, a customer e-mail search and a detail page, on both backends: each p99 ≤
-// 100 ms on this machine; and the time and peak memory of a 100,000-row CSV export (≤ 5 s, memory
-// flat)."
+// The dashboard benchmark: "make bench" loads 1,000,000 transactions for one merchant by a fast bulk
+// path and reports the server time, p50 and p99, of the overview, the first list page, a filter by
+// last 4, a customer e-mail search and a detail page, on both backends, each p99 to be at most 100 ms;
+// and the time and peak memory of a 100,000-row CSV export, at most 5 s with memory flat.
 //
 // For each backend it loads the history with package synth, runs the real server in this process
 // (server.New and Serve, so that its background work runs), signs an owner in through the dashboard's
@@ -328,7 +327,7 @@ type page struct {
 	url  func(i int) string
 }
 
-// dashPages are the pages of issue 17, point 8, with values drawn from the loaded data.
+// dashPages are the pages the benchmark times, with values drawn from the loaded data.
 func dashPages(sum synth.Summary) []page {
 	pick := func(s []string, i int) string { return url.QueryEscape(s[i%len(s)]) }
 	return []page{

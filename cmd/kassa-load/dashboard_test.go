@@ -19,7 +19,7 @@ import (
 )
 
 // The dashboard benchmark end to end, small, on both backends: it loads the history, stores cards
-// through the vault's API, signs in, and reports every page of issue 17, point 8 — measured, with
+// through the vault's API, signs in, and reports every page the benchmark times — measured, with
 // server times — and the two exports; it says the run failed exactly when a page or an export did
 // (a page that does not answer 200 is a failure naming its URL: TestExportsAreJudged and the
 // harness's own lines).

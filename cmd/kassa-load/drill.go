@@ -19,7 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// "kassa-load drill" is the reliability drill (issue 20, points 1 and 2): mixed load from many clients
+// "kassa-load drill" is the reliability drill: mixed load from many clients
 // while the nodes are killed, then the books. For each backend it starts kassa-acquirer dropping a
 // share of its answers, a merchant connected to it through the ISO 8583 connector, and "kassa serve"
 // (one node on SQLite; two on PostgreSQL, which the clients take in turn), and for --duration:

@@ -12,7 +12,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// TestDrill is the short version of "make drill" that "make test" runs (issue 20, point 1): on each
+// TestDrill is the short version of "make drill" that "make test" runs: on each
 // backend, mixed load from a few clients through kassa-acquirer dropping 2 % of its answers, a node
 // killed every 2 to 5 s for 35 s, the acquirer restarted once, PostgreSQL once; then the books, which
 // must balance (the drill exits 0) with each check having checked something. Both backends run at
@@ -51,7 +51,7 @@ func TestDrill(t *testing.T) {
 	}
 }
 
-// TestSoak is a short soak (issue 20, point 4; "make drill SOAK=10m" is the full one): on SQLite, the
+// TestSoak is a short soak ("make drill SOAK=10m" is the full one): on SQLite, the
 // drill's load without faults at half of what an unpaced probe reached, the server sampled every
 // 8 s. Every interval must have answered calls — a server that stops answering (as one did when a
 // write waited for itself) fails here — with its p99, resident memory, heap and goroutines read, and

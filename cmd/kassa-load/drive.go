@@ -25,7 +25,7 @@ type scenario struct {
 	iso     bool
 	latency time.Duration
 	clients int
-	// latencyClients: the scenario is a latency-tolerance one (issue 20, point 5), run from
+	// latencyClients: the scenario is a latency-tolerance one, run from
 	// --latency-clients clients instead of --clients.
 	latencyClients bool
 	// simLatency: the scenario drives a kassa serve of its own whose built-in simulator waits this
@@ -60,7 +60,7 @@ var scenarios = map[string]scenario{
 	// host from 1,000 clients, which is what keeps 1,000 ÷ 0.05 s = 20,000 sales in flight a second.
 	"iso8583":      isoSale("sale iso8583", 0, 0),
 	"iso8583-50ms": isoSale("sale iso8583 50ms", 50*time.Millisecond, 1000),
-	// Latency tolerance (issue 20, point 5): the acquirer 250 ms away, from --latency-clients (2,000)
+	// Latency tolerance: the acquirer 250 ms away, from --latency-clients (2,000)
 	// clients, through the ISO 8583 connector and through the built-in simulator; each is compared
 	// with min(clients ÷ 250 ms, the same path at once).
 	"iso8583-250ms": {ops: []string{"sale iso8583 250ms"}, iso: true, latency: 250 * time.Millisecond, latencyClients: true,
@@ -68,7 +68,7 @@ var scenarios = map[string]scenario{
 	"sale-250ms": {ops: []string{"sale 250ms"}, simLatency: 250 * time.Millisecond, latencyClients: true, atOnce: "sale",
 		run: sale("sale 250ms")},
 	"sale": {ops: []string{"sale"}, run: sale("sale")},
-	// The HTTP-stack ceiling (issue 20, point 5): the sale scenario's requests to a bare net/http
+	// The HTTP-stack ceiling: the sale scenario's requests to a bare net/http
 	// handler in a process of its own, from the same clients.
 	"http-ceiling": {ops: []string{"bare http sale"}, bare: true, run: sale("bare http sale")},
 	"token": {ops: []string{"token"}, run: func(ctx context.Context, c *client, report func(string, time.Duration, error)) {

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// rssWatch follows a process's resident memory during a scenario (issue 20, point 5: "the server's
-// resident memory stays under 300 MB" with 2,000 clients). Linux keeps the peak (VmHWM) for the
+// rssWatch follows a process's resident memory during a scenario, whose target with 2,000 clients is
+// a server under 300 MB. Linux keeps the peak (VmHWM) for the
 // process's whole life, and the server ran other scenarios before: the watch resets that peak when it
 // starts (5 to /proc/PID/clear_refs), and samples VmRSS meanwhile in case the reset is refused.
 type rssWatch struct {

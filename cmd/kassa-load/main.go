@@ -14,7 +14,7 @@
 //
 // It reports throughput, latency percentiles, errors, the server's CPU time per 1000 operations (and
 // in the iso8583 scenarios the acquirer host's) and, in the JSON lines, its peak resident memory.
-// Issue 20, point 5's comparisons follow: sales against the HTTP-stack ceiling (the bare handler's
+// The comparisons with their targets follow: sales against the HTTP-stack ceiling (the bare handler's
 // answers per second; targets 0.5 on SQLite, 0.45 on PostgreSQL, sale p99 ≤ 15 ms at 64 clients), and
 // each 250 ms scenario against min(clients ÷ latency, the same path at once) (target 0.9, p99 ≤ 350
 // ms, the server under 300 MB), each saying whether its target is met; a missed one does not fail
@@ -68,7 +68,7 @@ func usage() {
 	w := flag.CommandLine.Output()
 	fmt.Fprint(w, `kassa-load measures Kassa under load: for each backend it starts kassa serve on a fresh database,
 drives the scenarios over HTTP from concurrent clients, and reports throughput, latency percentiles,
-errors and the server's CPU per 1000 operations, then the comparisons of issue 20, point 5, each
+errors and the server's CPU per 1000 operations, then the comparisons with their targets, each
 saying whether its target is met.
 
 Scenarios:
@@ -438,7 +438,7 @@ func (r *reporter) ceiling(backend string, ceiling, sales float64) {
 		backend, ceiling, ratio)
 }
 
-// acquirer compares the ISO 8583 scenarios with what they are measured against (issue 15): sales
+// acquirer compares the ISO 8583 scenarios with what they are measured against: sales
 // through kassa-acquirer answering at once with the simulator's sales, and with a host answering after
 // 50 ms with the smaller of the ideal (clients ÷ latency) and the figure at once. It says nothing when
 // the scenarios compared did not run. Over several rounds, the rates are each scenario's median.
@@ -476,7 +476,7 @@ func (r *reporter) acquirer(backend string, rates map[string]float64, rounds int
 	fmt.Fprintln(r.w)
 }
 
-// The targets of issue 20, point 5.
+// The targets the comparisons are measured against.
 var (
 	// httpCeilingTargets are the least fraction of the HTTP-stack ceiling Kassa's sales reach, by
 	// backend.
@@ -502,7 +502,7 @@ func verdict(met bool) string {
 // megabytes is b in MB of 2^20 bytes, as the soak counts them (soak.go).
 func megabytes(b uint64) float64 { return float64(b) / (1 << 20) }
 
-// httpCeiling compares Kassa's sales with the HTTP-stack ceiling (issue 20, point 5): the bare
+// httpCeiling compares Kassa's sales with the HTTP-stack ceiling: the bare
 // net/http handler's answers per second, from the same clients on the same cores in the same run;
 // the ratio sales/ceiling and the sale scenario's p99 are checked against the targets, and the line
 // says whether each is met. It says nothing when the http-ceiling scenario did not run. As the rest of
@@ -546,7 +546,7 @@ func (r *reporter) httpCeiling(backend string, sums map[string]summary, rounds i
 	fmt.Fprintln(r.w)
 }
 
-// tolerance reports the latency-tolerance scenario name (issue 20, point 5): its sales per second
+// tolerance reports the latency-tolerance scenario name: its sales per second
 // against min(ideal = clients ÷ latency, the same path's figure at once in this run), its p99 and the
 // server's peak resident memory, each against its target, saying whether it is met. Without the
 // figure at once in the run, the bound is the ideal alone, and the line says so.

@@ -21,9 +21,9 @@ import (
 	"github.com/kassapay/kassa/internal/synth"
 )
 
-// "kassa-load scale" is the benchmark of the scale of data (issue 20, point 5): "with 10,000,000
-// transactions already in the ledger (bulk-loaded), sale throughput stays within 10 % of an empty
-// ledger, and listing or filtering a merchant's transactions stays at p99 ≤ 20 ms".
+// "kassa-load scale" is the benchmark of the scale of data: with 10,000,000 transactions already in
+// the ledger (bulk-loaded), sale throughput must stay within 10 % of an empty ledger's, and listing or
+// filtering a merchant's transactions at a p99 of at most 20 ms.
 //
 // For each backend it makes two databases side by side: an empty one, and one where a merchant's
 // history of --transactions rows (with their audit records and the merchant's customers) is

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The soak (issue 20, point 4): "kassa-load drill --soak 10m" (make drill SOAK=10m) runs the drill's
+// The soak: "kassa-load drill --soak 10m" (make drill SOAK=10m) runs the drill's
 // mixed load, without faults, at half the most it was measured to take, and samples the server as it
 // goes: resident memory, heap and goroutines, with each interval's rate and p99. A leak shows as growth:
 // of resident memory from the first sample to the last, and of goroutines at rest (no request, no

@@ -21,7 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/webhook"
 )
 
-// "kassa-load webhooks" is the webhooks' benchmark (issue 18, point 7). For each backend it starts
+// "kassa-load webhooks" is the webhooks' benchmark. For each backend it starts
 // "kassa serve --webhooks-allow-private" with a local HTTPS receiver inside this process, which
 // answers 200 and verifies nothing, and reports:
 //

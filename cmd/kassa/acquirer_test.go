@@ -18,7 +18,7 @@ import (
 	"github.com/kassapay/kassa/internal/card/cardtest"
 )
 
-// The end-to-end tests of the ISO 8583 connector (issue 15, point 9) run "kassa serve" with merchants
+// The end-to-end tests of the ISO 8583 connector run "kassa serve" with merchants
 // on the iso8583 processor against a real kassa-acquirer process, and look at what reached the host
 // through the host's own HTTP interface: its journal, its settlement report, its controls.
 

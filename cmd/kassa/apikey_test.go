@@ -80,7 +80,7 @@ func TestAPIKeyCommandFailures(t *testing.T) {
 	dir := t.TempDir()
 	m := cliJSON(t, "merchant", "create", "--init", "--name", "Shop", "--email", "apikey@example.com", "--data-dir", dir)
 	account := m["account_id"].(string)
-	// The help lists every permission, the refunds' included (issue 19, point 7).
+	// The help lists every permission, the refunds' included.
 	if stdout, stderr, _ := cli(t, "apikey", "create", "--help"); !strings.Contains(stdout+stderr, "refunds:read,refunds:write") {
 		t.Errorf("apikey create --help does not list the refunds permissions:\n%s%s", stdout, stderr)
 	}
@@ -128,7 +128,7 @@ func TestREADMEPaymentsAPI(t *testing.T) {
 
 // kassa apikey list shows an account's live keys without their secrets; kassa apikey revoke, run while
 // the server runs, stops a key within the revocation poll; kassa client revoke of a partner's client
-// ends its approvals and its keys with it, and says how many (issue 14, point 7).
+// ends its approvals and its keys with it, and says how many.
 func TestAPIKeyListRevokeAndPartnerClientRevoke(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {

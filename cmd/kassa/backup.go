@@ -10,8 +10,8 @@ import (
 	"github.com/kassapay/kassa/internal/backup"
 )
 
-// Issue 19, point 5: "On PostgreSQL kassa backup should say plainly to use PostgreSQL's own tools
-// (pg_dump / pg_basebackup) rather than pretend."
+// On PostgreSQL, kassa backup and restore say plainly to use PostgreSQL's own tools (pg_dump,
+// pg_basebackup) rather than pretend to copy a database they cannot copy consistently.
 const (
 	postgresBackup = "it copies the embedded SQLite database only; back up a PostgreSQL database with " +
 		"PostgreSQL's own tools: pg_dump for a logical copy, pg_basebackup with WAL archiving for point-in-time recovery"
@@ -19,8 +19,8 @@ const (
 		"PostgreSQL's own tools: pg_restore (or psql) for a pg_dump, a base backup and its WAL archive for pg_basebackup"
 )
 
-// backupCommand is issue 19, point 5: "kassa backup --out FILE makes a consistent online copy of the
-// SQLite database while the server runs …, verified with PRAGMA integrity_check on the copy".
+// backupCommand is "kassa backup --out FILE": a consistent online copy of the SQLite database while
+// the server runs, verified with PRAGMA integrity_check on the copy.
 func backupCommand(flags *flag.FlagSet) func(context.Context, *env) error {
 	out := flags.String("out", "", "file to write the copy to (mode 0600); a previous file of that name is replaced only once the new copy is verified (required)")
 	return func(ctx context.Context, e *env) error {
@@ -46,9 +46,9 @@ func backupCommand(flags *flag.FlagSet) func(context.Context, *env) error {
 	}
 }
 
-// restoreCommand is issue 19, point 5: "kassa restore --from FILE into an empty data directory
-// (refuses a non-empty one; verifies the file first; leaves no partial database on failure)". The
-// key-encryption key must be the backup's: a restore never generates one.
+// restoreCommand is "kassa restore --from FILE": into an empty data directory only (a non-empty one
+// is refused), the file verified first, and no partial database left on failure. The key-encryption
+// key must be the backup's: a restore never generates one.
 func restoreCommand(flags *flag.FlagSet) func(context.Context, *env) error {
 	from := flags.String("from", "", "backup file made by kassa backup (required)")
 	return func(ctx context.Context, e *env) error {

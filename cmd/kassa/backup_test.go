@@ -24,8 +24,8 @@ type storedCard struct {
 	customer, card, number string
 }
 
-// Issue 19, point 5: "back up under sale load, restore, start, and every transaction approved before
-// the backup began is there and every stored card still decrypts". A running kassa serve takes sales
+// Back up under sale load, restore, start, and every transaction approved before the backup began is
+// there and every stored card still decrypts. A running kassa serve takes sales
 // and stores cards from concurrent clients over HTTP while kassa backup copies its database; the copy
 // is restored into a fresh directory with the vault key, and a server started on it finds every sale
 // approved before the backup began, and pays with every card stored before it. A stored card that the
@@ -193,9 +193,9 @@ func orBlank(v any) string {
 	return fmt.Sprint(v)
 }
 
-// Issue 19, point 5: kassa restore "into an empty data directory (refuses a non-empty one; verifies
-// the file first; leaves no partial database on failure)", and "on PostgreSQL kassa backup should say
-// plainly to use PostgreSQL's own tools (pg_dump / pg_basebackup) rather than pretend".
+// kassa restore goes into an empty data directory only (a non-empty one is refused), verifies the
+// file first and leaves no partial database on failure; on PostgreSQL, kassa backup says plainly to
+// use PostgreSQL's own tools (pg_dump, pg_basebackup) rather than pretend.
 func TestBackupAndRestoreRefuse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

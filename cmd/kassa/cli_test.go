@@ -144,10 +144,10 @@ func TestCLIFailures(t *testing.T) {
 	}
 }
 
-// Issue 19, point 2: "kassa version and kassa --version print the module version and VCS revision
-// (from debug.ReadBuildInfo); kassa merchant --help (and every command group) lists its subcommands
-// and exits 0; help text writes flags as --flag, as the README does; shared flags (database, vault
-// key) are described once."
+// kassa version and kassa --version print the module version and VCS revision (from
+// debug.ReadBuildInfo); kassa merchant --help (and every command group) lists its subcommands and
+// exits 0; help text writes flags as --flag, as the README does; shared flags (database, vault key)
+// are described once.
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
@@ -229,8 +229,8 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 }
 
-// Issue 19, point 3: "kassa merchant list|show, kassa client list --merchant-id, kassa partner list
-// … all JSON", and never a secret.
+// kassa merchant list and show, kassa client list --merchant-id, kassa partner list and the other
+// list commands answer JSON, and never a secret.
 func TestListCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -309,8 +309,8 @@ func TestListCommands(t *testing.T) {
 	}
 }
 
-// Issue 19, point 3: "run from a directory without ./kassa-data, a command other than serve refuses to
-// create an empty database and says where it looked (--init to create one on purpose)".
+// Run from a directory without ./kassa-data, a command other than serve refuses to create an empty
+// database and says where it looked (--init creates one on purpose).
 func TestRefusesToCreateADatabase(t *testing.T) {
 	t.Parallel()
 	wd := t.TempDir()

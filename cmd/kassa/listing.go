@@ -12,7 +12,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The operator's list and show commands (issue 19, point 3): what the database holds, as JSON, never
+// The operator's list and show commands: what the database holds, as JSON, never
 // a secret. Times are RFC 3339 in UTC.
 
 // merchantItem is one merchant in "kassa merchant list".

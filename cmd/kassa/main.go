@@ -358,11 +358,10 @@ func (d *dbFlags) register(fs *flag.FlagSet) {
 		"file holding the key-encryption key for secrets at rest (env KASSA_VAULT_KEY_FILE; or the key itself in KASSA_VAULT_KEY)")
 }
 
-// open opens and migrates the database.
-// exists is issue 19, point 3: "run from a directory without ./kassa-data, a command other than serve
-// refuses to create an empty database and says where it looked (--init to create one on purpose)". An
-// operator's command run from the wrong directory would otherwise make a database of its own there, and
-// its merchant or key would never reach the server. PostgreSQL's database is the operator's to create.
+// exists refuses, for a command other than serve run from a directory without ./kassa-data, to
+// create an empty database, and says where it looked (--init creates one on purpose). An operator's
+// command run from the wrong directory would otherwise make a database of its own there, and its
+// merchant or key would never reach the server. PostgreSQL's database is the operator's to create.
 // restore makes its database from a backup, in a data directory that must have none.
 func (d *dbFlags) exists(command string) error {
 	if command == "serve" || command == "restore" || d.init || d.databaseURL != "" {
@@ -384,6 +383,7 @@ func (d *dbFlags) sqlitePath() (string, error) {
 	return filepath.Abs(filepath.Join(d.dataDir, store.SQLiteFile))
 }
 
+// open opens and migrates the database.
 func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
 	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns, Note: d.note})
 	if err != nil {
@@ -399,8 +399,8 @@ func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
 // kek loads the key-encryption key: KASSA_VAULT_KEY, else --vault-key-file, else (SQLite only) the
 // file vault.key in the data directory, generated on first use. A generated key sits on the same disk
 // as the database it protects; note is told so, to say it to the operator. It is information, not a
-// warning (issue 19, point 10: "the vault-key notice reads as information, not a warning"): a
-// generated key is what a first start on SQLite should do, and moving it is advice for production.
+// warning: a generated key is what a first start on SQLite should do, and moving it is advice for
+// production.
 func (d *dbFlags) kek(note func(msg string, args ...any)) (*envelope.KEK, error) {
 	if path := d.vaultKeyPath(); os.Getenv("KASSA_VAULT_KEY") == "" && path == d.defaultVaultKeyPath() {
 		if d.databaseURL != "" {

@@ -21,7 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/metrics/metricstest"
 )
 
-// Issue 19, point 1: "A test scrapes after a known workload and checks the numbers." A real kassa serve
+// A scrape after a known workload counts exactly that workload. A real kassa serve
 // with --metrics-addr takes a token, two sales, a replay of one, a refund, declines until the
 // credential's decline limit refuses a payment (429), each outcome's event delivered to a webhook
 // endpoint; then the exposition on the metrics listener counts exactly those, on both backends, and the
@@ -158,8 +158,7 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 	}
 }
 
-// The Grafana dashboard in deploy/grafana refers only to series Kassa exposes (issue 19, point 1:
-// "checked by a test to reference only metrics that exist").
+// The Grafana dashboard in deploy/grafana refers only to series Kassa exposes.
 func TestGrafanaDashboardUsesExistingMetrics(t *testing.T) {
 	raw, err := os.ReadFile("../../deploy/grafana/kassa.json")
 	if err != nil {

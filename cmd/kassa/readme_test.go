@@ -14,8 +14,8 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// What make run prints is what the README's quickstart shows (issue 19, point 10: "the output make
-// run prints matches what the README shows"): make's commands, as make -n lists them, then everything
+// What make run prints is what the README's quickstart shows: make's commands, as make -n lists
+// them, then everything
 // the command the run target ends with prints on stdout and stderr, run as it is in a directory
 // without a database. The README's next block, which keeps the printed values in variables and the
 // token in $TOKEN, works with the values of that start.
@@ -111,7 +111,7 @@ func environWithout(names ...string) []string {
 // The README's walk-through of the gateway API — its Transactions, Customers and Plans blocks, one
 // after the other in one shell as a reader pastes them — works as it stands against kassa serve, with
 // $TOKEN as the quickstart sets it, and each variable a block sets from an answer's field names what
-// the next block needs (issue 19, point 10: "says which response field fills each $VAR").
+// the next block needs, so that the README says which response field fills each $VAR.
 func TestREADMEGatewayAPI(t *testing.T) {
 	t.Parallel()
 	needTools(t, "curl", "jq", "sh")
@@ -133,7 +133,7 @@ func TestREADMEGatewayAPI(t *testing.T) {
 
 // The README's invoice walk-through works as it stands against kassa serve with the quickstart's
 // token: it creates the invoice with the totals the README explains, sends it, downloads its PDF,
-// reads, lists and cancels it (issue 21, point 6: "The README shows the invoice walk-through with curl").
+// reads, lists and cancels it, with curl.
 func TestREADMEInvoices(t *testing.T) {
 	t.Parallel()
 	needTools(t, "curl", "jq", "sh")

@@ -12,7 +12,7 @@ import (
 )
 
 // reconcileCommand compares an acquirer's settlement report with the merchant's ledger of the same
-// UTC day (issue 15, point 8). It prints what it found whether or not the two agree, and exits 1
+// UTC day. It prints what it found whether or not the two agree, and exits 1
 // when they do not, so that a scheduled run can alert on the status alone.
 func reconcileCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	merchantID := fs.String("merchant-id", "", "merchant whose ledger to reconcile (required)")

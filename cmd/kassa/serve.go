@@ -84,8 +84,8 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if err != nil {
 			return usagef("--trusted-proxies must be CIDR prefixes separated by commas, e.g. 10.0.0.0/8,fd00::/8")
 		}
-		// Issue 19, point 4: "--tls-cert FILE --tls-key FILE serve HTTPS (HTTP/2) directly, reloading the
-		// pair on SIGHUP without dropping connections."
+		// --tls-cert FILE --tls-key FILE serve HTTPS (HTTP/2) directly, reloading the pair on SIGHUP
+		// without dropping connections.
 		if (*tlsCert == "") != (*tlsKey == "") {
 			return usagef("--tls-cert and --tls-key go together: both to serve HTTPS, neither to serve HTTP")
 		}
@@ -242,8 +242,8 @@ func demoMerchant(ctx context.Context, out io.Writer, srv *server.Server, base s
 		return err
 	}
 	if n > 0 {
-		// Issue 19, point 3: "The second start of make run prints the demo merchant's id and how to get
-		// a new secret."
+		// A later start of make run prints the demo merchant's id and how to get a new secret: the
+		// secret was shown once, at the first start.
 		all, err := listMerchants(ctx, db)
 		if err != nil {
 			return err

@@ -23,9 +23,9 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// Issue 20, point 3: "with the SQLite data directory on a small filesystem that fills up, writes fail
-// with 503 storage_unavailable, reads still work, nothing is corrupted (PRAGMA integrity_check), and
-// writes resume once space is freed … readyz reflects both." The data directory is a 16 MB tmpfs;
+// With the SQLite data directory on a small filesystem that fills up, writes fail with 503
+// storage_unavailable, reads still work, nothing is corrupted (PRAGMA integrity_check), writes resume
+// once space is freed, and readyz reflects both. The data directory is a 16 MB tmpfs;
 // sales go on until a file that takes every free byte leaves the database no room, then the file is
 // removed. Every sale that got an answer other than 200 is retried with its Idempotency-Key; in the
 // end each key has exactly one transaction, and the database checks clean.
@@ -165,8 +165,8 @@ func fill(t *testing.T, name string) {
 	}
 }
 
-// Issue 20, point 3: "on PostgreSQL a lost connection mid-transaction is retried or reported, never
-// half-applied." Sixteen clients make sales while the test terminates every connection of Kassa's
+// On PostgreSQL a connection lost mid-transaction is retried or reported, never half-applied.
+// Sixteen clients make sales while the test terminates every connection of Kassa's
 // database five times a second. A sale is answered 200, or 503 storage_unavailable (the connection was
 // lost under its write; nothing is half-done), or 409 while the attempt it left is being resolved;
 // never 500. Every sale is then retried with its key until it is settled — approved, or declined with

@@ -15,8 +15,8 @@ import (
 	"github.com/kassapay/kassa/internal/webhook"
 )
 
-// The operator's commands of webhook endpoints (issue 18, point 2: "kassa webhook create|list|delete
-// for operators"), through the same store, and rules, as the v1 API and the dashboard.
+// The operator's commands of webhook endpoints (kassa webhook create, list and delete), through the
+// same store, and rules, as the v1 API and the dashboard.
 
 // webhookEndpoints opens the database and the endpoint store. Creating seals a secret, so it needs the
 // key-encryption key, checked first as cardKeys does; listing and deleting do not. An unknown

@@ -66,7 +66,8 @@ func listCondition(merchantID string, f Filter) (string, []any) {
 }
 
 // Trail returns the merchant's records of the transactions named (their transaction ids), oldest
-// first: a transaction's audit trail (issue 17, point 2), served by the index on transaction_id.
+// first: the transaction's audit trail, every change to it and who made it, served by the index on
+// transaction_id.
 func Trail(ctx context.Context, q store.Querier, merchantID string, transactionIDs []string) ([]Entry, error) {
 	if len(transactionIDs) == 0 {
 		return nil, nil

@@ -10,7 +10,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// A transaction's audit trail (issue 17, point 2) is read by the index on transaction_id, not by a scan
+// A transaction's audit trail is read by the index on transaction_id, not by a scan
 // of the log, which grows by a record with every payment: EXPLAIN (QUERY PLAN) on 20,000 records,
 // analyzed.
 func TestTrailUsesIndex(t *testing.T) {

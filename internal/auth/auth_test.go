@@ -276,7 +276,7 @@ func TestTokenRequestErrors(t *testing.T) {
 			{"malformed query", "grant_type=%zz", "", "", basic(id, secret), 400, "invalid_request"},
 			{"malformed multipart", "", "multipart/form-data; boundary=x", "garbage", basic(id, secret), 400, "invalid_request"},
 			{"body over 1 MiB", "", form, gt + "&pad=" + strings.Repeat("a", 1<<20), basic(id, secret), 413, "invalid_request"},
-			// Text PostgreSQL cannot hold never reaches a query (issue 14: a NUL gave a 500 there).
+			// Text PostgreSQL cannot hold never reaches a query (a NUL once gave a 500 there).
 			{"NUL in a client id", gt + "&client_id=%00&client_secret=" + secret, "", "", nil, 400, "invalid_request"},
 			{"invalid UTF-8 in a username", "grant_type=password&username=%ff", form, "password=a+long+passphrase", basic(id, secret), 400, "invalid_request"},
 			{"NUL in a parameter's name", gt + "&a%00=1", "", "", basic(id, secret), 400, "invalid_request"},

@@ -88,9 +88,9 @@ type RevokedClient struct {
 // RevokeClient revokes a client in the caller's transaction: it can no longer get tokens, every node
 // stops accepting the tokens it already has within one revocation poll, and every grant it holds is
 // revoked, so that their refresh tokens stop at once and the merchants' approvals of it stop counting
-// (PartnerScopes). "Revoking a partner client revokes its tokens, grants and API keys within the
-// revocation poll" (issue 14, point 7): the API keys are the payments API's, which revokes them in the
-// same transaction (checkout.RevokeClient).
+// (PartnerScopes). Revoking a partner's client so revokes its tokens, grants and API keys within
+// one revocation poll: the API keys are the payments API's, which revokes them in the same
+// transaction (checkout.RevokeClient).
 //
 // The grants' access tokens need no revocation of their own: each carries the client's id, which the
 // client's revocation covers for as long as any of them can live.

@@ -65,9 +65,9 @@ func (s *Service) grant(r *http.Request, p, query url.Values, gt string) (*token
 	case "refresh_token":
 		return s.refreshToken(r.Context(), r, p)
 	case "password":
-		// Issue 14: "Credentials stay out of URLs where the contract allows it": a URL is written to
-		// proxy and server logs and kept in histories (RFC 6749 §3.2 asks for the body for the same
-		// reason). The contract keeps the query string only for the spec's client-credentials,
+		// Credentials stay out of URLs wherever the contract allows it: a URL is written to proxy and
+		// server logs and kept in histories (RFC 6749 §3.2 asks for the body for the same reason).
+		// The contract keeps the query string only for the spec's client-credentials,
 		// authorization-code and refresh requests; the password grant's shape is not shown.
 		if query.Get("password") != "" || query.Get("client_secret") != "" {
 			return nil, invalidRequest("Send password and client_secret in the request body, not in the query string.")

@@ -15,8 +15,8 @@ import (
 // minute is written once a minute, not once a token.
 const LastUsedGranularity = time.Minute
 
-// ClientInfo is one of a merchant's client-credential pairs as the dashboard lists it: "list (client
-// id, created, validity, last used, status)" (issue 16, point 4). Never its secret.
+// ClientInfo is one of a merchant's client-credential pairs as the dashboard lists it: its client id,
+// when it was created, its tokens' validity, when it was last used and its status. Never its secret.
 type ClientInfo struct {
 	ClientID  string
 	CreatedAt time.Time
@@ -51,8 +51,8 @@ func ListClients(ctx context.Context, q store.Querier, merchantID string) ([]Cli
 	return out, rows.Err()
 }
 
-// ConnectedPartner is a partner that a merchant has approved, as the dashboard lists it: "each partner
-// the merchant approved, with scopes and date" (issue 16, point 4).
+// ConnectedPartner is a partner that a merchant has approved, as the dashboard lists it: the partner,
+// the scopes the merchant approved and when.
 type ConnectedPartner struct {
 	Partner    Partner
 	Scopes     Scopes    // the union of the approvals in force (PartnerScopes)

@@ -147,9 +147,9 @@ func GetPartner(ctx context.Context, q store.Querier, id string) (Partner, error
 
 // PartnerScopes returns the scopes the merchant has approved for the partner: the union of the scopes
 // of the partner's grants for the merchant that are not revoked, and whose client is not revoked
-// either; none when the merchant has not authorized the partner. "A partner's access to a merchant,
-// on every surface, is limited to the scopes that merchant approved" (issue 14, point 1): a bearer
-// token carries its grant's scopes, and the payments API's partner keys ask this.
+// either; none when the merchant has not authorized the partner. A partner's access to a merchant,
+// on every surface, is limited to the scopes that merchant approved: a bearer token carries its
+// grant's scopes, and the payments API's partner keys ask this.
 func PartnerScopes(ctx context.Context, q store.Querier, partnerID, merchantID string) (Scopes, error) {
 	rows, err := q.QueryContext(ctx, `SELECT g.scopes FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
 		WHERE g.partner_id = $1 AND g.merchant_id = $2 AND g.revoked_at IS NULL AND c.revoked_at IS NULL`, partnerID, merchantID)

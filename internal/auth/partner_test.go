@@ -414,7 +414,7 @@ func TestPasswordGrant(t *testing.T) {
 	})
 }
 
-// Issue 14, point 3: thirty guesses racing with one client get at most the limit's worth of password
+// Thirty guesses racing with one client get at most the limit's worth of password
 // checks; the rest are refused unchecked. The count is reserved before the check, so the race
 // cannot outrun it.
 func TestPasswordGrantCountsBeforeChecking(t *testing.T) {
@@ -441,7 +441,7 @@ func TestPasswordGrantCountsBeforeChecking(t *testing.T) {
 	})
 }
 
-// Issue 14, point 9: the password grant refuses its credentials in the query string, where they
+// The password grant refuses its credentials in the query string, where they
 // would be logged; the grants whose query-string form the contract requires keep it.
 func TestPasswordGrantRefusesCredentialsInTheURL(t *testing.T) {
 	t.Parallel()
@@ -730,7 +730,7 @@ func TestTokenKeysAreSealedAtRest(t *testing.T) {
 // A partner's image URL and callback URIs end up, as origins, in the consent page's
 // Content-Security-Policy: partner creation refuses any whose host is not a DNS name or an IP
 // address, such as one that would end the directive with a ";" or add a source with a space or a
-// quote (issue 14, point 10).
+// quote.
 func TestCreatePartnerRefusesURLsWithoutAnOrigin(t *testing.T) {
 	t.Parallel()
 	db := storetest.SQLite(t)

@@ -284,9 +284,9 @@ func (e *Engine) process(ctx context.Context, id int64) (bool, error) {
 	return true, nil
 }
 
-// logCharge logs a charge the engine made, approved or declined (issue 19, point 10: "the billing
-// engine logs each charge it makes"): the subscription, the cycle and attempt, the amount, the result
-// and the ledger's transaction. No card data: not even the last four digits the transaction holds.
+// logCharge logs a charge the engine made, approved or declined, so that the operator's log holds
+// every charge the engine makes: the subscription, the cycle and attempt, the amount, the result and
+// the ledger's transaction. No card data: not even the last four digits the transaction holds.
 func (e *Engine) logCharge(ctx context.Context, sub vault.Subscription, t payment.Transaction) {
 	args := []any{"subscription", sub.LookupID, "merchant_id", sub.MerchantID, "cycle", sub.Cycle, "attempt", sub.FailedAttempts + 1,
 		"amount", money.Format(sub.Amount, sub.Currency), "currency", sub.Currency.Code, "result", t.Status, "transaction_id", t.TransactionID}

@@ -31,7 +31,7 @@ func (f *fixture) logLines(t *testing.T, msg string) []map[string]any {
 
 // The billing engine logs each charge it makes, approved or declined: the subscription, its cycle and
 // attempt, the amount and currency, the result and the ledger's transaction, with the decline's code
-// — and no card data, not even the last four digits (issue 19, point 10).
+// — and no card data, not even the last four digits.
 func TestEngineLogsEachCharge(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2027, time.June, 1, 10, 0, 0, 0, time.UTC)
@@ -83,7 +83,7 @@ func jsonNum(v any) string {
 
 // Without SMTP, an engine warns that receipts wait in the outbox as soon as one does, with how many,
 // then no more than once an hour while they wait — not at every tick — and says nothing while none
-// wait (issue 19, point 10).
+// wait.
 func TestEngineWarnsOfReceiptsWaitingForSMTP(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2027, time.June, 1, 10, 0, 0, 0, time.UTC)

@@ -110,7 +110,7 @@ func TestReceiptsSurviveAnSMTPOutage(t *testing.T) {
 	if msgs := in.Messages(); len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
 	}
-	// Issue 19, point 1: the engine counts the cycle it charged and each attempt to send the receipt.
+	// The engine's metrics count the cycle it charged and each attempt to send the receipt.
 	exposition := httptest.NewServer(set.Handler(slog.Default()))
 	defer exposition.Close()
 	got := metricstest.Scrape(t, exposition.URL)

@@ -23,9 +23,9 @@ func RetryOf(sub vault.Subscription) Retry {
 }
 
 // RetryNow charges the unpaid cycle of a subscription in RETRY or SUSPENDED now, through the engine
-// (issue 17, point 5: '"retry now" for RETRY or SUSPENDED (through the billing engine, exactly
-// once)'), and returns the charge and true; or false when this request charged nothing because the
-// charge asked for was made, or is being made, by another request, node or the engine's schedule.
+// and exactly once (the dashboard's "retry now"), and returns the charge and true; or false when this
+// request charged nothing because the charge asked for was made, or is being made, by another
+// request, node or the engine's schedule.
 //
 // Exactly once: the subscription is claimed with the engine's lease in one conditional UPDATE that
 // also checks it still is as want saw it, so that of any number of requests on any number of nodes

@@ -35,12 +35,12 @@ type Token struct {
 	expiresAt  time.Time // when the token is too old to open anyway
 }
 
-// Consume records in tx that the token has been used. Issue 14: "A card token is single-use. A token
-// is consumed by its first successful use (sale, authorization or stored card add), recorded in the
-// same transaction as the attempt; a second use answers 400 invalid_card_token, the same answer as any
-// other unusable token (no oracle). Racing uses: exactly one wins." A token used before is
-// ErrInvalidToken; of racing transactions, the one that inserts the row first wins, and the others find
-// it (PostgreSQL makes them wait for the winner's commit, SQLite has one writer).
+// Consume records in tx that the token has been used. A card token is single-use: it is consumed by
+// its first successful use (sale, authorization or stored card add), recorded in the same transaction
+// as the attempt; a second use answers 400 invalid_card_token, the same answer as any other unusable
+// token, so that the answer tells nothing of the token; of racing uses, exactly one wins. A token used
+// before is ErrInvalidToken; of racing transactions, the one that inserts the row first wins, and the
+// others find it (PostgreSQL makes them wait for the winner's commit, SQLite has one writer).
 func (t Token) Consume(ctx context.Context, tx *store.Tx) error {
 	r, err := tx.ExecContext(ctx, `INSERT INTO used_card_tokens (token_hash, merchant_id, expires_at) VALUES ($1, $2, $3)
 		ON CONFLICT (token_hash) DO NOTHING`, t.hash[:], t.merchantID, t.expiresAt.UnixMilli())

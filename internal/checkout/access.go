@@ -136,9 +136,9 @@ func (s *Service) resolve(ctx context.Context, key APIKey, account string) (Call
 		if scopes == 0 {
 			return Caller{}, forbidden
 		}
-		// "A partner's access to a merchant, on every surface, is limited to the scopes that merchant
-		// approved; v1 payments access needs ecom" (issue 14, point 1). Every v1 route a partner may
-		// use for a merchant is a payments route (API keys are managed only by their own account).
+		// A partner's access to a merchant, on every surface, is limited to the scopes that merchant
+		// approved, and the v1 payments API needs ecom. Every v1 route a partner may use for a
+		// merchant is a payments route (API keys are managed only by their own account).
 		if !scopes.Has(auth.ScopeEcom) {
 			return Caller{}, fault.New(http.StatusForbidden, "payments_not_approved",
 				"Account %s has not approved payments for this partner: it approved only %q, and the payments API needs %q.",

@@ -205,9 +205,9 @@ type ClientRevocation struct {
 
 // RevokeClient revokes an OAuth client and everything it holds, in one transaction: its tokens and its
 // grants (auth.RevokeClient) and, for a partner's client, every live API key of the partner, each
-// with an audit record. "Revoking a partner client revokes its tokens, grants and API keys within the
-// revocation poll" (issue 14, point 7): tokens by the revocation set every node reloads each poll,
-// keys and the merchants' approvals by the key cache, whose TTL is at most the poll.
+// with an audit record. Everything the client held so stops within one revocation poll: tokens by
+// the revocation set every node reloads each poll, keys and the merchants' approvals by the key cache,
+// whose TTL is at most the poll.
 //
 // A key belongs to the partner's account, not to one of its clients, so a partner with several
 // clients loses every key when any one of them is revoked: a revoked client most often means leaked

@@ -37,7 +37,7 @@ func TestAuthentication(t *testing.T) {
 			{"no account", []string{checkout.HeaderAPIKey, a.key}, 400, "invalid_request", checkout.HeaderAccount},
 			{"another merchant's account", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, b.id}, 403, "account_forbidden", ""},
 			{"an unknown account", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, "acct_0000000000"}, 403, "account_forbidden", ""},
-			// "payments-account: acct_ alone is refused as malformed" (issue 14, point 10), as is
+			// A Payments-Account of acct_ alone is refused as malformed, as is
 			// anything else that is not acct_ and 10 lowercase hex digits.
 			{"not an account id", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, a.m.ID}, 400, "invalid_request", checkout.HeaderAccount},
 			{"acct_ alone", []string{checkout.HeaderAPIKey, a.key, checkout.HeaderAccount, "acct_"}, 400, "invalid_request", checkout.HeaderAccount},
@@ -182,8 +182,8 @@ func TestAPIKeys(t *testing.T) {
 	})
 }
 
-// Issue 14: "Replaying another key's Idempotency-Key handed a key holding only api_keys:write a
-// full-permission key." Idempotency records are each key's own: a key of the same account sending the
+// Replaying another key's Idempotency-Key once handed a key holding only api_keys:write a
+// full-permission key. Idempotency records are each key's own: a key of the same account sending the
 // same key and body runs as its own request, through its own permission check.
 func TestIdempotencyKeysArePerAPIKey(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -65,7 +65,8 @@ type Service struct {
 type SucceededFunc func(ctx context.Context, tx *store.Tx, in Intent, t payment.Transaction) error
 
 // OnSucceeded adds f to what settling a succeeded charge does in its transaction (the invoice service
-// marks its invoice PAID so: issue 21, point 2). Called while the server is built, before it serves.
+// marks its invoice PAID so, in the transaction that records the payment). Called while the server is
+// built, before it serves.
 func (s *Service) OnSucceeded(f SucceededFunc) { s.succeeded = append(s.succeeded, f) }
 
 // New returns the service.

@@ -110,8 +110,8 @@ func (s *Service) handleUpdateIntent(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// confirmBody is the body of a confirmation. payment_method_id and payment_method are the same field
-// under the issue's name and the industry standard's.
+// confirmBody is the body of a confirmation. payment_method_id and payment_method are the same field:
+// Kassa's name for it, and the name the industry's payment-intent APIs use.
 type confirmBody struct {
 	PaymentMethodID *string `json:"payment_method_id"`
 	PaymentMethod   *string `json:"payment_method"`

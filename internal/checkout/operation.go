@@ -104,9 +104,9 @@ func (s *Service) Confirm(ctx context.Context, who Who, id string, p ConfirmPara
 }
 
 // Throttled returns the 429 of a confirmation of who's intent id that a velocity limit refuses now,
-// reading only memory: "failed confirmations per payment intent" (issue 14, point 6) — the intent's
-// confirmations have been declined its quota of times within the hour — or the declines of who's
-// credential, which the ledger would refuse anyway, after a claim to undo.
+// reading only memory: the failed confirmations of the payment intent — its confirmations have been
+// declined its quota of times within the hour — or the declines of who's credential, which the
+// ledger would refuse anyway, after a claim to undo.
 func (s *Service) Throttled(who Who, id string) error {
 	return s.velocity.Check(who.Merchant.Velocity, velocity.IntentFailures(who.Merchant.ID, id), velocity.CredentialDeclines(who.Principal))
 }
@@ -294,8 +294,9 @@ var errAnswered = errors.New("checkout: the operation of this request is done")
 // Idempotency-Key, as scoped to its credential; "" without a key, or for a refund, which is an object
 // of its own that remembers its key itself. A client whose node died after settling the operation and
 // before answering retries with the same key after the HTTP layer has given up the first answer
-// (issue 20's drill: a confirmation retried so was answered 409 "its status is succeeded"); the retry
-// is then answered with the intent, as the first attempt would have been, and nothing runs again.
+// (the reliability drill saw it: such a retry of a confirmation was answered 409 "its status is
+// succeeded"); the retry is answered with the intent instead, as the first attempt would have been,
+// and nothing runs again.
 func opRequest(ctx context.Context, op string) string {
 	key := idempotency.Key(ctx)
 	if key == "" || op == opRefund {
@@ -463,8 +464,8 @@ func transition(in Intent, t payment.Transaction, now time.Time) Intent {
 		}
 	case opCapture:
 		if approved {
-			// "its latest_charge is the transaction that captured the money" (issue 19, point 7): the
-			// capture, which refunds act on.
+			// The intent's latest_charge is the transaction that captured the money: the capture,
+			// which refunds act on.
 			in.Status, in.AmountReceived, in.AmountCapturable, in.LastError = StatusSucceeded, t.Amount, 0, nil
 			in.ChargeID, in.LatestCharge = t.ID, t.TransactionID
 		} else {

@@ -18,7 +18,7 @@ import (
 
 // A partner's key acts for a merchant only within the scopes the merchant approved: the payments API
 // needs ecom. A partner approved only for invoice gets a 403 payments_not_approved on every v1 route,
-// and changes nothing; once the merchant also approves ecom, the routes open (issue 14, point 1).
+// and changes nothing; once the merchant also approves ecom, the routes open.
 func TestPartnerKeysNeedEcom(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk := clock.NewManual(time.Now())

@@ -9,8 +9,7 @@ import (
 type Permissions uint16
 
 // The permissions of the v1 API: hosted-payment-page-api.md, "Endpoints" rule 2, names the first six;
-// events and webhook endpoints have their own (issue 18), and so do refunds (issue 19, point 7: "new
-// permissions refunds:read/refunds:write").
+// events and webhook endpoints have their own, and so do refunds (refunds:read and refunds:write).
 const (
 	APIKeysRead Permissions = 1 << iota
 	APIKeysWrite

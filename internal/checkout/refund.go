@@ -20,9 +20,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Refunds of the v1 API (issue 19, point 7): POST /v1/refunds returns all or part of what a succeeded
-// intent captured. A refund is a money operation on its intent, run in the three steps of every other
-// (operation.go), so that it is as safe:
+// Refunds of the v1 API: POST /v1/refunds returns all or part of what a succeeded intent captured. A
+// refund is a money operation on its intent, run in the three steps of every other (operation.go), so
+// that it is as safe:
 //
 //  1. claim: the intent is locked, the amount checked against what remains (amount_received less
 //     amount_refunded), and the refund recorded as pending under the intent's next attempt number.

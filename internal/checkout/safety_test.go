@@ -279,9 +279,9 @@ func TestConfirmAfterCrash(t *testing.T) {
 // A confirmation, a capture or a cancellation whose node died after settling it and before its answer
 // was stored is retried by its client with the same Idempotency-Key once the HTTP layer has let the
 // first attempt go; the retry is answered with the intent the operation settled — as the first attempt
-// would have been — and nothing runs again. Issue 20's drill found such retries answered 409 ("its
-// status is succeeded") or 400 (the payment method already used). Another key is another request, and
-// meets the state as it is.
+// would have been — and nothing runs again. The reliability drill found such retries answered 409
+// ("its status is succeeded") or 400 (the payment method already used). Another key is another
+// request, and meets the state as it is.
 func TestRetryAfterALostAnswerFindsTheSettledIntent(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := start(t, db, server.Config{})

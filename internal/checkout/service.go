@@ -285,9 +285,9 @@ func saveIntent(ctx context.Context, tx *store.Tx, before, in Intent) error {
 	return nil
 }
 
-// intentEvents are the events of an intent's change from before to after (issue 18, point 1: "the
-// object as the API would show it at that moment", at every transition, whoever makes it — the v1
-// API, the hosted page, the sweep):
+// intentEvents are the events of an intent's change from before to after, each carrying the object
+// as the API would show it at that moment, at every transition, whoever makes it — the v1 API, the
+// hosted page, the sweep:
 //
 //   - payment_intent.succeeded, .requires_action, .canceled: the intent entered that status;
 //   - payment_intent.amount_capturable_updated: it entered requires_capture, or amount_capturable

@@ -28,9 +28,9 @@ func lastError(r servertest.Response) string {
 	return code
 }
 
-// Issue 14: "one v1 intent took 30 declined confirmations in 2.5 s". Failed confirmations per payment
-// intent are limited per hour: past them, the intent's confirmation is a 429 until the hour since its
-// first failure ends; other intents go on.
+// Without a limit, one v1 intent took 30 declined confirmations in 2.5 s. Failed confirmations per
+// payment intent are limited per hour: past them, the intent's confirmation is a 429 until the hour
+// since its first failure ends; other intents go on.
 func TestIntentFailuresPerHour(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk := clock.NewManual(time.Now().Truncate(time.Millisecond))

@@ -32,7 +32,7 @@ func (h *Handler) payer(r *http.Request, m merchant.Merchant) payment.Actor {
 
 // formKey is a new idempotency key for a form that moves money: the form carries it in a hidden
 // field, so that a double submit or a reload of the same form sends the same key and the money
-// moves once (issue 17, point 2). Each rendering of the form gets a new one.
+// moves once. Each rendering of the form gets a new one.
 func formKey() string { return rand.Text() }
 
 // ledgerKey is the ledger's idempotency key of a dashboard form's key: scoped to the user, and with a

@@ -17,8 +17,8 @@ import (
 
 // record writes, in tx, the audit record of a dashboard action: op on resource (a "user/<id>", or ""
 // for the merchant's own settings or the user's session) with detail, in the name of the staff user
-// and address of ctx (audit.WithActor) — "every dashboard action writes an audit record naming the
-// staff user" (issue 16, point 5).
+// and address of ctx (audit.WithActor): every dashboard action writes an audit record naming the
+// staff user.
 func record(ctx context.Context, tx *store.Tx, merchantID, op, resource, detail string, at time.Time) error {
 	return audit.Write(ctx, tx, audit.Record{MerchantID: merchantID, Operation: op, Resource: resource, Outcome: audit.Done,
 		Detail: detail, RequestID: httpapi.RequestID(ctx), At: at})
@@ -47,9 +47,9 @@ type activityFilter struct {
 	Older        string // the query of the next page
 }
 
-// activity serves the Activity page: the merchant's audit log, newest first, a page at a time, by
-// staff user and by action (issue 16, point 5: "who, what, when, from which address; filter by user
-// and action"). A sales user sees only its own records, as it sees only its own transactions.
+// activity serves the Activity page: the merchant's audit log, newest first, a page at a time, each
+// record saying who did what, when and from which address, filtered by staff user and by action. A
+// sales user sees only its own records, as it sees only its own transactions.
 func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
 	q := r.URL.Query()

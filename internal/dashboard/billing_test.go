@@ -229,7 +229,7 @@ func TestSubscriptionsListDetailAndActions(t *testing.T) {
 			t.Fatalf("the linked transaction: %s", r.Raw)
 		}
 
-		// The dashboard's changes record the API's events (issue 18), with the subscription as the API shows it.
+		// The dashboard's changes record the API's events, with the subscription as the API shows it.
 		events := &eventtest.Log{DB: db, MerchantID: s.merchantID}
 		events.Skip(t) // the shop's setup
 		resp, body = b.post(page+"/amount", url.Values{"csrf_token": {csrf}, "amount": {"twenty"}})
@@ -603,7 +603,7 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 
 // Every page of Billing and Payments, checked with axe-core in light and dark, at desktop and phone
 // widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px; on both
-// backends (issue 17, point 7: "Tests in Chromium on both backends").
+// backends.
 func TestBillingAndPaymentsAccessible(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

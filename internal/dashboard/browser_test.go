@@ -178,7 +178,7 @@ func TestDashboardAccessible(t *testing.T) {
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "two-factor code")
 }
 
-// In Chromium, issue 16's credential flows: an owner makes a client pair in Settings → eCommerce and
+// In Chromium, the credential flows: an owner makes a client pair in Settings → eCommerce and
 // reads its secret from the page (the copy button shown by the page's script); the pair gets a token
 // with golang.org/x/oauth2's client credentials and takes a sale; revoked from the page, its token is
 // refused. A payments-API key made on the page works against the v1 API. A partner's access, ended

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// chart is a bar chart of one value per day, drawn on the server as SVG (issue 17, point 1: "a chart
-// of daily volume and of approvals vs declines (server-rendered SVG …), each with an accessible data
-// table beside it"): no script, and a page's CSP needs nothing more. Its bars stack the series, each
+// chart is a bar chart of one value per day (the overview's daily volume, and its approvals against
+// declines), drawn on the server as SVG, each with an accessible data table beside it: no script, and
+// a page's CSP needs nothing more. Its bars stack the series, each
 // segment outlined in the card's colour, so that every segment meets the background or a neighbour
 // across a gap and keeps its own 3:1 contrast; the page's table says the same in numbers. The SVG is
 // an image to assistive technology (role="img"), named by Title and described by Desc.

@@ -19,12 +19,12 @@ import (
 	"github.com/kassapay/kassa/internal/vault"
 )
 
-// Customers (issue 17, point 4): "list and search (name, e-mail, card last 4), detail with cards
-// (brand, last 4, expiry, default marker), subscriptions (status, next billing date) and payments;
-// create and edit; … make a card the default; delete a card or a customer (with the API's 409 rules
-// shown as a plain sentence)". Every change goes through the vault's own operations (vault.Service),
-// so the dashboard and the API keep one set of rules. Readers see customers; managers change them and
-// charge their stored cards. Adding a card through the hosted card form
+// Customers: the list, searched by name, e-mail or a card's last 4 digits; a customer's page with its
+// cards (brand, last 4, expiry, which is the default), its subscriptions (status, next billing date)
+// and its payments; create and edit; make a card the default; delete a card or a customer, the API's
+// 409 rules shown as a plain sentence. Every change goes through the vault's own operations
+// (vault.Service), so the dashboard and the API keep one set of rules. Readers see customers;
+// managers change them and charge their stored cards. Adding a card through the hosted card form
 // (/dashboard/customers/{customer_id}/cards/new) is the virtual terminal's.
 
 const customersPath = "/dashboard/customers"
@@ -559,8 +559,8 @@ func currencies(m merchant.Merchant) []string {
 
 // chargeCard charges the stored card through the vault's payment path, as the signed-in user
 // (h.payer), under the form's idempotency key: a double submit or a reload of the same form charges
-// once and lands on the same transaction (issue 17, point 2: "each form carrying its own idempotency
-// key so that a double submit or a reload never moves money twice").
+// once and lands on the same transaction: each form carries its own idempotency key, so that a
+// double submit or a reload never moves money twice.
 func (h *Handler) chargeCard(w http.ResponseWriter, r *http.Request) {
 	sess := signedIn(r)
 	cv := &chargeView{Key: r.PostFormValue("key"), Kind: r.PostFormValue("kind"), Amount: strings.TrimSpace(r.PostFormValue("amount")),

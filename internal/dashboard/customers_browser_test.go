@@ -17,7 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-// In Chromium, issue 17's "save a card from the terminal and charge it from the customer page": an
+// In Chromium, a card saved from the terminal and charged from the customer page: an
 // owner takes a mail order at the terminal, the card typed into the hosted form and saved to a new
 // customer; then finds the customer by e-mail from the navigation, opens the customer, charges the
 // stored card with a double click on the button, and lands on the sale, which the ledger holds once,

@@ -1,5 +1,5 @@
-// Package dashboard serves the merchant dashboard under /dashboard (issue 16): server-rendered pages
-// for a merchant's staff, signed in with their e-mail and password.
+// Package dashboard serves the merchant dashboard under /dashboard: server-rendered pages for a
+// merchant's staff, signed in with their e-mail and password.
 //
 // The pages are html/template files embedded in the binary, one layout (a header with the
 // merchant's name, the sections the user's role may open, and sign-out) and one template per page.
@@ -82,8 +82,8 @@ var scripted = map[string]bool{"settings": true, "transactions": true, "cardfram
 // creates), which their CSP allows by frame-src 'self'; the others may frame nothing.
 var framed = map[string]bool{"cardframe": true}
 
-// Who may do what (issue 17: "every action respects the staff roles (reporting: read-only; sales: its
-// own transactions and the terminal)").
+// Who may do what: every action respects the staff roles (reporting is read-only; sales has its own
+// transactions and the terminal).
 var (
 	everyone = user.Roles
 	// managers manage staff: owners everyone, admins everyone but owners (user.MayManage). They are
@@ -139,17 +139,17 @@ type Config struct {
 		ForMerchant(ctx context.Context, merchantID string) (processor.Account, error)
 	}
 	Merchants *merchant.Cache
-	// The services whose objects the dashboard shows and changes (issue 17).
+	// The services whose objects the dashboard shows and changes.
 	Ledger      *payment.Ledger
 	Vault       *vault.Service
 	Checkout    *checkout.Service
 	HostedPages *hostedpage.Service
 	Plans       *plan.Service
 	Billing     *billing.Engine
-	// Webhooks are the merchants' webhook endpoints and their delivery logs (issue 18).
+	// Webhooks are the merchants' webhook endpoints and their delivery logs.
 	Webhooks *webhook.Endpoints
-	// Invoices is the invoice service (issue 21), and Idempotency the records under which the
-	// invoice forms act once per form (Store.Once), as its API's requests do per Idempotency-Key.
+	// Invoices is the invoice service, and Idempotency the records under which the invoice forms
+	// act once per form (Store.Once), as its API's requests do per Idempotency-Key.
 	Invoices    *invoice.Service
 	Idempotency *idempotency.Store
 	// PublicURL is the base of the links in e-mails; with https, cookies are Secure.
@@ -227,7 +227,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
-// of an unknown route (issue 16: "GET / in a browser (Accept: text/html) redirects to /dashboard").
+// of an unknown route: GET / asking for text/html (a browser) is redirected to /dashboard.
 func (h *Handler) root(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(r.Header.Get("Accept"), "text/html") {
 		http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
@@ -262,7 +262,7 @@ func (h *Handler) requireRole(roles []user.Role, next http.HandlerFunc) http.Han
 			h.render(w, r, http.StatusForbidden, "message", view{Title: "Request refused", Error: "This form has expired or was not sent from this page."})
 			return
 		}
-		// What the request changes is recorded as the user's, from its address (issue 16, point 5).
+		// What the request changes is recorded as the user's, from its address.
 		next(w, r.WithContext(h.actor(context.WithValue(r.Context(), sessionKey{}, sess), r, sess.UserID)))
 	}))
 }
@@ -310,7 +310,7 @@ type view struct {
 	Rows          []activityRow        // the Activity page's records
 	// Wide: the page's main column is wide (tables of many columns).
 	Wide bool
-	// Data is what a page of issue 17 shows, its own type per page.
+	// Data is what a page shows when no field above holds it, its own type per page.
 	Data any
 }
 
@@ -420,8 +420,8 @@ func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // signIn checks e-mail and password through the throttled path of the authorization pages
-// (auth.SignIn: issue 14's buckets and the password gate), with every role allowed, and starts a
-// session: HttpOnly, SameSite=Lax, Secure over https.
+// (auth.SignIn: the sign-in throttle's buckets and the password gate), with every role allowed, and
+// starts a session: HttpOnly, SameSite=Lax, Secure over https.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	addr := h.cfg.Proxies.ClientAddr(r)

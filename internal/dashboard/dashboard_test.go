@@ -464,7 +464,7 @@ func TestRootRedirectsBrowsers(t *testing.T) {
 }
 
 // A signed-in page view: the session checked in memory, the merchant's name from its cache, the page's
-// reads, the page rendered (issue 16, point 7), over real HTTP on SQLite: the home page, and the
+// reads, the page rendered, over real HTTP on SQLite: the home page, and the
 // settings pages, which read the most. It reports the median and 99th percentile of the views.
 func BenchmarkPageView(b *testing.B) {
 	for _, page := range []string{"home", "staff", "settings/ecommerce", "account"} {

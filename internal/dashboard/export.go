@@ -12,8 +12,8 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 )
 
-// MaxExport is the most rows an export holds (issue 17, point 2: "CSV export of the current filter
-// (RFC 4180, streamed with constant memory, up to 1,000,000 rows").
+// MaxExport is the most rows an export holds: the CSV export of a list's current filter (RFC 4180)
+// is streamed with constant memory, up to 1,000,000 rows.
 const MaxExport = 1_000_000
 
 // exportPage is how many transactions the export reads, writes and flushes at a time: what it holds

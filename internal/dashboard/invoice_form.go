@@ -17,8 +17,8 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The invoice form, new or an invoice's changes (issue 21, point 5: "create with line items and live
-// totals"). Its fields carry the API's names (items[1].unit_price) and are read into the service's
+// The invoice form, new or an invoice's changes: line items, with totals kept up to date as the user
+// types. Its fields carry the API's names (items[1].unit_price) and are read into the service's
 // own body (invoice.Body), so a refusal names the field the API would, and is shown beside it. The
 // totals are the invoice service's, never the page's: a "Recalculate" submit shows the form again with
 // them (invoice.Preview, the arithmetic that saving uses), and with script the page asks the same

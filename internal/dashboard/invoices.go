@@ -18,9 +18,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Invoices (issue 21, point 5: "an Invoices page (list by status with totals, create with line items
-// and live totals, send, cancel, copy the pay link, download the PDF), by role (reporting:
-// read-only)"). The roles are the customers' and plans': readers (owner, admin, reporting) see the
+// Invoices: the list by status with totals; create with line items and live totals, send, cancel,
+// copy the pay link, download the PDF; by role, reporting read-only. The roles are the customers'
+// and plans': readers (owner, admin, reporting) see the
 // invoices, managers (owner, admin) make, change, send, cancel, delete and charge them; sales staff,
 // who take payments at the terminal, have no part in the merchant's billing. Every change goes
 // through the invoice service's own operations (invoice.Service), so the dashboard and the API keep

@@ -11,7 +11,7 @@ import (
 	"github.com/kassapay/kassa/internal/report"
 )
 
-// overviewPage is what the overview shows (issue 17, point 1): for today, the last 7 and the last 30
+// overviewPage is what the overview shows: for today, the last 7 and the last 30
 // days, per currency, gross volume, approved count, approval rate, refunds and net; a chart of daily
 // volume and one of approvals and declines; the top decline reasons; billing at a glance — of live
 // or of test transactions, never both together.

@@ -16,8 +16,8 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 )
 
-// Payments (issue 17, point 6: "payment intents and hosted-page sessions, list and detail with their
-// attempts and last error"): the objects of the v1 payments API, read-only, for readers. Each list is
+// Payments: payment intents and hosted-page sessions, listed, and each in detail with its attempts
+// and last error: the objects of the v1 payments API, read-only, for readers. Each list is
 // newest first, paged, and filtered by status; each detail links the ledger transactions of its
 // attempts to their pages.
 

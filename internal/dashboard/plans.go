@@ -13,7 +13,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Billing → Plans (issue 17, point 5: "plans list/create/edit/delete (409 when in use, explained)").
+// Billing → Plans: the list; create, edit and delete, a plan in use refused (409) with the reason said.
 // Readers see the plans; managers make, change and delete them, through the plan service's own rules
 // (plan.Service Create, Update, Remove), so that a plan made here is one the API would have made.
 

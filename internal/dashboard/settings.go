@@ -10,10 +10,10 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Settings → eCommerce (issue 16, point 4; gateway-api.md: merchants generate their Client ID and
-// Client Secret "in the dashboard settings (eCommerce section)", with a configurable validity, 12
-// hours recommended). Credentials are the owners' and admins' (credentialsRoles): a reporting or
-// sales user neither sees nor makes them.
+// Settings → eCommerce (gateway-api.md: merchants generate their Client ID and Client Secret "in the
+// dashboard settings (eCommerce section)", with a configurable validity, 12 hours recommended).
+// Credentials are the owners' and admins' (credentialsRoles): a reporting or sales user neither sees
+// nor makes them.
 
 // validities are the token validities a new pair may have: "choices from 20 minutes to 30 days",
 // 12 hours the default.

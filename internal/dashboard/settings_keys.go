@@ -15,9 +15,9 @@ import (
 	"github.com/kassapay/kassa/web"
 )
 
-// The rest of Settings → eCommerce (issue 16, point 4): "the card-encryption public key with the
-// <script> tag and SRI hash to paste, and key rotation with its grace period. Payments-API keys (v1):
-// list, create with permissions (secret shown once), revoke. Hosted page: allowed embedding origins."
+// The rest of Settings → eCommerce: the card-encryption public key with the <script> tag and SRI hash
+// to paste, and key rotation with its grace period; payments-API keys (v1): list, create with
+// permissions (the secret shown once), revoke; the hosted page's allowed embedding origins.
 
 // CardKeys are the merchants' card-encryption key pairs (cardenc.Service).
 type CardKeys interface {

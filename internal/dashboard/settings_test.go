@@ -188,7 +188,7 @@ func TestSettingsKeysAndOrigins(t *testing.T) {
 		resp, body = b.post("/dashboard/settings/ecommerce/card-key/rotate", url.Values{"csrf_token": {csrf}, "grace": {"5h"}})
 		wantStatus(t, "a grace not offered", resp, body, http.StatusBadRequest)
 
-		// The form offers every permission, the refunds' included (issue 19, point 7).
+		// The form offers every permission, the refunds' included.
 		for _, p := range []string{"payment_intents:write", "refunds:read", "refunds:write"} {
 			if !strings.Contains(body, `name="permission" type="checkbox" value="`+p+`"`) {
 				t.Errorf("the API-key form offers no %s", p)

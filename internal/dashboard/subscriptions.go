@@ -17,11 +17,11 @@ import (
 	"github.com/kassapay/kassa/internal/vault"
 )
 
-// Billing → Subscriptions (issue 17, point 5: "subscriptions list by status (ACTIVE, RETRY,
-// SUSPENDED, PAUSED, CANCELED, EXPIRED) with next billing date and failures, detail with every billed
-// cycle and its transaction; pause, resume, cancel, change amount, and "retry now" for RETRY or
-// SUSPENDED (through the billing engine, exactly once)"). Readers see; managers act. Pause, resume,
-// cancel and the amount go through the vault's subscription rules (vault.Service.ChangeSubscription),
+// Billing → Subscriptions: the list by status (ACTIVE, RETRY, SUSPENDED, PAUSED, CANCELED, EXPIRED)
+// with next billing date and failures; a subscription's page with every billed cycle and its
+// transaction; pause, resume, cancel, change the amount, and "retry now" for RETRY or SUSPENDED
+// (through the billing engine, exactly once). Readers see; managers act. Pause, resume, cancel and
+// the amount go through the vault's subscription rules (vault.Service.ChangeSubscription),
 // the retry through the billing engine (billing.Engine.RetryNow). Each action is a form behind a
 // confirmation that needs no script (a disclosure holding the confirming button).
 
@@ -44,7 +44,7 @@ func (h *Handler) billingRoutes(r *httpapi.Router) {
 }
 
 // subscriptionStatuses are the statuses the list filters by, in the order of a subscription's life.
-// The issue names the six the vault has (plan.Status*).
+// They are the six the vault has (plan.Status*).
 var subscriptionStatuses = []string{plan.StatusActive, plan.StatusRetry, plan.StatusSuspended, plan.StatusPaused,
 	plan.StatusCanceled, plan.StatusExpired}
 

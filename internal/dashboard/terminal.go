@@ -18,11 +18,11 @@ import (
 	"github.com/kassapay/kassa/internal/vault"
 )
 
-// The virtual terminal (issue 17, point 3: "sale or authorization for a phone or mail order,
-// currency choice, amount, order id, customer e-mail for a receipt, and an option to save the card
-// to a new or existing customer. The card fields are the hosted card form in an iframe (a session
-// created by the dashboard, POS condition mail/telephone order), so that the dashboard page itself
-// never sees a card number"), and the same card form that adds a card to a customer (point 4).
+// The virtual terminal: a sale or an authorization for a phone or mail order, with the currency,
+// amount, order id, the customer's e-mail for a receipt, and an option to save the card to a new or
+// existing customer. The card fields are the hosted card form in an iframe (a session created by the
+// dashboard, POS condition mail/telephone order), so that the dashboard page itself never sees a card
+// number; the same card form adds a card to a customer.
 //
 // Who may save the card where follows the role table (dashboard.go): every seller may save it to a new
 // customer, but only a role that changes customers (managers) to an existing one, and only such a role
@@ -271,11 +271,11 @@ func (h *Handler) terminalResult(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "terminalresult", view{Title: "Terminal: result", Data: v})
 }
 
-// customerPath is a customer's page (the customers part of issue 17).
+// customerPath is a customer's page in the Customers section.
 func customerPath(lookupID string) string { return "/dashboard/customers/" + url.PathEscape(lookupID) }
 
-// newCard serves the card form that adds a card to a customer (issue 17, point 4: "add a card
-// through the hosted card form in an iframe"): a save-only session of the hosted page, which stores
+// newCard serves the card form that adds a card to a customer, the hosted card form in an iframe:
+// a save-only session of the hosted page, which stores
 // the card on the customer with the vault's rules, then back to the customer. Another merchant's
 // customer is not found.
 func (h *Handler) newCard(w http.ResponseWriter, r *http.Request) {

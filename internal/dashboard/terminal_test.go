@@ -175,7 +175,7 @@ func transaction(t *testing.T, s *shop, id string) payment.Transaction {
 	return tx
 }
 
-// In Chromium, issue 17's "a terminal sale typed into the iframe": sales staff take a mail order at
+// In Chromium, a terminal sale typed into the iframe: sales staff take a mail order at
 // 375 px, typing the card into the hosted form the terminal page frames, with the card saved to a new
 // customer. The page goes on by itself when the form ends and says where the card went; the sale is
 // on the ledger as the sales user's mail order with its order id and e-mail, the vault holds the card

@@ -22,14 +22,14 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-// The Transactions section (issue 17, point 2): "the list with filters (date range in the merchant's
-// time zone, type, result, amount range, card first 6 / last 4, customer e-mail or name, transaction
-// id, order id), cursor paging, newest first; a detail page with every field, the chain
-// (authorization → captures → refunds or void), the processor and its reference, the audit trail,
-// and the 3-D Secure outcome where there was one. Actions on the detail page: capture (partial),
-// refund (partial, up to what remains), void — each with a confirmation, and each form carrying its
-// own idempotency key so that a double submit or a reload never moves money twice." Sales staff see
-// only their own transactions; another's is not found, as another merchant's is.
+// The Transactions section: the list with filters (date range in the merchant's time zone, type,
+// result, amount range, card first 6 / last 4, customer e-mail or name, transaction id, order id),
+// cursor paging, newest first; a detail page with every field, the chain (authorization → captures →
+// refunds or void), the processor and its reference, the audit trail, and the 3-D Secure outcome
+// where there was one. Actions on the detail page: capture (partial), refund (partial, up to what
+// remains), void — each with a confirmation, and each form carrying its own idempotency key so that a
+// double submit or a reload never moves money twice. Sales staff see only their own transactions;
+// another's is not found, as another merchant's is.
 
 const transactionsPath = "/dashboard/transactions"
 

@@ -17,7 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// In Chromium (issue 17, point 7): filter the list by last 4 and open the sale; refund part of it from
+// In Chromium: filter the list by last 4 and open the sale; refund part of it from
 // its page through the confirmation, and the API shows the refund; a double-clicked confirmation moves
 // money once; the CSV export of a filter, downloaded by the page's script with its progress bar, equals
 // the API's list of the same filter. The list, the detail and the confirmation pass axe-core in light

@@ -475,8 +475,8 @@ func TestExportEqualsAPIList(t *testing.T) {
 	})
 }
 
-// A transaction's page (issue 17, point 2: "the chain (authorization → captures → refunds or void),
-// the processor and its reference, the audit trail, and the 3-D Secure outcome where there was one"):
+// A transaction's page shows the chain (authorization → captures → refunds or void), the processor
+// and its reference, the audit trail, and the 3-D Secure outcome where there was one:
 // from the capture in the middle of a chain, the page lists the authorization, the capture and the
 // refund; the authorization's page says its cardholder passed a 3-D Secure challenge and names the
 // processor's reference; the capture's says there was no challenge; each has its audit trail.
@@ -541,8 +541,8 @@ func trail(t *testing.T, page string) [][3]string {
 	return rows
 }
 
-// The date filter's days are the merchant's (issue 17, point 2: "date range in the merchant's time
-// zone"): for a merchant in Pacific/Auckland, a sale a minute before its local midnight falls on the
+// The date filter's days are the merchant's, in its time zone: for a merchant in Pacific/Auckland, a
+// sale a minute before its local midnight falls on the
 // day before and one a minute after on the day of, although both are on the same day in UTC (about
 // 11:00 UTC, so a filter read in UTC would put them both on the other side). The list shows the times
 // in the merchant's zone.

@@ -13,9 +13,9 @@ import (
 	"github.com/kassapay/kassa/internal/webhook"
 )
 
-// Settings → Webhooks (issue 18, points 2 and 4): the merchant's webhook endpoints "the same in the
-// dashboard", and each one's delivery log "with a resend action", through the endpoint store's own
-// methods (webhook.Endpoints), so that the rules are the API's. Readers (reporting included) see the
+// Settings → Webhooks: the merchant's webhook endpoints, managed as through the API, and each one's
+// delivery log with a resend action, through the endpoint store's own methods (webhook.Endpoints),
+// so that the rules are the API's. Readers (reporting included) see the
 // endpoints and their logs; managers, who manage API keys, make, change, enable, disable and delete
 // them, see and rotate their secrets, and resend deliveries. A secret is shown only on the page that
 // answers its creation, its rotation or a manager's "Show the secret".

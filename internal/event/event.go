@@ -1,8 +1,8 @@
 // Package event records events: facts about a merchant's records (a transaction approved, a customer
 // deleted, a subscription suspended), each written in the database transaction of the change it
-// reports, so that there is no event without its change and no change without its event (issue 18,
-// point 1). Recording an event also queues its webhook deliveries, in the same transaction, to every
-// enabled endpoint of the merchant subscribed to its type; package webhook sends them.
+// reports, so that there is no event without its change and no change without its event. Recording
+// an event also queues its webhook deliveries, in the same transaction, to every enabled endpoint of
+// the merchant subscribed to its type; package webhook sends them.
 package event
 
 import (
@@ -30,7 +30,7 @@ const (
 	PaymentIntentAmountCapturableUpdated = "payment_intent.amount_capturable_updated"
 	PaymentIntentCanceled                = "payment_intent.canceled"
 	// PaymentIntentRefunded: a refund of the intent through the v1 API succeeded; amount_refunded
-	// has grown (issue 19, point 7).
+	// has grown.
 	PaymentIntentRefunded = "payment_intent.refunded"
 
 	HostedPageSessionCompleted = "hosted_page.session.completed"
@@ -56,7 +56,7 @@ const (
 	PlanUpdated = "plan.updated"
 	PlanDeleted = "plan.deleted"
 
-	// Invoices (issue 21): the invoice as GET /invoice-service/invoice/{id} shows it. Sent is each
+	// Invoices: the invoice as GET /invoice-service/invoice/{id} shows it. Sent is each
 	// e-mail of it through the API (the first makes it SENT); ReminderSent each reminder the billing
 	// engine sends on its schedule; Overdue when the engine finds it past its due date.
 	InvoiceCreated      = "invoice.created"
@@ -118,7 +118,7 @@ func New(merchantID, typ string, object any, at time.Time) (Event, error) {
 // newID returns an event id for the time at: "evt_", then 24 characters in time order (sortid): the
 // time in milliseconds and 15 random digits (75 bits). Ids in time order append to the
 // events_event_id index instead of landing on a random page of it, as 24 random digits did: on SQLite
-// that was a tenth of a sale's throughput once every sale recorded an event (issue 18, point 7).
+// that was a tenth of a sale's throughput once every sale recorded an event.
 func newID(at time.Time) string { return "evt_" + sortid.New(at, 24) }
 
 // Record writes the event of type typ about object in tx, the transaction of the change it reports,

@@ -78,8 +78,8 @@ func (f Value) Str(name string) (string, error) {
 	case 'b', 'o':
 		return "", fault.Invalid(name, "%s must be a string or a number", name)
 	case 'x':
-		// "Text fields of the gateway API reject NUL bytes and invalid UTF-8 with 400 naming the
-		// field" (issue 14, point 10).
+		// Text fields of the gateway API reject NUL bytes and invalid UTF-8 with a 400 naming the
+		// field: no database keeps such text as sent.
 		return "", httpapi.UnstorableText(name)
 	}
 	return f.text, nil

@@ -433,8 +433,8 @@ func TestHostedPageInBrowser(t *testing.T) {
 		}
 	})
 
-	// Issue 19, point 10: the hosted page "offers a way back to the shop after success or cancel when
-	// opened directly (a return_url on the session), shows one success message".
+	// The hosted page, opened directly, offers a way back to the shop after success or cancel (a
+	// return_url on the session), and shows one success message.
 	thanks := w.shopOrigin + "/thanks?order=1002"
 	direct := func(t *testing.T, sessionURL string) context.Context {
 		tab := browsertest.Tab(t, w.browser)
@@ -488,8 +488,7 @@ func TestHostedPageInBrowser(t *testing.T) {
 		}
 	})
 
-	// Issue 19, point 10: the hosted page "styles a decline as an error (role=alert, error colours in
-	// light and dark)".
+	// The hosted page styles a decline as an error (role=alert, error colours in light and dark).
 	t.Run("a decline is an error, in light and in dark", func(t *testing.T) {
 		c := w.open(t, session(order()), true)
 		c.pay(t, cardtest.Declined, "1234", "123")
@@ -505,8 +504,8 @@ func TestHostedPageInBrowser(t *testing.T) {
 		}
 	})
 
-	// Issue 19, point 10: "the hosted page follows an appearance theme (light, dark, auto) set on the
-	// session, so an embedded form can match the shop".
+	// The hosted page follows the appearance (light, dark, auto) set on the session, so that an
+	// embedded form can match the shop.
 	t.Run("appearance light, dark and auto", func(t *testing.T) {
 		const white, dark = "rgb(255, 255, 255)", "rgb(13, 17, 23)"
 		for _, tc := range []struct{ appearance, onLight, onDark string }{

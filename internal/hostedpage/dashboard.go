@@ -19,7 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/velocity"
 )
 
-// The dashboard's sessions (issue 17): the card form the merchant's own staff fill in, in an iframe
+// The dashboard's sessions: the card form the merchant's own staff fill in, in an iframe
 // of a dashboard page, so that the dashboard never sees a card number. The dashboard creates them in
 // process for the signed-in user (no API key); the page is the same page, with three differences:
 // only Kassa's own pages may frame it (frame-ancestors 'self', not the merchant's shop), what it pays
@@ -34,8 +34,8 @@ const (
 	PurposeTerminal = "terminal"
 	// PurposeSaveCard stores a card on a customer, with no payment: the session has no intent.
 	PurposeSaveCard = "save_card"
-	// PurposeInvoice pays an invoice of the invoice service (issue 21, point 2): the invoice's page
-	// creates it in process, on the invoice's one live intent, and the page shows the invoice.
+	// PurposeInvoice pays an invoice of the invoice service: the invoice's page creates it in
+	// process, on the invoice's one live intent, and the page shows the invoice.
 	PurposeInvoice = "invoice"
 )
 
@@ -149,7 +149,7 @@ func (s *Service) CreateForDashboard(ctx context.Context, who checkout.Who, req 
 	if req.Purpose != PurposeTerminal && req.Purpose != PurposeSaveCard {
 		return Session{}, "", errors.New("hostedpage: unknown purpose " + req.Purpose)
 	}
-	// Each session's URL is 10 tries at a card, as for the API's sessions (issue 14, point 6).
+	// Each session's URL is 10 tries at a card, so the sessions are counted, as the API's are.
 	if err := s.velocity.Take(ctx, velocity.Sessions(who.Principal), who.Merchant.Velocity); err != nil {
 		return Session{}, "", err
 	}

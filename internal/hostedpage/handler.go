@@ -63,8 +63,8 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 		p, err = req.intent.Params(who.Merchant)
 	}
 	if err == nil {
-		// "Session creation per key" is limited (issue 14, point 6): each session's URL is 10 tries at
-		// a card, so the sessions are counted before one is created.
+		// Session creation is limited per key: each session's URL is 10 tries at a card, so the
+		// sessions are counted before one is created.
 		err = s.velocity.Take(ctx, velocity.Sessions(who.Principal), who.Merchant.Velocity)
 	}
 	if err != nil {

@@ -11,9 +11,8 @@ import (
 	"github.com/kassapay/kassa/internal/origin"
 )
 
-// The appearances a shop's session may ask of its page (issue 19, point 10: "the hosted page follows
-// an appearance theme (light, dark, auto) set on the session, so an embedded form can match the
-// shop"): always light, always dark, or the customer's system setting.
+// The appearances a shop's session may ask of its page, so that an embedded form can match the shop:
+// always light, always dark, or the customer's system setting.
 const (
 	AppearanceLight = "light"
 	AppearanceDark  = "dark"

@@ -13,7 +13,7 @@ import (
 // A session may name where its page, opened on its own, leads back to (return_url: https, or http on
 // a loopback address; at one of the merchant's allowed origins when it has set them) and the page's
 // colours (appearance: light, dark or auto, the default); each shows in the session and on its page,
-// and a bad value is a 400 naming its field (issue 19, point 10).
+// and a bad value is a 400 naming its field.
 func TestSessionReturnURLAndAppearance(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db)

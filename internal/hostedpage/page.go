@@ -210,7 +210,7 @@ func resultOf(ss Session, in checkout.Intent, outcome string) result {
 // A payment (pay, or the challenge that completes one) sent again to a session it already completed —
 // the page's retry after its first answer was lost with a node that died, a double submission — is
 // answered with that completed result, and nothing is charged: the session is the payment's key
-// (issue 20's drill found such retries told "session_ended", as if the payment had failed). Any other
+// (answered "session_ended" instead, such a retry would read as if the payment had failed). Any other
 // action on an ended session is a 409.
 func (s *Service) act(w http.ResponseWriter, r *http.Request, payment bool, do func(ctx context.Context, ss Session, who checkout.Who, body []byte) (checkout.Intent, error)) {
 	ctx := r.Context()

@@ -301,7 +301,7 @@ func (s *Service) record(ctx context.Context, ss Session, in checkout.Intent, a 
 
 // billingRequest is a session's billing_details as sent: "name (string) and address (object with
 // city, state, zip, country, all strings)". It is read strictly, like every v1 body. The zip may be
-// sent as postal_code, the payment method's name for it (issue 19, point 7).
+// sent as postal_code, the payment method's name for it.
 type billingRequest struct {
 	Name    *string         `json:"name"`
 	Address *addressRequest `json:"address"`
@@ -362,7 +362,7 @@ const sweepBatch = 100
 
 // Sweep records the expiry of the sessions whose hour has passed without an outcome, each once (the
 // first transaction to set expired_at): a shop's session with the event hosted_page.session.expired,
-// whose data is the session with its payment intent as it then stands (issue 18, point 1). The
+// whose data is the session with its payment intent as it then stands. The
 // dashboard's sessions are marked alike, without an event: the API never showed them.
 func (s *Service) Sweep(ctx context.Context) error {
 	for {

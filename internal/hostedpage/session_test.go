@@ -208,7 +208,7 @@ func TestCreateSession(t *testing.T) {
 			t.Fatalf("retried session: %s / %s", a.Raw, b.Raw)
 		}
 		// Another key of the account with the same Idempotency-Key gets a session of its own, not the
-		// first key's secret URL (issue 14: records are the credential's own).
+		// first key's secret URL: idempotency records are the credential's own.
 		other := s.do(t, "POST", sessionsPath, map[string]any{"amount": 700, "currency": "cad"}, "Idempotency-Key", "order-7",
 			checkout.HeaderAPIKey, s.key(t, checkout.AllPermissions))
 		if other.Status != 200 || other.Str("url") == a.Str("url") || other.Header.Get("Idempotent-Replayed") != "" {
@@ -277,7 +277,7 @@ func TestPageHeadersAndStates(t *testing.T) {
 
 // The merchant's allowed origins go into the page's frame-ancestors rebuilt from their parsed scheme,
 // host and port: an origin stored with a ";" or a quote in its host (by an older version, or by hand)
-// cannot add a directive or a source to the page's Content-Security-Policy (issue 14, point 10).
+// cannot add a directive or a source to the page's Content-Security-Policy.
 func TestFrameAncestorsAreRebuilt(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db)
@@ -337,7 +337,8 @@ func TestSessionPostalCode(t *testing.T) {
 
 // The page's payment sent again to a session it completed — a retry after the first answer was lost
 // with its node, a double submission — is answered with the completed result, and charges nothing;
-// canceling a completed session is still a 409 (issue 20's drill found retries told session_ended).
+// canceling a completed session is still a 409 (the reliability drill found retries told
+// session_ended).
 func TestPayingACompletedSessionAgain(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db)
@@ -368,7 +369,7 @@ func TestPayingACompletedSessionAgain(t *testing.T) {
 
 // A payment whose charge settled while its session was not recorded — the node stopped between the
 // two writes, and the page (or a client) posts again — is answered with the settled result, charges
-// nothing, and completes the session then (issue 20's drill found such a retry told 409
+// nothing, and completes the session then (the reliability drill found such a retry told 409
 // payment_intent_unexpected_state).
 func TestPayingAfterTheSessionRecordWasLost(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

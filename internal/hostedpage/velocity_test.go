@@ -13,9 +13,9 @@ import (
 	"github.com/kassapay/kassa/internal/velocity"
 )
 
-// Issue 14: "one key can create unlimited hosted-page sessions". Sessions are counted per key before
-// one is created; past the minute's quota the answer is a 429 with the rate-limit headers, and no
-// session or intent is made; another key goes on, and the next minute lets the key through again.
+// Without a limit, one key could create unlimited hosted-page sessions. Sessions are counted per key
+// before one is created; past the minute's quota the answer is a 429 with the rate-limit headers, and
+// no session or intent is made; another key goes on, and the next minute lets the key through again.
 func TestSessionsPerKey(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db)

@@ -6,8 +6,8 @@
 // not the request's own (a 5xx, a 429, a 409 with Retry-After: something it waits on is in progress)
 // is not recorded: the retry runs afresh. Another credential,
 // even of the same account, never meets the record: its request with the same key runs as its own,
-// through its own permission checks (issue 14: "Scope every idempotency record to the account and the
-// credential that made it").
+// through its own permission checks: every record is scoped to the account and the credential that
+// made it, so that a key cannot replay another credential's answer.
 //
 // A record holds no secret in clear: the request is known by a keyed MAC under a server secret, never
 // by a plain hash of a body that may carry a card number and CVV, and the response body (which may
@@ -226,11 +226,10 @@ type record struct {
 
 // mac is the request's fingerprint: HMAC-SHA256, under a server secret sealed under the KEK, of the
 // record's name and the request's parts (an API request's method, path, query and body), each
-// length-prefixed. Issue 14: "make it a keyed MAC under a server secret sealed under the
-// key-encryption key, never a plain hash of card data" — a plain hash of a body whose card number is
-// known but for a few digits, and whose CVV has three or four, falls to a brute force in seconds;
-// without the secret there is nothing to test guesses against. The record's name is in it too, so
-// that equal fingerprints of two records say nothing.
+// length-prefixed. It is a keyed MAC, never a plain hash of card data: a plain hash of a body whose
+// card number is known but for a few digits, and whose CVV has three or four, falls to a brute force
+// in seconds; without the secret there is nothing to test guesses against. The record's name is in
+// it too, so that equal fingerprints of two records say nothing.
 func (s *Store) mac(rec record, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, s.macKey)
 	writePart(m, []byte(rec.scope))
@@ -314,8 +313,8 @@ func inUse() error {
 	return fault.Busy("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry after it completes.")
 }
 
-// complete records the response, its body sealed: issue 14, "seal stored response bodies under the
-// vault's envelope encryption".
+// complete records the response, its body sealed under the vault's envelope encryption: it may carry
+// an API key or a hosted page's URL.
 func (s *Store) complete(ctx context.Context, rec record, status int, body []byte) error {
 	sealed := s.ring.Seal(body, rec.aad(status))
 	return s.db.Write(ctx, func(tx *store.Tx) error {

@@ -151,7 +151,7 @@ func TestReplayExpiryAndFailures(t *testing.T) {
 	})
 }
 
-// Issue 14: "Scope every idempotency record to the account and the credential that made it". The same
+// Every idempotency record is scoped to the account and the credential that made it. The same
 // key and body from another credential of the same account, or from the same credential acting for
 // another account, runs as a request of its own; the handler sees the key qualified by the credential.
 func TestRecordsArePerPrincipal(t *testing.T) {
@@ -182,7 +182,7 @@ func TestRequestWithoutPrincipal(t *testing.T) {
 	}
 }
 
-// Issue 14: the records hold no secret in clear. The request is known by a keyed MAC, not a plain
+// The records hold no secret in clear. The request is known by a keyed MAC, not a plain
 // hash, and the response is sealed; a replay says that it must not be cached.
 func TestRecordsHoldNoSecrets(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -9,9 +9,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Invoice events (issue 21, point 5: "invoice.created, .sent, .paid, .overdue, .canceled"; issue 18,
-// point 1: "each is written in the same database transaction as the change it reports … with the
-// object as the API would show it at that moment"). Beside those five: invoice.updated (a PUT that
+// Invoice events: invoice.created, .sent, .paid, .overdue and .canceled, each written in the same
+// database transaction as the change it reports, with the invoice as the API would show it at that
+// moment. Beside those five: invoice.updated (a PUT that
 // changed what the API shows), invoice.deleted (a draft deleted, as last shown) and
 // invoice.reminder_sent (each reminder the billing engine e-mailed), so that a merchant's system that
 // keeps its own copy of the invoices can follow every change without polling.

@@ -1,4 +1,4 @@
-// Package invoice is the invoice service of the gateway API (issue 21): invoices that a merchant
+// Package invoice is the invoice service of the gateway API: invoices that a merchant
 // bills a customer with, their lines and totals computed exactly in minor units (totals.go), their
 // storage, the routes under /invoice-service/invoice for bearer tokens with the invoice scope, the
 // e-mail that sends an invoice through the outbox, and the public page its payment_url opens.

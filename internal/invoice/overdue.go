@@ -18,9 +18,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Overdue invoices and reminders (issue 21, point 4: "a sent invoice past its due date becomes
-// OVERDUE (by the billing engine's leased scheduler, once, across nodes); reminders go out on a
-// schedule the merchant sets (default: on the due date and 7 days after), each once").
+// Overdue invoices and reminders: a sent invoice past its due date becomes OVERDUE, by the billing
+// engine's leased scheduler, once across nodes; reminders go out on a schedule the merchant sets
+// (by default on the due date and 7 days after), each once.
 //
 // Days are the merchant's: a due date is a day of the merchant's time zone (merchant.Settings's
 // Location, the zone its subscriptions bill by), so an invoice due 2026-12-01 is overdue from the

@@ -15,7 +15,7 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 )
 
-// The invoice as a PDF (issue 21, point 3): pdf_url, <public URL>/invoice/{key}/pdf, under the same
+// The invoice as a PDF: pdf_url, <public URL>/invoice/{key}/pdf, under the same
 // secret as the invoice's page, since a customer opens it from the same e-mail without a token. It is
 // made on each request from the invoice as it stands (paid, cancelled), never stored.
 //

@@ -566,7 +566,7 @@ func (s *Service) Create(ctx context.Context, m merchant.Merchant, b Body) (Invo
 }
 
 // editable reports why an invoice in status st cannot change, or nil: only a DRAFT or a SENT, unpaid
-// invoice changes (issue 21, point 1); an OVERDUE one may still be cancelled.
+// invoice changes; an OVERDUE one may still be cancelled.
 func editable(inv Invoice, cancelling bool) error {
 	switch {
 	case inv.Status == Draft || inv.Status == Sent:
@@ -648,8 +648,8 @@ func (s *Service) Update(ctx context.Context, m merchant.Merchant, ref string, b
 			action, typ = "invoice.cancel", event.InvoiceCanceled
 		}
 		if cancel || s.shown(before) != s.shown(inv) {
-			// An update that leaves the invoice as the API shows it records no event (issue 18: "an
-			// event reports a change").
+			// An update that leaves the invoice as the API shows it records no event: an event
+			// reports a change.
 			if err := s.record(ctx, tx, typ, inv, now); err != nil {
 				return err
 			}

@@ -127,7 +127,7 @@ func TestEmbeddingOrigins(t *testing.T) {
 	}
 	// Origins go into the hosted page's frame-ancestors: rebuilt from their parts, never copied as
 	// stored; a stored value that is not an origin (a ";" or a quote in its host) is left out, and with
-	// none left no page may embed the hosted page (issue 14, point 10).
+	// none left no page may embed the hosted page.
 	stored := merchant.Settings{AllowedOrigins: []string{"https://shop.example;script-src", "HTTPS://Good.Example:8443", "'unsafe-inline'", `https://q.example"`}}
 	if got := stored.FrameAncestors(); got != "https://good.example:8443" {
 		t.Errorf("frame ancestors of stored origins: %q", got)

@@ -1,4 +1,4 @@
-// Package metrics is Kassa's Prometheus exposition (issue 19, point 1): the series each part of the
+// Package metrics is Kassa's Prometheus exposition: the series each part of the
 // server reports, on a registry of their own, which `kassa serve --metrics-addr` serves on a listener
 // of its own, away from the API.
 //

@@ -28,8 +28,8 @@ import (
 // Ledger.Charge with what `kassa-load`'s sale scenario sends (10.00 CAD, a Visa, an e-mail), the
 // simulator answering at once, on each backend with its production durability (SQLite
 // synchronous=FULL; PostgreSQL on a cluster of its own with fsync and synchronous_commit on) — no
-// HTTP, no JSON, no token. It is the bound the storage puts on the API's sales (issue 20, point 5: the HTTP-stack
-// ceiling's ratio), and the figure to cut the ledger's writes against:
+// HTTP, no JSON, no token. It is the bound the storage puts on the API's sales (beside the HTTP-stack
+// ceiling, which bounds them too), and the figure to cut the ledger's writes against:
 //
 //	go test ./internal/payment -run '^$' -bench Charge -benchtime 50000x
 func BenchmarkCharge(b *testing.B) {

@@ -160,7 +160,7 @@ func TestIdempotency(t *testing.T) {
 	})
 }
 
-// Issue 14: idempotency records are the credential's own, in both layers. Two clients of one merchant
+// Idempotency records are the credential's own, in both layers. Two clients of one merchant
 // sending the same Idempotency-Key and body get a sale each, and neither sees the other's: not from the
 // replay layer, nor from the ledger's binding of the key when the replay records are gone (a crash
 // between the ledger and the record), where each retry finds its own sale.

@@ -138,7 +138,7 @@ var ErrProcessorUnavailable = errors.New("payment: processor unavailable")
 // decline is a transaction with status DECLINED, not an error. A card token used before is
 // cardenc.ErrInvalidToken.
 //
-// "Card testing is throttled" (issue 14, point 6), here, on every path that charges a card: a
+// Card testing is throttled here, on every path that charges a card: a
 // credential whose payments have used up their declines is refused (429) before anything is recorded;
 // a card that has used up its declines is declined with velocity.DeclineCode without asking the
 // processor, recorded like any decline so that the merchant sees it. Both checks read memory only. A
@@ -175,8 +175,8 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 			if err := l.velocity.Check(c.Velocity, credential); err != nil {
 				return err
 			}
-			// The token is consumed by the attempt, in its transaction (issue 14: "recorded in the same
-			// transaction as the attempt"): whatever the processor answers, declines included.
+			// The token is consumed by the attempt, recorded in the same transaction as the attempt:
+			// whatever the processor answers, declines included.
 			if c.Token != nil {
 				if err := c.Token.Consume(ctx, tx); err != nil {
 					return err
@@ -370,8 +370,8 @@ func (l *Ledger) reserve(ctx context.Context, tx *store.Tx, parent *Transaction,
 
 // conflict says why parent's state forbids the follow-up, or returns nil. An authorization that was
 // captured or voided is named with the transaction that closed it, read in q, so that the answer
-// names the call that works instead of sending the caller from refund to void and back (issue 19,
-// point 7: "the error messages for refund vs void name the transaction to act on").
+// names the call that works instead of sending the caller from refund to void and back: a refund's
+// or a void's refusal names the transaction to act on.
 func (l *Ledger) conflict(ctx context.Context, q store.Querier, p Transaction, kind string, amount int64) error {
 	closer := ""
 	if p.Kind == KindAuthorization && p.ClosedBy != "" {
@@ -611,7 +611,7 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 // record's (see finishAs), from done.
 var eventInsertSQL = event.InsertSQL(7+audit.Columns, "done")
 
-// eventType is the event of a transaction's outcome (issue 18, point 1): a sale or an authorization
+// eventType is the event of a transaction's outcome: a sale or an authorization
 // approved is transaction.approved; a capture, refund or void approved is transaction.captured,
 // .refunded or .voided; any attempt declined, a follow-up's included, is transaction.declined.
 func eventType(t Transaction) string {

@@ -30,7 +30,7 @@ type Filter struct {
 	Email                string // case-insensitive exact match
 	FirstName, LastName  string // case-insensitive exact match
 
-	// The dashboard's filters (issue 17, point 2).
+	// The dashboard's filters of the Transactions list.
 	Kind          string // SALE, AUTHORIZATION, CAPTURE, REFUND or VOID
 	CardPrefix    string // the card's first six digits, exact
 	CardSuffix    string // the card's last four digits, exact

@@ -138,7 +138,7 @@ func TestSaleResponseIsTheWireContract(t *testing.T) {
 }
 
 // Text that is not valid UTF-8 is a 400 naming the field, on both backends, never a 500 and never
-// stored altered (issue 14, point 10: encoding/json would have replaced it with U+FFFD); escapes of
+// stored altered (encoding/json would have replaced it with U+FFFD); escapes of
 // real characters are text like any other.
 func TestInvalidUTF8IsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

@@ -47,8 +47,8 @@ func load(t *testing.T, db *store.DB, merchantID string, n int) {
 	}
 }
 
-// Issue 17, point 8: "Add the indexes this needs and show with EXPLAIN in a test that the list and
-// filters use them." On 20,000 transactions of a merchant (and some of another), analyzed, each filter
+// The dashboard's list and filters use their indexes, as EXPLAIN shows. On 20,000 transactions of a
+// merchant (and some of another), analyzed, each filter
 // of the dashboard's list, the chain of a transaction and its audit trail are planned on their index,
 // never as a scan of the whole table.
 func TestListQueriesUseIndexes(t *testing.T) {
@@ -84,7 +84,7 @@ func TestListQueriesUseIndexes(t *testing.T) {
 			{"transaction id", payment.Filter{TransactionID: "TX100000017"}, []string{"transactions_transaction_id_key", "sqlite_autoindex_transactions_1"}},
 			{"a day long past", payment.Filter{From: old, To: old.Add(24 * time.Hour)}, []string{"transactions_time"}},
 			{"a day long past, next page", payment.Filter{From: old, To: old.Add(24 * time.Hour), After: 1500}, []string{"transactions_time"}},
-			// Issue 20: PostgreSQL read the time index backwards, through the whole history, for an
+			// PostgreSQL once read the time index backwards, through the whole history, for an
 			// e-mail's few rows in a date range; they are found by the e-mail and sorted.
 			{"e-mail in a date range", payment.Filter{Email: "customer17@example.com", From: old, To: old.AddDate(0, 0, 30)}, []string{"transactions_email"}},
 			{"order id in a date range", payment.Filter{OrderID: "order-17", From: old, To: old.AddDate(0, 0, 30)}, []string{"transactions_order"}},
@@ -131,7 +131,7 @@ func TestListQueriesUseIndexes(t *testing.T) {
 	})
 }
 
-// Issue 20: a search for one amount, or a range of a few units, reads the amount's index (migration
+// A search for one amount, or a range of a few units, reads the amount's index (migration
 // 00050) and sorts what it finds; a wide range is read newest first, as the index would make it sort
 // most of the ledger. List tells them apart by counting the range in the index, up to
 // payment.AmountProbe, which reads the index alone.

@@ -11,8 +11,7 @@ import (
 // Processors are the processor accounts the ledger sends operations to: the one that takes a
 // merchant's new payments, and the one that took a given transaction. A transaction records its
 // account, so that its capture, refund, void and recovery go where it went even after the merchant
-// has changed processor (issue 15, point 1: "a capture, refund or void goes to the processor that
-// took the original").
+// has changed processor: a capture, refund or void goes to the processor that took the original.
 type Processors interface {
 	// ForMerchant is the account that takes the merchant's new payments. It runs on every payment
 	// and must answer from memory.
@@ -22,7 +21,7 @@ type Processors interface {
 }
 
 // accountFor is the account that takes c: the merchant's, or the simulator when c asks for a test.
-// A transaction's test_mode is then its account's (issue 15, point 2: "test_mode tells the truth").
+// A transaction's test_mode is then its account's, so that test_mode tells the truth.
 func (l *Ledger) accountFor(ctx context.Context, c Charge) (processor.Account, error) {
 	if c.TestMode {
 		return l.procs.Account(ctx, "")

@@ -19,10 +19,10 @@ const promptReversal = 5 * time.Second
 const reversedMessage = "No answer from the processor; the operation was reversed and nothing was charged"
 
 // noAnswer handles a processor call that returned an error instead of an answer. A processor that
-// undoes such a call (processor.Unanswered, issue 15 point 4: "Timeouts end in reversals, never in
-// doubt") gets its reversal recorded with the attempt's state in one database transaction and sent at
-// once: "a reversal acknowledged promptly turns it into a decline (processing_error); otherwise the
-// answer is 502 as today and recovery finishes it" — SendReversals sends it again until acknowledged.
+// undoes such a call (processor.Unanswered) gets its reversal recorded with the attempt's state in
+// one database transaction and sent at once, so that a timeout ends in a reversal, never in doubt: a
+// reversal acknowledged promptly turns the attempt into a decline (processing_error); otherwise the
+// answer is a 502 and recovery finishes it — SendReversals sends it again until acknowledged.
 // Any other error leaves the attempt pending for recovery (Lookup).
 func (l *Ledger) noAnswer(ctx context.Context, t Transaction, acct processor.Account, err error) (Transaction, error) {
 	var u *processor.Unanswered

@@ -88,7 +88,7 @@ func TestInvalidCardTokensAreIndistinguishable(t *testing.T) {
 	})
 }
 
-// Issue 14: "A card token is single-use." The first use that reaches the ledger consumes the token,
+// A card token is single-use. The first use that reaches the ledger consumes the token,
 // approved or declined; a second use, by a sale or an authorization, is the same 400 as a garbage
 // token, to the byte. A request refused for another field does not consume it.
 func TestCardTokenIsSingleUse(t *testing.T) {

@@ -87,7 +87,7 @@ type Transaction struct {
 
 	// Authentication is the cardholder's 3-D Secure outcome of a sale or authorization
 	// (processor.AuthenticationSucceeded or AuthenticationFailed), "" when no challenge was run. The
-	// dashboard shows it (issue 17, point 2: "the 3-D Secure outcome where there was one").
+	// dashboard's transaction page shows it where there was one.
 	Authentication string
 
 	// Limit is the velocity limit that declined the payment without asking the processor (decline code

@@ -33,8 +33,8 @@ func wantDecline(t *testing.T, r servertest.Response, code string) {
 	}
 }
 
-// Issue 14: "declines per card (keyed fingerprint) per hour", answered by "a decline
-// card_velocity_exceeded that never reaches the processor". The decline after the quota is one, in
+// Declines per card (by its keyed fingerprint) per hour, answered by a decline
+// card_velocity_exceeded that never reaches the processor. The decline after the quota is one, in
 // the merchant's list, with the rate-limit headers; other cards, and the card at another merchant,
 // go on; the end of the hour lets the card through again.
 func TestCardDeclinesPerHour(t *testing.T) {
@@ -81,7 +81,7 @@ func TestCardDeclinesPerHour(t *testing.T) {
 	})
 }
 
-// Issue 14: "declines per credential per 10 minutes", answered by 429 rate_limited. Processing errors
+// Declines per credential per 10 minutes, answered by 429 rate_limited. Processing errors
 // do not count; a credential past its declines may still refund; another credential of the merchant
 // goes on; a refused request leaves its Idempotency-Key free for the retry.
 func TestCredentialDeclinesPer10Minutes(t *testing.T) {
@@ -118,7 +118,7 @@ func TestCredentialDeclinesPer10Minutes(t *testing.T) {
 	})
 }
 
-// Issue 14: "a request rate per credential (token bucket …)", in front of every authenticated route of
+// A request rate per credential (a token bucket), in front of every authenticated route of
 // the gateway API, before idempotency.
 func TestRequestRatePerCredential(t *testing.T) {
 	t.Parallel()

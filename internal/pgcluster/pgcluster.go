@@ -155,7 +155,7 @@ func (c *Cluster) waitReady(limit time.Duration) error {
 // Restart stops the server with a fast shutdown, as "pg_ctl restart -m fast" does (SIGINT: roll back
 // open transactions, disconnect every client, write a shutdown checkpoint), and starts it again on the
 // same data directory with the same settings. It returns once the server accepts connections again.
-// The reliability drill restarts PostgreSQL this way mid-run (issue 20, point 1).
+// The reliability drill restarts PostgreSQL this way mid-run.
 func (c *Cluster) Restart() error {
 	old := c.cmd
 	old.Process.Signal(syscall.SIGINT)

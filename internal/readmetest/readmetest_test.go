@@ -39,8 +39,8 @@ func readme(t *testing.T) (shell []string, prose string) {
 }
 
 // The README's shell blocks and its CLI table run the CLI as bin/kassa, which make build and make run
-// build, never as a kassa on the PATH that a newcomer does not have, nor through go run (issue 19,
-// point 10: "CLI examples use a command that works (bin/kassa, after make build)").
+// build, never as a kassa on the PATH that a newcomer does not have, nor through go run: every CLI
+// example uses a command that works.
 func TestREADMERunsTheBuiltCLI(t *testing.T) {
 	shell, prose := readme(t)
 	bare := regexp.MustCompile(`(?m)^\s*(?:[A-Z_]+=\S*\s+)*(kassa\s|go run \./cmd/kassa)`)
@@ -58,7 +58,7 @@ func TestREADMERunsTheBuiltCLI(t *testing.T) {
 			t.Errorf("a row of the CLI table runs %s rather than bin/kassa", r[1])
 		}
 	}
-	// Issue 19, point 10: "merchant update --allowed-origins is in the CLI table".
+	// merchant update --allowed-origins is in the CLI table.
 	if !strings.Contains(prose, "| `bin/kassa merchant update --merchant-id M --allowed-origins ") {
 		t.Error("the CLI table has no row for merchant update --allowed-origins")
 	}
@@ -66,7 +66,7 @@ func TestREADMERunsTheBuiltCLI(t *testing.T) {
 
 // Every $VARIABLE a README shell block uses is either set by a README block (from the field of an
 // answer that it picks with jq, or from what make run printed) or named in the prose, which says what
-// fills it (issue 19, point 10: "says which response field fills each $VAR").
+// fills it.
 func TestREADMEVariablesSaidWhereFrom(t *testing.T) {
 	shell, prose := readme(t)
 	set := map[string]bool{}

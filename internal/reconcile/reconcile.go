@@ -14,7 +14,7 @@ import (
 )
 
 // ProcessorKind is the kind of processor account whose transactions an ISO 8583 settlement report lists
-// (`kassa merchant update --processor iso8583`, issue 15).
+// (`kassa merchant update --processor iso8583`).
 const ProcessorKind = "iso8583"
 
 // Config says what to reconcile.

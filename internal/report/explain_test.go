@@ -62,7 +62,7 @@ var fullScan = map[store.Dialect]*regexp.Regexp{
 	store.Postgres: regexp.MustCompile(`Seq Scan on (transactions|overview_buckets|overview_days|subscriptions|outbox)\b`),
 }
 
-// The overview's statements read through indexes (issue 17, point 8: "show with EXPLAIN in a test"),
+// The overview's statements read through indexes, as EXPLAIN shows,
 // on a ledger of ten merchants of 5,000 rows each over 120 days: the rollup's days by their key from
 // the merchant, its zone and the first day (and its quarter hours from the first day, when the
 // merchant's zone is not the days' — the overview in Toronto of a merchant in UTC), the ledger's rows not rolled yet by (merchant_id, id) from the roller's
@@ -112,8 +112,8 @@ func TestOverviewUsesIndexes(t *testing.T) {
 }
 
 // The roller's read of what a roll adds reads through indexes on an analyzed ledger with nothing
-// held: the range of ids above the watermark, and the held transactions by id (issue 20: SQLite read
-// the whole ledger for them at every roll).
+// held: the range of ids above the watermark, and the held transactions by id (SQLite once read the
+// whole ledger for them at every roll).
 func TestRollReadsThroughIndexes(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

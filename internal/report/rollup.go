@@ -1,6 +1,6 @@
-// Package report computes the figures of the merchant dashboard's overview (issue 17, point 1): volume,
-// approvals, refunds and decline reasons per day in the merchant's time zone, and billing at a glance,
-// "computed by indexed queries, not by loading rows into Go".
+// Package report computes the figures of the merchant dashboard's overview: volume, approvals,
+// refunds and decline reasons per day in the merchant's time zone, and billing at a glance, computed
+// by indexed queries, not by loading rows into Go.
 //
 // A month of a busy merchant's ledger is millions of rows, too many to sum on each page view. The
 // Roller therefore keeps a rollup of the ledger (overview_buckets): per merchant, 15-minute interval,
@@ -289,7 +289,7 @@ type held struct {
 // transactions whose outcome is now in ('h'), one by one. Which rows are final cannot change between
 // the three. The held are looked up by id from overview_held (IN, not a join): SQLite, its ledger
 // analyzed and the held table empty (no statistics), joined the other way round and read the whole
-// ledger at every roll, every 2 s — a third more CPU per sale with 500,000 rows (issue 20).
+// ledger at every roll, every 2 s — a third more CPU per sale with 500,000 rows.
 const rollSQL = `SELECT 'r', merchant_id, 0, created_at - created_at % ` + bucketSQL + `, currency, test_mode, kind, status,
 		COALESCE(decline_code, ''), COUNT(*), CAST(SUM(amount) AS BIGINT)
 	FROM transactions WHERE id > $1 AND id <= $2 AND status <> 'PENDING'

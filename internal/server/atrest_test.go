@@ -21,8 +21,8 @@ import (
 // amex2 is a second American Express test number.
 const amex2 = "371449635398431"
 
-// Issue 14: "A raw-bytes scan test of both databases finds no API key, hosted-page URL secret, card
-// number or CVV after the idempotent calls of every family." Every call below carries an
+// A raw-bytes scan of both databases finds no API key, hosted-page URL secret, card number or CVV
+// after the idempotent calls of every family. Every call below carries an
 // Idempotency-Key, and every card travels with a four-digit CVV that the database did not contain
 // before. Afterwards the raw database holds none of them, in any encoding, nor a plain SHA-256 of any
 // request (from which a card's missing digits and its CVV can be found by trying them all).

@@ -14,7 +14,7 @@ import (
 )
 
 // Every JSON answer of the API carries "Cache-Control: no-store", success or error, whoever wrote it
-// (issue 14, point 10): every registered route is called without credentials and with a merchant's
+// every registered route is called without credentials and with a merchant's
 // bearer token and API key, then the router's own 404 and 405, and an idempotent replay.
 func TestJSONAnswersAreNeverStored(t *testing.T) {
 	t.Parallel()

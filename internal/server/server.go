@@ -238,7 +238,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	invoices.Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
-	// Invoices become OVERDUE and are reminded by the billing engine's scheduler (issue 21, point 4).
+	// Invoices become OVERDUE and are reminded by the billing engine's scheduler, once across nodes.
 	s.billingCfg.Tasks = append(slices.Clip(s.billingCfg.Tasks), invoices.RunDue)
 	if s.billingCfg.Metrics == nil {
 		s.billingCfg.Metrics = cfg.Metrics
@@ -274,7 +274,7 @@ func httpsURL(u string) bool {
 	return err == nil && p.Scheme == "https"
 }
 
-// state is what the metrics exposition reads from the database at a scrape (issue 19, point 1):
+// state is what the metrics exposition reads from the database at a scrape:
 // pending attempts, billing's work, the outbox's and the webhooks' backlogs, and the pools.
 func (s *Server) state(ctx context.Context) (metrics.State, error) {
 	st := metrics.State{Pools: s.cfg.DB.Pools()}
@@ -299,7 +299,7 @@ func (s *Server) gateway(h http.Handler) http.Handler {
 }
 
 // invoices wraps a handler of the invoice service as gateway wraps the others, with the invoice scope
-// in place of ecom (issue 21, point 1).
+// in place of ecom.
 func (s *Server) invoices(h http.Handler) http.Handler {
 	return s.auth.Require(auth.ScopeInvoice, s.velocity.Requests(s.merchantLimits, httpapi.StorableRequest(s.idem.Middleware(h))))
 }
@@ -313,7 +313,7 @@ func (s *Server) merchantLimits(r *http.Request) velocity.Limits {
 
 // ready answers 200 when the database answers within two seconds, and 503 otherwise: not_ready when
 // it cannot be read, storage_unavailable when a write failed for want of storage and a write still
-// fails (issue 20, point 3: "readyz reflects both").
+// fails: readiness reflects both, the database out of reach and its storage full.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -463,7 +463,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 	return err
 }
 
-// purgeEvents deletes the events past their retention: "Events are kept 30 days" (issue 18, point 1).
+// purgeEvents deletes the events past their retention: events are kept 30 days.
 func (s *Server) purgeEvents(ctx context.Context) error {
 	_, err := event.Purge(ctx, s.cfg.DB, s.cfg.Now())
 	return err

@@ -15,7 +15,7 @@ import (
 // Text a database would not keep as sent — a NUL (PostgreSQL's text types cannot hold it), bytes that
 // are not UTF-8 (PostgreSQL refuses them, SQLite stores them, encoding/json would silently replace
 // them with U+FFFD), a lone UTF-16 surrogate — is a 400 naming its field, on the gateway API and on
-// the v1 API, and nothing is stored (issue 14, point 10); in a path or a query string it is a 400 too.
+// the v1 API, and nothing is stored; in a path or a query string it is a 400 too.
 func TestUnstorableTextIsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := servertest.Start(t, db, server.Config{})

@@ -119,7 +119,7 @@ type view struct {
 type scopeView struct{ Name, Description string }
 
 // scopeDescriptions say what each scope lets a partner do, in the merchant's words, and no more than
-// it does: "the consent page describes each requested scope truthfully" (issue 14, point 1).
+// it does: the consent page describes each requested scope truthfully.
 var scopeDescriptions = map[string]string{
 	"ecom": "take card payments for you, and read, capture and refund your transactions, customers, cards, plans and " +
 		"subscriptions, through the gateway API and the payments API (payment intents and the hosted payment page)",

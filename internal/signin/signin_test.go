@@ -346,9 +346,9 @@ func TestSessionCookieIsSecureOverHTTPS(t *testing.T) {
 }
 
 // A partner that asks only for invoice: the consent page describes truthfully what the scope gives
-// (the invoice service, issue 21), the token answers scope "invoice" as one string, and the token —
+// (the invoice service), the token answers scope "invoice" as one string, and the token —
 // and every token refreshed from it — reaches the invoice service and is refused by the gateway API's
-// sale, customer and plan routes with 403 insufficient_scope (issue 14, point 1).
+// sale, customer and plan routes with 403 insufficient_scope.
 func TestInvoiceOnlyApproval(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db, "https://partner.example/callback")
@@ -436,8 +436,7 @@ func TestInvoiceOnlyApproval(t *testing.T) {
 
 // The origins of a partner's image and callback go into the consent page's Content-Security-Policy
 // rebuilt from their parsed scheme, host and port, never as stored: a partner recorded before
-// creation checked its URLs, with a ";" or a quote in a host, cannot add a directive or a source
-// (issue 14, point 10).
+// creation checked its URLs, with a ";" or a quote in a host, cannot add a directive or a source.
 func TestConsentCSPRebuildsPartnerOrigins(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		callback := "https://partner.example;script-src/callback"

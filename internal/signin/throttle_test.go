@@ -98,7 +98,7 @@ func checkRace(t *testing.T, statuses map[int]int, n, limit int) {
 	}
 }
 
-// Issue 14, point 3: thirty guesses racing at one account get at most the account's limit of
+// Thirty guesses racing at one account get at most the account's limit of
 // password checks; the rest are refused without one.
 func TestSignInCountsBeforeChecking(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -139,7 +139,7 @@ func TestSignInCountsBeforeCheckingAcrossNodes(t *testing.T) {
 	checkRace(t, statuses, 30, auth.AccountAttemptLimit)
 }
 
-// Issue 14, point 4: an attacker who does not know the password, guessing from many addresses,
+// An attacker who does not know the password, guessing from many addresses,
 // exhausts only what untrusted clients may try. The merchant still signs in with its browser's
 // device cookie from anywhere, from its usual address without the cookie, and with its
 // integration's password grant.

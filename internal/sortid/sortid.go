@@ -1,7 +1,7 @@
 // Package sortid makes identifiers that sort as their creation times do: the time in milliseconds
 // as 9 base-32 digits, then random base-32 digits. An index of such ids grows at its end, where a
 // random id lands on any page of it: on a ledger of millions of rows every insert dirtied, wrote to
-// the write-ahead log and cached a page of its own (issue 20, "the scale of data").
+// the write-ahead log and cached a page of its own.
 package sortid
 
 import (

@@ -145,7 +145,7 @@ func openSQLite(ctx context.Context, cfg Config) (*DB, error) {
 	// out of the default 2 MiB cache into the WAL before its commit, a write system call per page
 	// (a third of a sale's CPU once sales recorded events). With ids in time order a batch of sales
 	// dirties a few dozen pages; 64 MiB, the size before, filled up under load and was 90 MB of the
-	// server's resident memory at 2,000 requests in flight, for no throughput (issue 20, point 5).
+	// server's resident memory at 2,000 requests in flight, for no throughput.
 	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_txlock=immediate&_pragma=cache_size(-16384)&_pragma=temp_store(2)&"+common)
 	if err != nil {

@@ -20,8 +20,8 @@ import (
 
 // ErrStorageUnavailable is what a write that failed for want of storage is (errors.Is): on SQLite,
 // the disk is full or failing (SQLITE_FULL, SQLITE_IOERR); on PostgreSQL, the server's disk is full or
-// the connection was lost. Issue 20, point 3: "writes fail with 503 storage_unavailable, reads still
-// work, nothing is corrupted, and writes resume once space is freed". The write's transaction is
+// the connection was lost. Then writes fail with 503 storage_unavailable, reads still work, nothing
+// is corrupted, and writes resume once space is freed. The write's transaction is
 // rolled back whole — SQLite and PostgreSQL both undo a transaction that did not commit — so nothing
 // is half-applied; on PostgreSQL a connection lost while COMMIT was on its way leaves the outcome to
 // the server, which applied all or nothing, and the retry of the request with its Idempotency-Key

@@ -1,6 +1,6 @@
 // Package synth fills a merchant's ledger with a synthetic but realistic history, fast, for the
-// dashboard's benchmark (issue 17, point 8: "make bench loads 1,000,000 transactions for one
-// merchant (a fast bulk path is fine)"). It writes through the real schema (the migrations applied)
+// dashboard's benchmark, which loads 1,000,000 transactions for one merchant by a fast bulk path.
+// It writes through the real schema (the migrations applied)
 // in large batches — multi-row INSERTs inside transactions on SQLite, COPY on PostgreSQL — rows as the
 // ledger leaves them once final: sales, authorizations with their captures or voids, refunds of part
 // of the sales and captures, and declines with the simulator's codes and messages; the audit record

@@ -18,8 +18,8 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The limits of a dashboard session: "a 30-minute idle and 12-hour absolute limit" (issue 16,
-// point 1).
+// The limits of a dashboard session: it ends after 30 minutes unused, and 12 hours after sign-in
+// whatever its use.
 const (
 	IdleTimeout     = 30 * time.Minute
 	AbsoluteTimeout = 12 * time.Hour
@@ -58,8 +58,8 @@ type SessionConfig struct {
 }
 
 // Sessions keeps dashboard sessions: stored in the database, and served from this node's memory once
-// read, as bearer tokens are checked against revocations held in memory (issue 16, point 7: a page
-// view "costs at most one session check that does not hit the database"). A session ended on this
+// read, as bearer tokens are checked against revocations held in memory: a page view costs at most
+// one session check, and that check does not hit the database. A session ended on this
 // node is dropped from its memory at once; one ended, or whose user's role changed, on another node is
 // dropped at this node's next poll, which reads the sessions changed since (docs/decisions.md,
 // "Dashboard sessions").

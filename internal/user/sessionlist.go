@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// ActiveSession is one of a user's sessions as the account page lists it: "see active sessions and
-// end them" (issue 16, point 5). Handle names it in a form: the hex of the stored hash of its cookie,
+// ActiveSession is one of a user's sessions as the account page lists it, where the user sees its
+// active sessions and ends them. Handle names it in a form: the hex of the stored hash of its cookie,
 // which opens nothing.
 type ActiveSession struct {
 	Handle              string

@@ -401,8 +401,8 @@ func List(ctx context.Context, q store.Querier, merchantID string) ([]User, erro
 }
 
 // MayManage reports whether a user in role actor may change or remove a user in role target, or
-// give a user role target: owners manage everyone, admins everyone but owners ("admin: everything
-// but managing owners", issue 16, point 3), the others nobody.
+// give a user role target: owners manage everyone, admins everyone but owners (an admin may do
+// everything but manage owners), the others nobody.
 func MayManage(actor, target Role) bool {
 	switch actor {
 	case Owner:

@@ -248,7 +248,7 @@ type CustomerFilter struct {
 	WithSubscription                    *bool  // with (or without) a current subscription
 	PlanID                              int64  // with a current subscription to this plan
 
-	// The dashboard's search (issue 17, point 4: "search (name, e-mail, card last 4)").
+	// The dashboard's search: by name, e-mail or a card's last 4 digits.
 	Name       string // a first or a last name, or "first last": case-insensitive, whole words
 	CardSuffix string // the last four digits of one of the customer's stored cards
 }

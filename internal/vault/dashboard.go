@@ -9,7 +9,7 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 )
 
-// The vault's operations for the merchant dashboard (issue 17, point 4), by the API's rules: the same
+// The vault's operations for the merchant dashboard's Customers section, by the API's rules: the same
 // validation and messages, the same 404s and 409s, the same audit records. A form's fields carry the
 // API's names, and each is read as the API reads its JSON counterpart (field.Form).
 

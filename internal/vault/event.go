@@ -8,9 +8,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The vault's events (issue 18, point 1): "Each is written in the same database transaction as the
-// change it reports (no event without its change, no change without its event), with … the object
-// as the API would show it at that moment." A customer's events carry the customer as GET
+// The vault's events: each is written in the same database transaction as the change it reports (no
+// event without its change, no change without its event), with the object as the API would show it at
+// that moment. A customer's events carry the customer as GET
 // /customer-service/customer/{c} shows it (for customer.deleted, as it showed it last). A card and a
 // subscription live under their customer's path; their events carry them as the API shows them
 // there, with the customer's lookup id beside, so that a receiver knows whose they are and where to

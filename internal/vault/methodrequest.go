@@ -17,8 +17,8 @@ import (
 //	 "billing_details": {"name", "email", "phone",
 //	                     "address": {"line1", "line2", "city", "state", "postal_code", "country"}}}
 //
-// The address's postal_code may be sent as zip, the hosted-page session's name for it (issue 19,
-// point 7); responses spell it postal_code.
+// The address's postal_code may be sent as zip, the hosted-page session's name for it; responses
+// spell it postal_code.
 //
 // It is read strictly, like every v1 body: an unknown field or a value of another JSON type is a 400
 // naming the field by its path.

@@ -132,9 +132,9 @@ func (s *Service) cardToCharge(ctx context.Context, merchantID, customerLookup, 
 
 // MethodFromCard makes a payment method of the merchant from a stored card of the customer
 // customerLookup, so that an intent can be confirmed with it (an invoice charged on a vault
-// customer's card: issue 21, point 2). A card that is not the customer's, or a customer that is not
-// the merchant's, is a 404. The method holds the number sealed, as any, until its confirmation
-// consumes it; it carries the customer's contact details as billing details.
+// customer's card). A card that is not the customer's, or a customer that is not the merchant's, is
+// a 404. The method holds the number sealed, as any, until its confirmation consumes it; it carries
+// the customer's contact details as billing details.
 func (s *Service) MethodFromCard(ctx context.Context, merchantID, clientID, customerLookup, cardLookup string) (Method, error) {
 	if cardLookup == "" {
 		return Method{}, fault.Invalid("card_lookup_id", "card_lookup_id is required: the stored card to charge")

@@ -143,7 +143,7 @@ func tokenFor(t *testing.T, key, pan, cvv string) string {
 	return cardenctest.Encrypt(t, cardenctest.Input{Key: key, Cards: [][4]string{{pan, "09", "31", cvv}}})[0]
 }
 
-// Issue 14: storing a card from a token is a use of the token, which is single-use. A second store, for
+// Storing a card from a token is a use of the token, which is single-use. A second store, for
 // this customer or another, and a sale with the token are the same 400 as a garbage token; a token
 // first used by a sale cannot store a card. A refused store (a duplicate card) does not use it.
 func TestStoredCardFromATokenUsesIt(t *testing.T) {

@@ -82,10 +82,10 @@ type policy struct {
 	refusal string // formatted with the quota and the seconds until the window ends
 }
 
-// The limits, from issue 14: "declines per card (keyed fingerprint) per hour, declines per credential
-// per 10 minutes, failed confirmations per payment intent, session creation per key, and a request
-// rate per credential (token bucket …)". The first four are windowed counts; the last a bucket whose
-// window is the second it refills in.
+// The limits: declines per card (by its keyed fingerprint) per hour, declines per credential per 10
+// minutes, failed confirmations per payment intent per hour, hosted-page sessions created per key per
+// minute, and requests per credential per second. The first four are windowed counts; the last a
+// token bucket whose window is the second it refills in.
 var (
 	cardDeclines = &policy{"card-declines", time.Hour, func(l Limits) int { return l.CardDeclines },
 		"This card has been declined %d times within an hour; it is not sent to the processor for another %d seconds."}

@@ -1,4 +1,4 @@
-// Package velocity throttles card testing (issue 14, point 6): how often one card and one credential
+// Package velocity throttles card testing: how often one card and one credential
 // may be declined, one payment intent fail its confirmation and one API key create hosted-page
 // sessions, each within a window, and how many requests a second one credential may send. Every
 // limit is a merchant setting (Limits), and a refusal is a 429 rate_limited — or, for a card, a

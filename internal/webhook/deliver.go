@@ -31,7 +31,7 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// What a delivery is allowed, by issue 18, point 3.
+// What a delivery is allowed: the bounds every merchant's receiver can count on.
 const (
 	// Timeout bounds one attempt, from dialing to the end of the answer: "a 15-second timeout".
 	Timeout = 15 * time.Second
@@ -267,7 +267,7 @@ const fetchSize = 64
 
 // gather is how long a runner lets outcomes gather before it records them, and new deliveries before
 // it reads them, while it has attempts under way: a busy endpoint's deliveries are read and recorded
-// a few dozen at a time, not one or two (issue 18, point 7: the sales' database is the deliveries').
+// a few dozen at a time, not one or two: the deliveries are written to the database the sales are.
 // Nothing waits for it that a receiver sees.
 const gather = 20 * time.Millisecond
 

@@ -20,9 +20,10 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The endpoint store (issue 18, point 2): "/v1/webhook-endpoints (create, list, get, update, delete)
-// with url, enabled_events (types, or *), description, disabled", the same in the dashboard and the
-// operator's CLI, each through the methods of Endpoints, so that the three faces keep one set of rules.
+// The endpoint store: /v1/webhook-endpoints creates, lists, gets, updates and deletes endpoints, each
+// with url, enabled_events (types, or *), description and disabled; the dashboard and the operator's
+// CLI do the same, each through the methods of Endpoints, so that the three faces keep one set of
+// rules.
 
 // Limits of an endpoint.
 const (

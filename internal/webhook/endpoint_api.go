@@ -8,7 +8,7 @@ import (
 	"github.com/kassapay/kassa/internal/httpapi"
 )
 
-// Routes registers the v1 API of webhook endpoints and their delivery log (issue 18, points 2 and 4),
+// Routes registers the v1 API of webhook endpoints and their delivery log,
 // behind the v1 API's keys (c.Protect): reading needs webhooks:read, changing webhooks:write. Secrets
 // are changes' business: reading one needs webhooks:write too, as it lets its holder forge events.
 func (s *Endpoints) Routes(r *httpapi.Router, c *checkout.Service) {

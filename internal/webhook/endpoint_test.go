@@ -74,8 +74,9 @@ func events(r servertest.Response) string {
 	return strings.Join(out, " ")
 }
 
-// Issue 18, point 2: "/v1/webhook-endpoints (create, list, get, update, delete; permission
-// webhooks:write/webhooks:read) with url, enabled_events (types, or *), description, disabled".
+// /v1/webhook-endpoints creates, lists, gets, updates and deletes endpoints (permissions
+// webhooks:write and webhooks:read), each with url, enabled_events (types, or *), description and
+// disabled.
 func TestEndpointLifecycle(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := servertest.Start(t, db, server.Config{})

@@ -16,9 +16,9 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The events API (issue 18, point 1): "GET /v1/events (list with type and time filters, cursors) and
-// GET /v1/events/{id} with a new v1 permission events:read". An event is read as it was recorded;
-// another merchant's is not found.
+// The events API: GET /v1/events lists events with type and time filters and cursors, and GET
+// /v1/events/{id} reads one, both with the v1 permission events:read. An event is read as it was
+// recorded; another merchant's is not found.
 
 // WireEvent is an event as the v1 API shows it: data is the object as the API showed it when the
 // event happened, created the time in Unix seconds, as the v1 API writes times.

@@ -14,10 +14,10 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// The delivery log (issue 18, point 4): "each attempt's time, status, latency, the first 1 KiB of the
-// answer) is readable through the API (GET /v1/webhook-endpoints/{id}/deliveries) and the dashboard,
-// with a "resend" action". The delivery engine writes webhook_deliveries and webhook_attempts; this
-// file only reads them, and queues a resend.
+// The delivery log: each attempt's time, status, latency and the first 1 KiB of the answer, readable
+// through the API (GET /v1/webhook-endpoints/{id}/deliveries) and the dashboard, with a resend
+// action. The delivery engine writes webhook_deliveries and webhook_attempts; this file only reads
+// them, and queues a resend.
 
 // Delivery statuses, as the delivery engine writes them.
 const (

@@ -121,10 +121,9 @@ func TestDeliveryLogShowsPhrasesOnly(t *testing.T) {
 	})
 }
 
-// Issue 18, point 4: "The delivery log (each attempt's time, status, latency, the first 1 KiB of the
-// answer) is readable through the API (GET /v1/webhook-endpoints/{id}/deliveries) … with a "resend"
-// action." Newest first, with cursors; a resend queues exactly one new delivery of the same event,
-// due now.
+// The delivery log (each attempt's time, status, latency, the first 1 KiB of the answer) is readable
+// through the API (GET /v1/webhook-endpoints/{id}/deliveries), with a resend action. Newest first,
+// with cursors; a resend queues exactly one new delivery of the same event, due now.
 func TestDeliveryLogAndResend(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		srv := servertest.Start(t, db, server.Config{})

@@ -13,7 +13,8 @@ import (
 // runner makes the entries deliveries, a batch at a time, as it sends them. A sale thus writes one
 // entry of one B-tree for its webhook, not a delivery row with its indexes, and the rest of the
 // delivery's writing is done in batches, at the pace the deliveries are sent: while the node is busy
-// with payments, BusyRate a second (issue 18, point 7; migration 00049).
+// with payments, BusyRate a second (migration 00049), so that the webhooks of the sales take little
+// of the database the sales need.
 
 // queuedSQL tells whether events are queued for endpoint $1.
 const queuedSQL = `SELECT 1 FROM webhook_queue WHERE endpoint_id = $1 LIMIT 1`

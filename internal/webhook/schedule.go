@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Schedule is when a delivery is attempted: "immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
-// 20 h, 24 h; then the delivery is failed" (issue 18, point 3). Each delay counts from the attempt
-// before; the first attempt is due when the event is recorded.
+// Schedule is when a delivery is attempted: immediately, then after 5 s, 5 min, 30 min, 2 h, 5 h,
+// 10 h, 14 h, 20 h and 24 h; then the delivery is failed. Each delay counts from the attempt before;
+// the first attempt is due when the event is recorded.
 var Schedule = []time.Duration{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
 	5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour}
 

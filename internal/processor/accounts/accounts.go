@@ -1,4 +1,4 @@
-// Package accounts keeps the merchants' processor accounts (issue 15, point 1): which processor takes
+// Package accounts keeps the merchants' processor accounts: which processor takes
 // each merchant's new payments, configured by JSON that is stored sealed under the key-encryption
 // key, and the processor of every account that ever took a transaction, for its captures, refunds,
 // voids and recovery. A merchant without an account is on the built-in simulator.
@@ -38,7 +38,8 @@ import (
 const SimulatorKind = "simulator"
 
 // DefaultRefreshInterval is how often a node reads the processor changes made elsewhere (by another
-// node or the operator CLI): "takes effect on every node within 5 seconds" (issue 15, point 1).
+// node or the operator CLI), so that a change of processor takes effect on every node within 5
+// seconds.
 const DefaultRefreshInterval = 5 * time.Second
 
 // changeWindow is how far back of the newest change a refresh reads again. Changes are stamped in

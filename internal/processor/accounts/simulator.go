@@ -10,8 +10,8 @@ import (
 )
 
 // simulatorKind is the built-in simulator as a kind: it takes no configuration ({} or none), and
-// nothing it takes moves money, so it is a test account (issue 15, point 2: "A transaction taken by
-// the simulator … has test_mode: true"). It lives here rather than in package simulator because it is
+// nothing it takes moves money, so it is a test account: a transaction the simulator takes has
+// test_mode true. It lives here rather than in package simulator because it is
 // not a kind like the others: no account of it is stored, and its processor is the server's one
 // simulator (Config.Simulator), whatever a configuration could say.
 type simulatorKind struct{ simulator processor.Processor }

@@ -24,7 +24,7 @@ import (
 // block of one, every message's STAN and RRN are reserved by a database write of their own, so each
 // follow-up's trace is prepared with a write. On SQLite that write, made from inside the write that
 // records the follow-up, once waited for itself for ever and with it every write of the server (found
-// by the soak, issue 20 point 4: the whole server stopped the first time a block ran out during a
+// by the soak: the whole server stopped the first time a block ran out during a
 // follow-up). Each operation must end, with kassa-acquirer's host approving it.
 func TestFollowUpsWhileNumbersAreReserved(t *testing.T) {
 	t.Parallel()

@@ -21,7 +21,7 @@ import (
 //
 // The next block is reserved ahead, in the background, as soon as a block comes into use: every sale
 // of the terminal waits for the number it takes, and a block reserved only when the last one ran out
-// held them all behind one write in a database busy with their attempts (issue 20, point 5). A
+// held them all behind one write in a database busy with their attempts. A
 // process that stops leaves up to two blocks unused.
 type series struct {
 	name string

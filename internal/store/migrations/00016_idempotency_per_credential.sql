@@ -2,7 +2,7 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
 -- Idempotency-Key records are kept per principal: the account a request acts for and the credential
--- that sent it (issue 14). The request is known by a keyed MAC and the response is sealed; the old
+-- that sent it. The request is known by a keyed MAC and the response is sealed; the old
 -- records (per merchant, a plain hash, a body in clear) do not survive: a retry of a request made before
 -- the upgrade runs as a new request, which for money is safe because the ledger still binds its key to
 -- the transaction it created (below).
@@ -26,7 +26,7 @@ CREATE TABLE idempotency_keys (
 UPDATE transactions SET idempotency_key = 'client:' || client_id || '/' || idempotency_key
 WHERE idempotency_key IS NOT NULL AND client_id IS NOT NULL AND idempotency_key NOT LIKE '% %';
 
--- Card tokens are single-use (issue 14). A used token is known by the SHA-256 of its RSA-OAEP
+-- Card tokens are single-use. A used token is known by the SHA-256 of its RSA-OAEP
 -- ciphertext, and kept until it would be too old to open anyway.
 CREATE TABLE used_card_tokens (
     token_hash  BLOB PRIMARY KEY,

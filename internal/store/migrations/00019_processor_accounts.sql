@@ -1,7 +1,7 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- A merchant's connection to a processor (issue 15, point 1): its kind ("iso8583", "stripe"), its
+-- A merchant's connection to a processor: its kind ("iso8583", "stripe"), its
 -- configuration sealed under the key-encryption key (it holds API keys and terminal ids), what of it
 -- may be shown, and whether it is a test account. An account is never changed: a merchant that
 -- changes processor gets a new one, so that the transactions of the old one keep going where they went.

@@ -2,9 +2,9 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 -- (Numbered 21: 20 is the ISO 8583 connector's trace numbers, written alongside.)
 
--- Reversals of operations that got no answer (issue 15, point 4: "the reversal is recorded in the same
--- database transaction that marks the attempt as timed out, sent, and retransmitted until answered, by
--- whichever node holds the work, across crashes"). One row per unanswered attempt; reversal is the
+-- Reversals of operations that got no answer: a reversal is recorded in the same database transaction
+-- that marks the attempt as timed out, then sent, and retransmitted until answered, by whichever node
+-- holds the work, across crashes. One row per unanswered attempt; reversal is the
 -- processor's own description of what to send (trace numbers and the original's references, no card
 -- data). next_attempt is both when it is due and, while a node sends it, that node's lease.
 CREATE TABLE reversals (

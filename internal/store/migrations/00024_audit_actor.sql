@@ -1,9 +1,9 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- The dashboard's staff user who did it, and the address the request came from (issue 16, point 5:
--- "every dashboard action writes an audit record naming the staff user"; the activity page shows "who,
--- what, when, from which address" and filters by user and by action).
+-- The dashboard's staff user who did it, and the address the request came from: every dashboard
+-- action writes an audit record naming the staff user, and the activity page shows who did what, when
+-- and from which address, and filters by user and by action.
 ALTER TABLE audit_log ADD COLUMN user_id TEXT;
 ALTER TABLE audit_log ADD COLUMN address TEXT;
 CREATE INDEX audit_log_user ON audit_log (merchant_id, user_id, id);

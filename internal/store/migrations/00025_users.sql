@@ -1,7 +1,7 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- Staff users of the merchant dashboard (issue 16, point 3): each signs in with an e-mail and a
+-- Staff users of the merchant dashboard: each signs in with an e-mail and a
 -- password to one merchant, in one role. Until now a merchant had one sign-in, its own e-mail and
 -- password in merchants; each merchant becomes a user, its first owner, under the merchant's own id,
 -- so that device cookies and usual places of sign-in throttling, which name that id, keep counting.
@@ -14,7 +14,7 @@ CREATE TABLE users (
     role                TEXT NOT NULL,             -- owner | admin | reporting | sales
     created_at          BIGINT NOT NULL,
     password_changed_at BIGINT,
-    -- Two-factor authentication (issue 16, point 2), filled by a later change: the TOTP secret sealed
+    -- Two-factor authentication, filled by a later change: the TOTP secret sealed
     -- under the key-encryption key, and the last time step a code was accepted for (each code once).
     totp_secret         BLOB,
     totp_last_step      BIGINT

@@ -1,7 +1,7 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- Two-factor authentication (issue 16, point 2). A user's TOTP secret and last step are columns of
+-- Two-factor authentication. A user's TOTP secret and last step are columns of
 -- users; its ten single-use recovery codes are rows here, only their SHA-256 stored (a code has 80
 -- random bits: no slow hash is needed against guessing it back from the hash).
 CREATE TABLE user_recovery_codes (

@@ -1,7 +1,7 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- The dashboard's transactions list (issue 17, point 2) filters a merchant's transactions newest first
+-- The dashboard's transactions list filters a merchant's transactions newest first
 -- by date range, card last 4, customer e-mail or name, order id, transaction id, and, for the sales
 -- role, by the staff user who made them; a detail page shows the chain of a transaction (the
 -- follow-ups of its parent) and its audit trail. Every index below costs every sale an insert into it

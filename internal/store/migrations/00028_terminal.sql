@@ -1,7 +1,7 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- The virtual terminal (issue 17, point 3): a payment taken over the telephone or by mail, which the
+-- The virtual terminal: a payment taken over the telephone or by mail, which the
 -- processor is told is a mail/telephone order (ISO 8583 field 25 = 08, Stripe's MOTO flag) and which
 -- is never sent to 3-D Secure (the cardholder is not there to be challenged).
 ALTER TABLE transactions ADD COLUMN mail_order BOOLEAN NOT NULL DEFAULT FALSE;

@@ -1,10 +1,10 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- The dashboard's customer search (issue 17, point 4: "list and search (name, e-mail, card last 4)"),
--- indexed for a merchant of 100,000 customers and more. An e-mail or a name is matched as the API's
--- filters match them, case-insensitively and whole; the indexes hold the lower-cased text, so a search
--- reads only the matching rows. Customers are written rarely: their indexes cost no payment anything.
+-- The dashboard's customer search, by name, e-mail or a card's last 4 digits, indexed for a merchant
+-- of 100,000 customers and more. An e-mail or a name is matched as the API's filters match them,
+-- case-insensitively and whole; the indexes hold the lower-cased text, so a search reads only the
+-- matching rows. Customers are written rarely: their indexes cost no payment anything.
 CREATE INDEX customers_email ON customers (merchant_id, LOWER(email), id);
 -- A name: "Jane" is a first or a last name, "Jane Roe" both; without these a search for a name no
 -- customer has reads all of the merchant's customers (a quarter of a second at 100,000).

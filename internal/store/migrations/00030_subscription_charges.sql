@@ -2,8 +2,8 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
 -- Every charge the billing engine makes of a subscription's cycle, written in the transaction that
--- records its outcome: the history of billed cycles on the dashboard's subscription page (issue 17,
--- point 5: "detail with every billed cycle and its transaction"). Charges made before this table
+-- records its outcome: the history of billed cycles on the dashboard's subscription page, every
+-- billed cycle with its transaction. Charges made before this table
 -- existed are in the ledger only (source RECURRING).
 CREATE TABLE subscription_charges (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,8 +1,8 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- The dashboard's overview (issue 17, point 1: "computed by indexed queries, not by loading rows into
--- Go") sums these instead of a month of ledger rows. One row per merchant, 15-minute interval (UTC;
+-- The dashboard's overview, computed by indexed queries rather than by loading rows into Go, sums
+-- these instead of a month of ledger rows. One row per merchant, 15-minute interval (UTC;
 -- every time zone's offset is a multiple of 15 minutes, so a merchant's days are whole intervals),
 -- currency, live or test, kind, outcome and decline code: how many transactions and their amounts.
 -- The roller (internal/report) adds the final rows of the ledger to it in order of id; a rolled row's

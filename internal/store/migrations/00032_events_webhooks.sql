@@ -2,7 +2,7 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
 -- Events: facts about a merchant's records, each written in the transaction of the change it reports
--- (issue 18, point 1: "no event without its change, no change without its event"). data is the object
+-- (no event without its change, no change without its event). data is the object
 -- as the API showed it at that moment, as JSON. Kept 30 days, purged oldest id first (ids follow time
 -- closely enough for that: event.Purge).
 CREATE TABLE events (

@@ -2,7 +2,7 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
 -- A hosted-page session expires when its hour passes without an outcome; nothing wrote that down, it
--- was computed on read. The hosted_page.session.expired event (issue 18, point 1) must be recorded
+-- was computed on read. The hosted_page.session.expired event must be recorded
 -- once: expired_at is when the sweep recorded it, NULL until then. Sessions from before this migration
 -- are marked as recorded, so that an upgrade does not report the expiry of every old session at once.
 ALTER TABLE checkout_sessions ADD COLUMN expired_at BIGINT;

@@ -1,7 +1,7 @@
 -- +goose Up
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
--- Refunds of the v1 payments API (issue 19, point 7). A refund is a money operation on its payment
+-- Refunds of the v1 payments API. A refund is a money operation on its payment
 -- intent like a capture: claimed on the intent under the next attempt number, carried out by the
 -- ledger as a REFUND of the transaction that captured the money under that attempt's idempotency key,
 -- and settled on the intent and here in one transaction. The ledger's row holds the money; this one

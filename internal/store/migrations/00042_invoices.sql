@@ -1,5 +1,5 @@
 -- +goose Up
--- Invoices of the invoice service (issue 21, point 1). Amounts are minor units of currency, computed
+-- Invoices of the invoice service. Amounts are minor units of currency, computed
 -- by Kassa from the lines (internal/invoice, "Totals"); the lines are kept as a JSON array in the
 -- row, as the invoice shows them, since they are only ever read and written with it.
 CREATE TABLE invoices (

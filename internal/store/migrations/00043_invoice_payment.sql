@@ -1,5 +1,5 @@
 -- +goose Up
--- Paying an invoice (issue 21, point 2). intent_id is the payment intent the invoice is paid through
+-- Paying an invoice. intent_id is the payment intent the invoice is paid through
 -- now: at most one live intent per invoice, whichever page or API call pays it (internal/invoice,
 -- pay.go). It changes only by a compare-and-set from the one before, and an intent is replaced only
 -- once canceled, so two charges of one invoice cannot both run. payment_info is the JSON object the

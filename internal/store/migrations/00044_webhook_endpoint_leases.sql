@@ -1,5 +1,5 @@
 -- +goose Up
--- Webhook deliveries are taken endpoint by endpoint (issue 18, point 7): a node leases an endpoint,
+-- Webhook deliveries are taken endpoint by endpoint: a node leases an endpoint,
 -- sends its due deliveries, at most 4 at once, and records their outcomes in batches, renewing the
 -- endpoint's lease with each. A delivery is no longer leased by a write of its own row: on PostgreSQL
 -- that update moved the row in every index, and with the record of its end it was two of the three

@@ -1,5 +1,5 @@
 -- +goose Up
--- Overdue invoices and their reminders (issue 21, point 4; internal/invoice, overdue.go).
+-- Overdue invoices and their reminders (internal/invoice, overdue.go).
 -- reminder_days is the invoice's reminder schedule, a JSON array of days relative to its due date
 -- (0 the due date, negative before it), in ascending order. reminded_until is when reminders were
 -- last taken care of: a reminder whose day began at or before it was sent or passed over (the last

@@ -3,7 +3,7 @@
 -- queued one lock the endpoint's row FOR KEY SHARE while it inserted: with one endpoint per merchant
 -- and every sale of the merchant at once, many sharers of one row, which PostgreSQL records in a
 -- MultiXact per change of sharers — 27 % of the sale benchmark's throughput with an endpoint
--- subscribed to every event, 13 % without those keys (issue 18, point 7). The code deletes an
+-- subscribed to every event, 13 % without those keys. The code deletes an
 -- endpoint's deliveries and a purged event's itself (webhook.Endpoints.Delete, event.Purge), on both
 -- backends; SQLite, which takes no row locks, keeps the keys.
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_endpoint_id_fkey;

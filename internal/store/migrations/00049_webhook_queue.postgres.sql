@@ -1,5 +1,5 @@
 -- +goose Up
--- PostgreSQL. The events queued for an endpoint and not yet made deliveries (issue 18, point 7). A
+-- PostgreSQL. The events queued for an endpoint and not yet made deliveries. A
 -- sale with an endpoint subscribed to its event wrote a delivery row in its own transaction, with its
 -- four indexes; it now writes one entry here, the primary key its only index, and the endpoint's
 -- runner makes the entries deliveries a batch at a time, as it sends them (internal/webhook/queue.go):

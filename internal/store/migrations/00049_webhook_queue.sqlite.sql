@@ -1,5 +1,5 @@
 -- +goose Up
--- SQLite. The events queued for an endpoint and not yet made deliveries (issue 18, point 7). A sale
+-- SQLite. The events queued for an endpoint and not yet made deliveries. A sale
 -- with an endpoint subscribed to its event wrote a delivery row in its own transaction: the row and
 -- its three indexes, which cost the sale benchmark 8–13 % of its throughput. It now writes one
 -- entry here — a table without rowid, its primary key its only B-tree — and the endpoint's runner

@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 20 (10,000,000 transactions in the ledger): the list's amount filter (min_amount, max_amount,
+-- A ledger of 10,000,000 transactions: the list's amount filter (min_amount, max_amount,
 -- compared in ten-thousandths of a major unit whatever the currency's decimals) had no index, as
 -- migration 00027 judged a scan of the merchant's newest rows to fill a page of a wide range fast. It
 -- does, but a search for one amount (min_amount = max_amount = 42.17, "find the customer's payment")

@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 20 (performance near the limit): audit_log_user (migration 00024) serves the activity page's
+-- Performance near the limit: audit_log_user (migration 00024) serves the activity page's
 -- filter by staff user, but every record went into it, and most name no user: every payment through
 -- the API, every subscription's charge. Each of them wrote one more B-tree in its outcome's
 -- transaction, a fifth of what its audit record writes, for entries no filter reads. Only the records
