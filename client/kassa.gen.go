@@ -4348,6 +4348,14 @@ type ClientInterface interface {
 	// Corresponds with PATCH /customer-service/customer/{c}/subscription/{s} (the `UpdateSubscription` operationId).
 	UpdateSubscription(ctx context.Context, customerLookupId CustomerLookupId, s string, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ApiReference This reference, as an HTML page
+	//
+	// Every operation, webhook and schema of this document, on one page that needs no script. It
+	// is sent compressed with gzip to clients that accept it, and revalidated with its ETag.
+	//
+	// Corresponds with GET /docs/api (the `ApiReference` operationId).
+	ApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Healthz The process is up
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
@@ -5517,6 +5525,24 @@ func (c *Client) UpdateSubscriptionWithBody(ctx context.Context, customerLookupI
 // Corresponds with PATCH /customer-service/customer/{c}/subscription/{s} (the `UpdateSubscription` operationId).
 func (c *Client) UpdateSubscription(ctx context.Context, customerLookupId CustomerLookupId, s string, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateSubscriptionRequest(c.Server, customerLookupId, s, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApiReference This reference, as an HTML page
+//
+// Every operation, webhook and schema of this document, on one page that needs no script. It
+// is sent compressed with gzip to clients that accept it, and revalidated with its ETag.
+//
+// Corresponds with GET /docs/api (the `ApiReference` operationId).
+func (c *Client) ApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApiReferenceRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -8169,6 +8195,33 @@ func NewUpdateSubscriptionRequestWithBody(server string, customerLookupId Custom
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewApiReferenceRequest constructs an http.Request for the ApiReference method
+func NewApiReferenceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs/api")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -12372,6 +12425,16 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /customer-service/customer/{c}/subscription/{s} (the `UpdateSubscription` operationId).
 	UpdateSubscriptionWithResponse(ctx context.Context, customerLookupId CustomerLookupId, s string, body UpdateSubscriptionJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSubscriptionResponse, error)
 
+	// ApiReferenceWithResponse This reference, as an HTML page
+	//
+	// Every operation, webhook and schema of this document, on one page that needs no script. It
+	// is sent compressed with gzip to clients that accept it, and revalidated with its ETag.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs/api (the `ApiReference` operationId).
+	ApiReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ApiReferenceResponse, error)
+
 	// HealthzWithResponse The process is up
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -14528,6 +14591,57 @@ func (r UpdateSubscriptionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateSubscriptionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApiReferenceResponse200Headers the declared response headers of an HTTP 200 response for ApiReference
+type ApiReferenceResponse200Headers struct {
+	CacheControl    *string
+	ContentEncoding *string
+	ETag            *string
+	Vary            *string
+}
+
+// ApiReferenceResponse304Headers the declared response headers of an HTTP 304 response for ApiReference
+type ApiReferenceResponse304Headers struct {
+	ETag *string
+}
+
+type ApiReferenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApiReferenceResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ApiReferenceResponse304Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r ApiReferenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApiReferenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApiReferenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApiReferenceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20927,6 +21041,22 @@ func (c *ClientWithResponses) UpdateSubscriptionWithResponse(ctx context.Context
 	return ParseUpdateSubscriptionResponse(rsp)
 }
 
+// ApiReferenceWithResponse This reference, as an HTML page
+//
+// Every operation, webhook and schema of this document, on one page that needs no script. It
+// is sent compressed with gzip to clients that accept it, and revalidated with its ETag.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs/api (the `ApiReference` operationId).
+func (c *ClientWithResponses) ApiReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ApiReferenceResponse, error) {
+	rsp, err := c.ApiReference(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApiReferenceResponse(rsp)
+}
+
 // HealthzWithResponse The process is up
 //
 // Returns a wrapper object for the known response body format(s).
@@ -23752,6 +23882,66 @@ func ParseUpdateSubscriptionResponse(rsp *http.Response) (*UpdateSubscriptionRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApiReferenceResponse parses an HTTP response from a ApiReferenceWithResponse call
+func ParseApiReferenceResponse(rsp *http.Response) (*ApiReferenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApiReferenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApiReferenceResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Content-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentEncoding = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ApiReferenceResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	}
 
 	return response, nil

@@ -39,6 +39,15 @@ func TestSettingsEcommerce(t *testing.T) {
 			!strings.Contains(body, "in test mode") {
 			t.Fatalf("the settings page of a new merchant: %s", body)
 		}
+		// Beside the credentials, the page leads to the API reference, which Kassa serves to anyone.
+		if !strings.Contains(body, `<a href="/docs/api">API reference</a>`) || !strings.Contains(body, `<a href="/docs/api#authentication">`) {
+			t.Errorf("the settings page does not link to the API reference: %s", body)
+		}
+		if ref, err := http.Get(s.srv.URL + "/docs/api"); err != nil || ref.StatusCode != http.StatusOK {
+			t.Errorf("the API reference the settings page links to: %v %v", ref, err)
+		} else {
+			ref.Body.Close()
+		}
 		resp, body = b.post("/dashboard/settings/ecommerce/clients", url.Values{"csrf_token": {csrf}, "validity": {"13h"}})
 		wantStatus(t, "a validity not offered", resp, body, http.StatusBadRequest)
 		resp, body = b.post("/dashboard/settings/ecommerce/clients", url.Values{"csrf_token": {csrf}, "validity": {"20m0s"}})

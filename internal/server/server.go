@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kassapay/kassa/internal/apidocs"
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/cardenc"
@@ -211,6 +212,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// Dashboard sessions learn of changes made on other nodes at the pace of token revocations.
 	s.sessions = user.NewSessions(user.SessionConfig{DB: cfg.DB, Logger: cfg.Logger, Now: cfg.Now, Poll: cfg.RevocationPoll})
 	r.HandleFunc("GET", "/js/{file}", web.ServeScripts)
+	r.Handle("GET", "/docs/api", apidocs.Handler())
 	payment.NewService(s.ledger, merchants, s.cardenc).Routes(r, s.gateway)
 	v, err := vault.New(ctx, vault.Config{DB: cfg.DB, Keyring: ring, Ledger: s.ledger, Merchants: merchants, Tokens: s.cardenc, Now: cfg.Now})
 	if err != nil {
