@@ -132,7 +132,7 @@ func TestDocumentationHasNoPlaceholders(t *testing.T) {
 	placeholder := regexp.MustCompile(`\b(?:TODO|TBD|FIXME|XXX)\b|\b[A-Z][A-Z0-9]*_(?:TEXT|HERE|PLACEHOLDER)\b`)
 	dashboard := false
 	for _, d := range readmetest.Documents(t) {
-		dashboard = dashboard || strings.Contains(d.Text, "\n## Dashboard\n")
+		dashboard = dashboard || d.Path == "docs/guides/dashboard.md"
 		for i, line := range strings.Split(d.Text, "\n") {
 			if m := placeholder.FindString(line); m != "" {
 				t.Errorf("%s:%d holds the placeholder %s: %s", d.Path, i+1, m, strings.TrimSpace(line))
