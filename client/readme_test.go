@@ -45,11 +45,11 @@ func TestReadmeProgram(t *testing.T) {
 }
 
 // documentedBlock is the code block (fenced as lang) after marker, which must be said once in all of
-// README.md and the pages under docs/. It is internal/readmetest.Block for this module, which cannot
+// README.md, CONTRIBUTING.md and the pages under docs/. It is internal/readmetest.Block for this module, which cannot
 // import the server's internal packages.
 func documentedBlock(t *testing.T, marker, lang string) string {
 	t.Helper()
-	paths := []string{"../README.md"}
+	paths := []string{"../README.md", "../CONTRIBUTING.md"}
 	err := filepath.WalkDir("../docs", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
 			paths = append(paths, path)

@@ -35,18 +35,19 @@ func TestFindNeedsOneMarker(t *testing.T) {
 	}
 }
 
-// The documentation is README.md first, then every page under docs/, each once, by path.
+// The documentation is README.md and CONTRIBUTING.md first, then every page under docs/, each once,
+// by path.
 func TestDocumentsAreTheREADMEAndDocs(t *testing.T) {
 	docs := Documents(t)
-	if len(docs) < 2 || docs[0].Path != "README.md" {
-		t.Fatalf("Documents = %d pages, the first %q", len(docs), docs[0].Path)
+	if len(docs) < 3 || docs[0].Path != "README.md" || docs[1].Path != "CONTRIBUTING.md" {
+		t.Fatalf("Documents = %d pages, beginning with %q", len(docs), docs[0].Path)
 	}
-	for i, d := range docs[1:] {
+	for i, d := range docs[2:] {
 		if !strings.HasPrefix(d.Path, "docs/") || !strings.HasSuffix(d.Path, ".md") || d.Text == "" {
-			t.Errorf("page %d is %q, %d bytes", i+1, d.Path, len(d.Text))
+			t.Errorf("page %d is %q, %d bytes", i+2, d.Path, len(d.Text))
 		}
-		if i > 0 && docs[i].Path >= d.Path {
-			t.Errorf("%q comes after %q", d.Path, docs[i].Path)
+		if i > 0 && docs[i+1].Path >= d.Path {
+			t.Errorf("%q comes after %q", d.Path, docs[i+1].Path)
 		}
 	}
 }

@@ -1,5 +1,5 @@
-// Package readmetest reads the examples of the documentation — README.md and every Markdown page
-// under docs/ — for tests, so that what the documentation shows is what the tests run.
+// Package readmetest reads the examples of the documentation — README.md, CONTRIBUTING.md and every
+// Markdown page under docs/ — for tests, so that what the documentation shows is what the tests run.
 package readmetest
 
 import (
@@ -26,7 +26,8 @@ func root() string {
 	return filepath.Join(filepath.Dir(here), "..", "..")
 }
 
-// Documents returns README.md, then every Markdown file under docs/ in the order of their paths.
+// Documents returns README.md and CONTRIBUTING.md, then every Markdown file under docs/ in the order
+// of their paths.
 func Documents(t testing.TB) []Document {
 	t.Helper()
 	docs, err := documents(root())
@@ -37,7 +38,7 @@ func Documents(t testing.TB) []Document {
 }
 
 func documents(root string) ([]Document, error) {
-	paths := []string{"README.md"}
+	paths := []string{"README.md", "CONTRIBUTING.md"}
 	var under []string
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
@@ -63,8 +64,8 @@ func documents(root string) ([]Document, error) {
 }
 
 // Block returns the code block (fenced as lang; "" for a block with no language) that follows marker
-// in the documentation. The marker must occur exactly once in all of README.md and docs/, so that a
-// test never runs a block of another page than the one it means.
+// in the documentation. The marker must occur exactly once in all of it, so that a test never runs a
+// block of another page than the one it means.
 func Block(t testing.TB, marker, lang string) string {
 	t.Helper()
 	block, err := find(Documents(t), marker, lang)
@@ -88,7 +89,7 @@ func find(docs []Document, marker, lang string) (string, error) {
 	}
 	switch {
 	case len(at) == 0:
-		return "", fmt.Errorf("no page of the documentation (README.md, docs/) has a %q block", marker)
+		return "", fmt.Errorf("no page of the documentation (README.md, CONTRIBUTING.md, docs/) has a %q block", marker)
 	case len(at) > 1:
 		return "", fmt.Errorf("%q is in the documentation %d times (%s): a block's marker must be said once", marker, len(at), strings.Join(at, ", "))
 	}

@@ -1,10 +1,14 @@
 package readmetest_test
 
 import (
+	"os"
+	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/kassapay/kassa/internal/readmetest"
 )
@@ -142,4 +146,92 @@ func TestDocumentationHasNoPlaceholders(t *testing.T) {
 	if !dashboard {
 		t.Fatal("no page describes the dashboard")
 	}
+}
+
+// Every relative link of the documentation leads to a file of the repository and, when it names a
+// heading (#anchor), to a heading of that page, as GitHub makes anchors of headings: pages moved, split
+// or renamed leave no link behind.
+func TestDocumentationLinksResolve(t *testing.T) {
+	docs := readmetest.Documents(t)
+	anchors := map[string]map[string]bool{}
+	for _, d := range docs {
+		anchors[d.Path] = headingAnchors(d.Text)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, d := range docs {
+		for _, m := range link.FindAllStringSubmatch(withoutCode(d.Text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			if file == "" {
+				file = d.Path
+			} else {
+				file = path.Clean(path.Join(path.Dir(d.Path), file))
+			}
+			if _, err := os.Stat("../../" + file); err != nil {
+				t.Errorf("%s links to %s, which is not in the repository", d.Path, target)
+				continue
+			}
+			if anchor != "" {
+				if a, ok := anchors[file]; !ok || !a[anchor] {
+					t.Errorf("%s links to %s, but %s has no heading #%s", d.Path, target, file, anchor)
+				}
+			}
+		}
+	}
+}
+
+var inlineCode = regexp.MustCompile("`[^`]*`")
+
+// withoutCode is text without its fenced code blocks and inline code, where a "](…)" is not a link.
+func withoutCode(text string) string {
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		if !in {
+			b.WriteString(inlineCode.ReplaceAllString(line, ""))
+		}
+	}
+	return b.String()
+}
+
+// headingAnchors are the anchors GitHub gives the headings of a Markdown page: the heading's text in
+// lower case, without punctuation but hyphens and underscores, spaces made hyphens, and "-1", "-2"…
+// after a repeated one.
+func headingAnchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	in := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "```") {
+			in = !in
+		}
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if in || !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		var a strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(title)) {
+			switch {
+			case r == ' ':
+				a.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				a.WriteRune(r)
+			}
+		}
+		anchor := a.String()
+		if n := seen[anchor]; n > 0 {
+			out[anchor+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[anchor] = true
+		}
+		seen[anchor]++
+	}
+	return out
 }
