@@ -36,7 +36,7 @@ build:
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa ./cmd/kassa
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
-## bench: the hot path's Go benchmarks, the load benchmark (with the HTTP-stack ceiling and the 250 ms latency-tolerance scenarios from 2,000 clients), the dashboard benchmark (1,000,000 transactions), the webhooks benchmark, then the scale of data (sales and lists with 10,000,000 transactions loaded), on SQLite and PostgreSQL (see README, Performance)
+## bench: the hot path's Go benchmarks, the load benchmark (with the HTTP-stack ceiling and the 250 ms latency-tolerance scenarios from 2,000 clients), the dashboard benchmark (1,000,000 transactions), the webhooks benchmark, then the scale of data (sales and lists with 10,000,000 transactions loaded), on SQLite and PostgreSQL (see docs/guides/performance.md)
 BENCH_FLAGS ?=
 DASHBOARD_BENCH_FLAGS ?=
 WEBHOOKS_BENCH_FLAGS ?=
@@ -49,7 +49,7 @@ bench: build microbench
 	bin/kassa-load webhooks $(WEBHOOKS_BENCH_FLAGS)
 	bin/kassa-load scale $(SCALE_BENCH_FLAGS)
 
-## drill: the reliability drill — mixed load from 64 clients for 2 minutes per backend while nodes are killed, then the books (see README, Reliability drill); SOAK=10m soaks instead: the load without faults at half its maximum, the server sampled each minute
+## drill: the reliability drill — mixed load from 64 clients for 2 minutes per backend while nodes are killed, then the books (see docs/guides/reliability.md); SOAK=10m soaks instead: the load without faults at half its maximum, the server sampled each minute
 DRILL_FLAGS ?=
 SOAK ?=
 drill: build

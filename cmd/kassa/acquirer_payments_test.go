@@ -192,7 +192,7 @@ func TestISO8583PaymentIntentsAndHostedPage(t *testing.T) {
 
 			in := v1("/v1/payment-intents", `{"amount":5999,"currency":"cad","capture_method":"manual"}`)
 			id := in["id"].(string)
-			// A payment method's CVC is checked and dropped (docs/decisions.md, "Payment methods pay
+			// A payment method's CVC is checked and dropped (docs/design/checkout.md, "Payment methods pay
 			// once, and keep no CVC"): a confirmation that names one sends no CVV2.
 			auth := charge(v1("/v1/payment-intents/"+id+"/confirm", `{"payment_method_id":"`+method(cardtest.Visa)+`"}`), "requires_capture")
 			if auth.MTI != "0100" || auth.Amount != 5999 || auth.EntryMode != "010" || auth.Condition != "59" || auth.CVV2 || auth.ResponseCode != "00" {

@@ -357,7 +357,7 @@ func TestREADMEBackup(t *testing.T) {
 		}
 		return decodeOne(t, string(out))
 	}
-	b := run(paths.Replace(readmetest.Block(t, "### Backups", "sh")))
+	b := run(paths.Replace(readmetest.Block(t, "<!-- backup:", "sh")))
 	if b["integrity_check"] != "ok" || filepath.Dir(b["backup"].(string)) != backups {
 		t.Fatalf("the README's backup printed %v", b)
 	}

@@ -166,6 +166,9 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
+	if len(args) > 1 && args[0] == "docs" && args[1] == "flags" {
+		return docsFlags(args[2:], stdout, stderr)
+	}
 	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
 		fmt.Fprintln(stdout, version())
 		return 0
@@ -196,7 +199,7 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 		e.db.register(flags)
 		e.db.note = e.note
 		if takesInit(c.name) {
-			flags.BoolVar(&e.db.init, "init", false, "create the SQLite database when the data directory has none")
+			flags.BoolVar(&e.db.init, "init", false, initUsage)
 		}
 		runCmd := c.setup(flags)
 		if err := flags.Parse(args[len(words):]); err != nil {
@@ -231,6 +234,9 @@ func run(args []string, kinds connectorsFunc, stdout, stderr io.Writer) int {
 func takesInit(command string) bool {
 	return command != "serve" && command != "backup" && command != "restore"
 }
+
+// initUsage describes --init, which every command but serve, backup and restore takes.
+const initUsage = "create the SQLite database when the data directory has none"
 
 // isHelp reports whether a word asks for help.
 func isHelp(arg string) bool {
@@ -285,7 +291,7 @@ func commandUsage(w io.Writer, name string, flags *flag.FlagSet) {
 			fmt.Fprintf(w, " %s", value)
 		}
 		fmt.Fprintf(w, "\n      %s", strings.ReplaceAll(text, "\n", "\n      "))
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "[]" {
+		if shown(f) {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w)

@@ -14,11 +14,11 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// What make run prints is what the README's quickstart shows: make's commands, as make -n lists
-// them, then everything
-// the command the run target ends with prints on stdout and stderr, run as it is in a directory
-// without a database. The README's next block, which keeps the printed values in variables and the
-// token in $TOKEN, works with the values of that start.
+// What make run prints is what the README shows: make's commands, as make -n lists them, then
+// everything the command the run target ends with prints on stdout and stderr, run as it is in a
+// directory without a database. The blocks that go on with the values it printed work with those
+// of that start: getting started's, which keeps them in variables and the token in $TOKEN, and the
+// README's first sale, which approves.
 func TestREADMEMakeRun(t *testing.T) {
 	t.Parallel()
 	needTools(t, "make", "curl", "jq", "sh")
@@ -75,19 +75,31 @@ func TestREADMEMakeRun(t *testing.T) {
 		t.Fatalf("make run prints what the README does not show: %v\nmake run printed:\n%s", err, terminal)
 	}
 
-	script := readmetest.Block(t, "<!-- quickstart-token:", "sh")
-	for _, v := range regexp.MustCompile(`\b[0-9a-f]{8,}\b`).FindAllString(script, -1) {
-		if values[v] == "" {
-			t.Fatalf("the README's token block uses %s, which the output of make run does not show", v)
+	// withValues is a documented block with the values of this start in place of its samples: its runs
+	// of hex with a letter in them (a run of decimal digits is a card number or an amount).
+	withValues := func(marker string) string {
+		script := readmetest.Block(t, marker, "sh")
+		for _, v := range regexp.MustCompile(`\b[0-9a-f]{8,}\b`).FindAllString(script, -1) {
+			if !strings.ContainsAny(v, "abcdef") {
+				continue
+			}
+			if values[v] == "" {
+				t.Fatalf("the %s block uses %s, which the output of make run does not show", marker, v)
+			}
+			script = strings.ReplaceAll(script, v, values[v])
 		}
-		script = strings.ReplaceAll(script, v, values[v])
+		return strings.ReplaceAll(script, "127.0.0.1:8080", addr[1])
 	}
-	script = strings.ReplaceAll(script, "127.0.0.1:8080", addr[1]) +
+	script := withValues("<!-- quickstart-token:") +
 		`curl -sf -H "Authorization: Bearer $TOKEN" http://` + addr[1] + `/transaction-service/transaction > /dev/null` + "\n" +
 		`printf '%s' "$TOKEN"`
 	token, err := exec.Command("sh", "-e", "-c", script).Output()
 	if err != nil || !strings.HasPrefix(string(token), "kat_") {
-		t.Fatalf("the README's token block: %v, $TOKEN is %q\n%s", err, token, script)
+		t.Fatalf("the token block: %v, $TOKEN is %q\n%s", err, token, script)
+	}
+	sale, err := exec.Command("sh", "-e", "-c", withValues("<!-- first-sale:")).Output()
+	if err != nil || !strings.Contains(string(sale), `"transaction_result":"APPROVED"`) || !strings.Contains(string(sale), `"test_mode":true`) {
+		t.Fatalf("the README's first sale: %v, it printed %s", err, sale)
 	}
 }
 

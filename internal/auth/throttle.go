@@ -16,7 +16,7 @@ import (
 // Sign-in throttling (RFC 6749 §4.3.2: the password grant "MUST protect the endpoint against brute
 // force attacks"), on the sign-in page and the password grant alike. Every attempt is counted before
 // its password is checked, within a window that starts at the first attempt, in buckets that depend
-// on how much the attempt is trusted (docs/decisions.md, "Sign-in throttling"):
+// on how much the attempt is trusted (docs/design/auth.md, "Sign-in throttling"):
 //
 //   - untrusted (the sign-in page, without a device cookie of the account and not from one of its
 //     usual addresses): per account and per client address;

@@ -61,7 +61,7 @@ var ErrUnknownAccount = errors.New("checkout: unknown account")
 // permissions, inside the caller's transaction, and records it in the audit log on behalf of
 // createdBy (the API key that asked, or "" for the operator). The secret is 130 random bits; only its
 // SHA-256 is stored: a slow hash adds nothing against a secret of that entropy and would cost every
-// request (docs/decisions.md, "Client secrets are hashed with SHA-256").
+// request (docs/design/auth.md, "Client secrets are hashed with SHA-256").
 func CreateKey(ctx context.Context, tx *store.Tx, accountID string, perms Permissions, createdBy string, now time.Time) (NewKey, error) {
 	if perms == 0 {
 		return NewKey{}, fault.Invalid("permissions", "permissions must name at least one of %s", strings.Join(AllPermissions.Names(), ", "))

@@ -46,7 +46,7 @@ func (s *Service) handleCreatePaymentMethod(w http.ResponseWriter, r *http.Reque
 		if err != nil {
 			return nil, err
 		}
-		// The CVC was checked; it goes no further (PCI DSS 3.3.1). See docs/decisions.md.
+		// The CVC was checked; it goes no further (PCI DSS 3.3.1). See docs/design/checkout.md.
 		m, err := s.vault.CreateMethod(r.Context(), who.Merchant.ID, who.ClientID, nm)
 		return m.Wire(), err
 	})

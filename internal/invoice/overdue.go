@@ -198,7 +198,7 @@ func (s *Service) handleDue(ctx context.Context, id int64, now time.Time) error 
 			return err
 		}
 		// Through the transaction, not the merchant cache, whose miss would wait for the read pool
-		// inside this write (decisions.md, "Writes inside writes").
+		// inside this write (docs/design/store.md, "Writes inside writes").
 		m, err := merchant.Get(ctx, tx, inv.MerchantID)
 		if err != nil {
 			return err

@@ -10,7 +10,8 @@ import (
 )
 
 // Totals: how Kassa computes an invoice's amounts, exactly, in integer minor units of its currency
-// (never through a float). The rule, which the README and docs/decisions.md repeat:
+// (never through a float). The rule, which docs/guides/payments/invoices.md and docs/design/invoices.md
+// repeat:
 //
 //  1. A line's total_amount is quantity × unit_price, rounded half up to the currency's minor unit
 //     (only a fractional quantity needs rounding: 1.5 hours at 33.33 is 49.995, so 50.00).

@@ -26,8 +26,8 @@ const (
 )
 
 // Parameters of new hashes: RFC 9106 §4's second recommended option (64 MiB, 3 passes), with
-// parallelism 2 for a 2-core host; above OWASP's minimum of 19 MiB and 2 passes (docs/decisions.md,
-// "Password hashing: one argon2id check at a time").
+// parallelism 2 for a 2-core host; above OWASP's minimum of 19 MiB and 2 passes (docs/design/auth.md,
+// "Passwords: argon2id, one computation at a time").
 const (
 	memoryKiB = 64 * 1024
 	passes    = 3

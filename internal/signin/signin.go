@@ -185,8 +185,8 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	v := view{Title: "Sign in", Request: rawReq, Partner: req.Partner, Email: email}
-	// Only an owner or an admin approves partners for the merchant (docs/decisions.md, "Staff users and
-	// roles"); anyone else's password fails here as a wrong one would.
+	// Only an owner or an admin approves partners for the merchant (docs/design/auth.md, "Staff: people,
+	// memberships and roles"); anyone else's password fails here as a wrong one would.
 	attempt := auth.Attempt{Email: email, Password: r.PostFormValue("password"), Addr: h.proxies.ClientAddr(r), Roles: user.Approvers}
 	if c, err := r.Cookie(deviceCookie); err == nil {
 		attempt.Device = c.Value

@@ -61,7 +61,7 @@ type SessionConfig struct {
 // read, as bearer tokens are checked against revocations held in memory: a page view costs at most
 // one session check, and that check does not hit the database. A session ended on this
 // node is dropped from its memory at once; one ended, or whose user's role changed, on another node is
-// dropped at this node's next poll, which reads the sessions changed since (docs/decisions.md,
+// dropped at this node's next poll, which reads the sessions changed since (docs/design/auth.md,
 // "Dashboard sessions").
 type Sessions struct {
 	db   *store.DB

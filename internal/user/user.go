@@ -48,7 +48,7 @@ var Roles = []Role{Owner, Admin, Reporting, Sales}
 // Approvers are the roles that may act for the merchant towards the OAuth server: approve a partner on
 // the consent page, and get tokens by the password grant. A reporting or sales user holds neither
 // credentials nor the merchant's consent, so its password fails there as a wrong one would
-// (docs/decisions.md, "Staff users and roles").
+// (docs/design/auth.md, "Staff: people, memberships and roles").
 var Approvers = []Role{Owner, Admin}
 
 // ParseRole reads a role's name; the error names the field "role".

@@ -18,7 +18,7 @@ type Limits struct {
 }
 
 // Defaults are the limits of a merchant that set none: what a real merchant does not reach by
-// accident, and an attacker reaches at once (see docs/decisions.md, "Velocity limits").
+// accident, and an attacker reaches at once (see docs/design/velocity.md).
 //
 //   - 10 declines of one card in an hour: a cardholder retries a declined card two or three times;
 //     guessing an expiry date or a CVC takes dozens to thousands of tries.

@@ -128,11 +128,11 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// The configuration the README's "Connecting an acquirer" writes to acquirer.json is one that Parse
-// takes, for a test account at the address its kassa-acquirer listens on.
+// The configuration that the acquirer guide (docs/guides/acquirers.md) writes to acquirer.json is one
+// that Parse takes, for a test account at the address its kassa-acquirer listens on.
 func TestREADMEConfiguration(t *testing.T) {
 	t.Parallel()
-	block := readmetest.Block(t, "## Connecting an acquirer", "sh")
+	block := readmetest.Block(t, "<!-- acquirer-config:", "sh")
 	_, rest, ok := strings.Cut(block, "<<'JSON'\n")
 	config, _, closed := strings.Cut(rest, "\nJSON\n")
 	if !ok || !closed {

@@ -2,7 +2,7 @@
 -- Written once for both dialects: see dialectFS in migrate.go for the spellings PostgreSQL needs.
 
 -- Sign-in throttling counts an attempt before its password is checked, in one conditional upsert per
--- subject, shared by every node (docs/decisions.md, "Sign-in throttling"). A subject is a keyed MAC of
+-- subject, shared by every node (docs/design/auth.md, "Sign-in throttling"). A subject is a keyed MAC of
 -- what it counts — an account or a client address for untrusted clients, a device cookie, a
 -- merchant's usual address, the client of a password grant — so that no e-mail or address is stored.
 CREATE TABLE sign_in_attempts (

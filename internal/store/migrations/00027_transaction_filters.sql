@@ -6,7 +6,7 @@
 -- role, by the staff user who made them; a detail page shows the chain of a transaction (the
 -- follow-ups of its parent) and its audit trail. Every index below costs every sale an insert into it
 -- (~5,000 sales a second), so each is here because a filter needs it, and partial where the column is
--- usually empty (docs/decisions.md, "Transactions list indexes"). No index for the card's first six
+-- usually empty (docs/design/dashboard.md, "Transactions"). No index for the card's first six
 -- (a BIN is shared by many cards: the merchant index finds a page of them fast), the type, the result
 -- or the amount range (low selectivity: a scan of the merchant's newest rows fills a page).
 CREATE INDEX transactions_time ON transactions (merchant_id, created_at, id);
