@@ -316,7 +316,7 @@ func (b Body) totals(inv *Invoice, lines []itemBody, m merchant.Merchant) error 
 			return err
 		}
 		if set && (v < s.want-s.tol || v > s.want+s.tol) {
-			return fault.Invalid(s.name, "%s is %s, not %s (Kassa computes every total: see the README's \"Invoices\")",
+			return fault.Invalid(s.name, "%s is %s, not %s (Kassa computes every total: see docs/guides/payments/invoices.md)",
 				s.name, money.Format(s.want, c), money.Format(v, c))
 		}
 	}
