@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing/billingtest"
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
@@ -24,7 +25,7 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 // pw is every test user's password.
 const pw = "correct horse battery"
