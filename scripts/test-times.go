@@ -7,8 +7,12 @@
 //	go test -race -count=1 -json ./... > /tmp/t.json
 //	go run scripts/test-times.go [-n 30] [-pkg dashboard] [-top] < /tmp/t.json
 //
-// A parallel test's time counts from when it resumed after t.Parallel (as go test reports it), and a
-// test's time includes its subtests': the two lists show where to look, not a sum that adds up.
+// A parallel test's time counts from when it resumed after t.Parallel (as go test reports it). With
+// -top, each top-level test's time is the sum of its subtests' (each counted so, recursively), or its
+// own when it has none: a test whose subtests run in parallel (storetest.Each) reports either almost
+// nothing of its own (it returned before they ran) or, when they waited for a parallel slot behind
+// the package's other tests, that wait too. The lists show where to look, not sums that add up to the
+// wall time.
 package main
 
 import (
@@ -39,7 +43,7 @@ type result struct {
 func main() {
 	n := flag.Int("n", 25, "how many of the slowest tests to print")
 	pkg := flag.String("pkg", "", "only packages whose import path contains this")
-	top := flag.Bool("top", false, "top-level tests only, not subtests")
+	top := flag.Bool("top", false, "top-level tests only, each with its subtests' time")
 	flag.Parse()
 	pkgs, tests, err := read(os.Stdin, *pkg, *top)
 	if err != nil {
@@ -80,12 +84,14 @@ func read(r io.Reader, pkgFilter string, topOnly bool) (pkgs, tests []result, er
 			continue
 		}
 		res := result{pkg: e.Package, test: e.Test, action: e.Action, elapsed: e.Elapsed}
-		switch {
-		case e.Test == "":
+		if e.Test == "" {
 			pkgs = append(pkgs, res)
-		case !topOnly || !strings.Contains(e.Test, "/"):
+		} else {
 			tests = append(tests, res)
 		}
+	}
+	if topOnly {
+		tests = topLevel(tests)
 	}
 	slower := func(a, b result) int {
 		if a.elapsed != b.elapsed {
@@ -99,6 +105,46 @@ func read(r io.Reader, pkgFilter string, topOnly bool) (pkgs, tests []result, er
 	slices.SortFunc(pkgs, slower)
 	slices.SortFunc(tests, slower)
 	return pkgs, tests, sc.Err()
+}
+
+// topLevel folds each test's subtests into it: a test's time becomes the sum of its direct subtests'
+// (folded first), or stays its own when it has none, and only top-level tests are left.
+func topLevel(tests []result) []result {
+	// Deepest first, so that a subtest is complete before it is added to its parent.
+	slices.SortStableFunc(tests, func(a, b result) int {
+		return strings.Count(b.test, "/") - strings.Count(a.test, "/")
+	})
+	index := map[string]int{}
+	for i, r := range tests {
+		index[r.pkg+" "+r.test] = i
+	}
+	sums := make([]float64, len(tests))
+	parents := make([]bool, len(tests))
+	var top []result
+	for i, r := range tests {
+		if parents[i] {
+			r.elapsed = sums[i]
+		}
+		parent, _, nested := cutLast(r.test, "/")
+		if !nested {
+			top = append(top, r)
+			continue
+		}
+		if p, ok := index[r.pkg+" "+parent]; ok {
+			sums[p] += r.elapsed
+			parents[p] = true
+		}
+	}
+	return top
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
 }
 
 // mark flags a result that did not pass.
