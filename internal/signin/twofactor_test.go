@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -28,17 +29,13 @@ type withFactor struct {
 	secret  totp.Secret
 	codes   []string
 	factors *user.TwoFactor
-	clk     *testClock
+	clk     *clock.Manual // the server's: it reads it from goroutines of its own
 }
-
-type testClock struct{ t time.Time }
-
-func (c *testClock) Now() time.Time { return c.t }
 
 func newWithFactor(t *testing.T, db *store.DB) *withFactor {
 	t.Helper()
 	kek := servertest.NewKEK(t)
-	clk := &testClock{t: time.Now()}
+	clk := clock.NewManual(time.Now())
 	f := newFixtureWith(t, db, partnerCallback, server.Config{KEK: kek, Now: clk.Now})
 	ring, err := envelope.NewKeyring(context.Background(), db, kek, nil)
 	if err != nil {
@@ -46,17 +43,17 @@ func newWithFactor(t *testing.T, db *store.DB) *withFactor {
 	}
 	w := &withFactor{fixture: f, factors: user.NewTwoFactor(db, ring), clk: clk}
 	owner := f.owner(t)
-	e, err := w.factors.Begin(owner.Person, clk.t)
+	e, err := w.factors.Begin(owner.Person, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.secret, err = totp.ParseSecret(e.Key); err != nil {
 		t.Fatal(err)
 	}
-	if w.codes, err = w.factors.Confirm(context.Background(), owner.Person, e.Token, totp.Code(w.secret, totp.Step(clk.t)), clk.t); err != nil {
+	if w.codes, err = w.factors.Confirm(context.Background(), owner.Person, e.Token, totp.Code(w.secret, totp.Step(clk.Now())), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	clk.t = clk.t.Add(totp.Period)
+	clk.Advance(totp.Period)
 	return w
 }
 
@@ -71,7 +68,7 @@ func (f *fixture) owner(t *testing.T) user.User {
 }
 
 // code is the owner's current TOTP code.
-func (w *withFactor) code() string { return totp.Code(w.secret, totp.Step(w.clk.t)) }
+func (w *withFactor) code() string { return totp.Code(w.secret, totp.Step(w.clk.Now())) }
 
 // sendCode posts the consent flow's second-factor form.
 func (w *withFactor) sendCode(t *testing.T, c *http.Client, request, code string) page {
@@ -136,7 +133,7 @@ func TestConsentAsksForTheSecondFactor(t *testing.T) {
 		}
 
 		// Without the password step the code form is nothing, even with a right code.
-		w.clk.t = w.clk.t.Add(totp.Period)
+		w.clk.Advance(totp.Period)
 		stranger := signintest.Client()
 		if p := w.sendCode(t, stranger, request, w.code()); p.status != http.StatusOK || !strings.Contains(p.body, "Your sign-in has expired") ||
 			w.signedIn(t, stranger) {
