@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,46 +57,6 @@ func load(tb testing.TB, db *store.DB, merchants int, n int, zone string, now ti
 // fullScan finds, in a plan, a read of a whole table the overview reads: on SQLite a SCAN of it (by
 // name or alias), on PostgreSQL a Seq Scan. PostgreSQL reads overview_held, a handful of pending
 // transactions, whole, as it should.
-// ledger is a database of one backend holding load's ledger of ten merchants of 5,000 rows each in
-// UTC, loaded once for the test binary and shared by the tests that only plan statements over it:
-// loading and rolling it up takes over a minute on SQLite under the race detector.
-type ledger struct {
-	once    sync.Once
-	loaded  bool // false after once: the test that loaded it failed, or skipped
-	skipped bool
-	db      *store.DB
-	ids     []string // the merchants'
-	now     time.Time
-}
-
-var ledgers = map[store.Dialect]*ledger{store.SQLite: {}, store.Postgres: {}}
-
-// eachLedger runs fn as storetest.Each does, in a parallel subtest per backend, each over its
-// backend's shared ledger, which the first test to ask for it loads.
-func eachLedger(t *testing.T, fn func(t *testing.T, l *ledger)) {
-	t.Helper()
-	for _, dialect := range []store.Dialect{store.SQLite, store.Postgres} {
-		t.Run(string(dialect), func(t *testing.T) {
-			t.Parallel()
-			l := ledgers[dialect]
-			l.once.Do(func() {
-				defer func() { l.skipped = t.Skipped() }() // storetest.Shared skips when PostgreSQL is missing
-				l.db = storetest.Shared(t, dialect)
-				l.now = time.Now()
-				l.ids = load(t, l.db, 10, 5000, "UTC", l.now)
-				l.loaded = true
-			})
-			switch {
-			case l.skipped:
-				t.Skip("no ledger on this backend: see the test that loaded it")
-			case !l.loaded:
-				t.Fatal("no ledger on this backend: loading it failed in another test")
-			}
-			fn(t, l)
-		})
-	}
-}
-
 var fullScan = map[store.Dialect]*regexp.Regexp{
 	store.SQLite:   regexp.MustCompile(`\bSCAN (transactions|t|h|overview_buckets|overview_days|overview_held|subscriptions|outbox)\b`),
 	store.Postgres: regexp.MustCompile(`Seq Scan on (transactions|overview_buckets|overview_days|subscriptions|outbox)\b`),
@@ -111,8 +70,9 @@ var fullScan = map[store.Dialect]*regexp.Regexp{
 // merchant indexes. No statement reads a whole table.
 func TestOverviewUsesIndexes(t *testing.T) {
 	t.Parallel()
-	eachLedger(t, func(t *testing.T, l *ledger) {
-		db, ids, now := l.db, l.ids, l.now
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Now()
+		ids := load(t, db, 10, 5000, "UTC", now)
 		for _, zone := range []string{"UTC", "America/Toronto"} {
 			loc, err := time.LoadLocation(zone)
 			if err != nil {
@@ -156,9 +116,10 @@ func TestOverviewUsesIndexes(t *testing.T) {
 // whole ledger for them at every roll).
 func TestRollReadsThroughIndexes(t *testing.T) {
 	t.Parallel()
-	eachLedger(t, func(t *testing.T, l *ledger) {
-		plan := storetest.Plan(t, l.db, rollSQL, 49000, 50000)
-		if m := fullScan[l.db.Dialect()].FindString(plan); m != "" {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		load(t, db, 10, 5000, "UTC", time.Now())
+		plan := storetest.Plan(t, db, rollSQL, 49000, 50000)
+		if m := fullScan[db.Dialect()].FindString(plan); m != "" {
 			t.Errorf("a roll reads a whole table (%s):\n%s", m, plan)
 		}
 	})

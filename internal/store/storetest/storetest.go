@@ -48,20 +48,15 @@ func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 // left to apply.
 func SQLite(t testing.TB) *store.DB {
 	t.Helper()
+	b, err := sqliteTemplate()
+	if err != nil {
+		t.Fatalf("the migrated SQLite database to copy: %v", err)
+	}
 	dir := t.TempDir()
-	if err := copyTemplate(dir); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, store.SQLiteFile), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return open(t, store.Config{DataDir: dir})
-}
-
-// copyTemplate writes a copy of the migrated SQLite database into the data directory dir.
-func copyTemplate(dir string) error {
-	b, err := sqliteTemplate()
-	if err != nil {
-		return fmt.Errorf("the migrated SQLite database to copy: %w", err)
-	}
-	return os.WriteFile(filepath.Join(dir, store.SQLiteFile), b, 0o600)
 }
 
 // sqliteTemplate is the file of a SQLite database migrated once per test binary, with its whole
@@ -152,85 +147,20 @@ func Unavailable(t testing.TB, format string, args ...any) {
 
 func open(t testing.TB, cfg store.Config) *store.DB {
 	t.Helper()
-	db, err := openMigrated(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// openMigrated opens the database of cfg and migrates it.
-func openMigrated(cfg store.Config) (*store.DB, error) {
 	store.CheckNestedWrites(true)
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		t.Fatalf("open store: %v", err)
 	}
+	t.Cleanup(func() { db.Close() })
 	if err := db.Migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
+		t.Fatalf("migrate: %v", err)
 	}
-	return db, nil
-}
-
-// Shared opens a fresh migrated database of the backend dialect that outlives t: it stays open for
-// the rest of the test binary, and Main closes and removes it after the tests. It is for a fixture
-// that takes long to build and that several tests only read, built once into it. Like Postgres, it
-// skips t (or fails it, under KASSA_REQUIRE_ALL=1) when PostgreSQL cannot be had.
-func Shared(t testing.TB, dialect store.Dialect) *store.DB {
-	t.Helper()
-	var cfg store.Config
-	var remove func()
-	switch dialect {
-	case store.SQLite:
-		dir, err := os.MkdirTemp("", "storetest-shared-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		remove = func() { os.RemoveAll(dir) }
-		if err := copyTemplate(dir); err != nil {
-			remove()
-			t.Fatal(err)
-		}
-		cfg.DataDir = dir
-	case store.Postgres:
-		srv, err := server()
-		if err != nil {
-			Unavailable(t, "PostgreSQL: %v", err)
-		}
-		name, err := srv.create()
-		if err != nil {
-			t.Fatalf("create PostgreSQL database: %v", err)
-		}
-		remove = func() { srv.drop(name) }
-		cfg.DatabaseURL = srv.urlFor(name)
-	default:
-		t.Fatalf("storetest: no backend %q", dialect)
-	}
-	db, err := openMigrated(cfg)
-	if err != nil {
-		remove()
-		t.Fatal(err)
-	}
-	shared.mu.Lock()
-	shared.close = append(shared.close, func() {
-		db.Close()
-		remove()
-	})
-	shared.mu.Unlock()
 	return db
 }
 
-// shared holds what closes and removes the databases Shared opened, for Main.
-var shared struct {
-	mu    sync.Mutex
-	close []func()
-}
-
-// Main runs the tests, then closes the databases of Shared and stops the PostgreSQL cluster, if one
-// was started.
+// Main runs the tests and then stops the PostgreSQL cluster, if one was started.
 //
 // Every database of the test binary checks that no write begins inside a write of the same database
 // (store.CheckNestedWrites): such a write panics. Main fails the run when one did, even if something
@@ -238,9 +168,6 @@ var shared struct {
 func Main(m *testing.M) int {
 	store.CheckNestedWrites(true)
 	code := m.Run()
-	for _, f := range shared.close {
-		f()
-	}
 	if srvOnce.err == nil && srvOnce.srv != nil {
 		srvOnce.srv.close()
 	}
