@@ -7,11 +7,19 @@ GO ?= go
 run: build
 	exec bin/kassa serve --demo
 
-## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL, then the Go client's (its own module)
+## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL, then the Go client's (its own module), then each benchmark once
+# TEST_P: go test runs as many test binaries (and builds) at once as -p, by default one per core; a
+# binary that mostly waits (on the kassa processes it starts, a browser, a load test's clock) then
+# holds a slot while its core idles. Twice the cores keep them busy.
+TEST_P ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2); echo $$((2 * n)))
+# The benchmarks run once each, without the race detector (under it, loading a benchmark's data set
+# takes minutes), and only in the packages that have any: go test -bench runs its packages one at a
+# time, each test binary's TestMain included, also where there is no benchmark.
+BENCH_PKGS = $(sort $(dir $(filter-out ./client/%,$(shell grep -rl --include='*_test.go' '^func Benchmark' .))))
 test: deps check
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -p $(TEST_P) -timeout 20m ./...
 	cd client && $(GO) test -race -count=1 -timeout 10m ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x $(BENCH_PKGS)
 
 ## check: formatting, vet and a tidy go.mod, in the root module and the Go client's, and no comment citing an issue number
 check:

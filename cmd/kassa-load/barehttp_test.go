@@ -10,30 +10,47 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // TestMain lets the test binary stand in for kassa-load as the bare server of the http-ceiling
-// scenario, which starts this program (os.Executable) with "bare-http", as main does.
+// scenario, which starts this program (os.Executable) with "bare-http", as main does. It removes the
+// binaries that buildKassa built.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "bare-http" {
 		os.Exit(bareHTTPMain(os.Args[2:], os.Stdout))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
-// buildKassa builds the commands named (kassa, kassa-acquirer) into a temporary directory and
-// returns it.
-func buildKassa(t *testing.T, cmds ...string) string {
+// built is the directory of kassa and kassa-acquirer, built once for the test binary: a build links
+// for seconds, and half the tests here run the two.
+var built struct {
+	once sync.Once
+	dir  string
+	out  []byte
+	err  error
+}
+
+// buildKassa returns the directory holding kassa and kassa-acquirer, building them on first use.
+func buildKassa(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, cmd := range cmds {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../"+cmd).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "kassa-load-bin-"); built.err != nil {
+			return
 		}
+		built.out, built.err = exec.Command("go", "build", "-o", built.dir+string(filepath.Separator), "../kassa", "../kassa-acquirer").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build kassa and kassa-acquirer: %v\n%s", built.err, built.out)
 	}
-	return dir
+	return built.dir
 }
 
 // jsonLines parses the JSON lines of a run, failing the test on any other line.
@@ -102,7 +119,7 @@ func TestHTTPCeilingReportsTheRatio(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
-	dir := buildKassa(t, "kassa")
+	dir := buildKassa(t)
 	var out bytes.Buffer
 	c := config{kassa: filepath.Join(dir, "kassa"), backends: []string{"sqlite"}, scenarios: []string{"sale", "http-ceiling"},
 		clients: 4, latencyClients: 100, duration: time.Second, warmup: 300 * time.Millisecond, rounds: 1, jsonOut: true}

@@ -21,7 +21,7 @@ func TestDrill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers and a PostgreSQL cluster")
 	}
-	dir := buildKassa(t, "kassa", "kassa-acquirer")
+	dir := buildKassa(t)
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
@@ -62,7 +62,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("starts servers")
 	}
 	t.Parallel()
-	dir := buildKassa(t, "kassa", "kassa-acquirer")
+	dir := buildKassa(t)
 	var out bytes.Buffer
 	code := drillMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--acquirer", filepath.Join(dir, "kassa-acquirer"),
 		"--backends", "sqlite", "--clients", "6", "--subscriptions", "3", "--settle", "60s",

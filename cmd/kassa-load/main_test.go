@@ -26,7 +26,7 @@ func TestLoadGenerator(t *testing.T) {
 	if err := pgcluster.Available(); err != nil {
 		storetest.Unavailable(t, "PostgreSQL: %v", err)
 	}
-	dir := buildKassa(t, "kassa", "kassa-acquirer")
+	dir := buildKassa(t)
 	var out bytes.Buffer
 	c := config{kassa: filepath.Join(dir, "kassa"), acquirer: filepath.Join(dir, "kassa-acquirer"), backends: []string{"sqlite", "postgres"},
 		scenarios: []string{"sale", "token", "mixed", "iso8583", "iso8583-50ms"},
@@ -121,7 +121,7 @@ func TestWebhooksBenchmarkReportsBothFigures(t *testing.T) {
 	if err := pgcluster.Available(); err != nil {
 		storetest.Unavailable(t, "PostgreSQL: %v", err)
 	}
-	dir := buildKassa(t, "kassa")
+	dir := buildKassa(t)
 	var out bytes.Buffer
 	webhooksMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--clients", "4", "--duration", "700ms", "--warmup", "200ms",
 		"--events", "200", "--rounds", "1"}, &out)
@@ -149,7 +149,7 @@ func TestLatencyToleranceReportsTheRatioAndMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
-	dir := buildKassa(t, "kassa", "kassa-acquirer")
+	dir := buildKassa(t)
 	var out bytes.Buffer
 	c := config{kassa: filepath.Join(dir, "kassa"), acquirer: filepath.Join(dir, "kassa-acquirer"), backends: []string{"sqlite"},
 		scenarios: []string{"iso8583", "iso8583-250ms", "sale", "sale-250ms"}, clients: 4, latencyClients: 100,

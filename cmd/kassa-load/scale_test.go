@@ -21,7 +21,7 @@ func TestScaleBenchmarkReportsSalesAndLists(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kassa and starts two servers")
 	}
-	dir := buildKassa(t, "kassa")
+	dir := buildKassa(t)
 	var out bytes.Buffer
 	c := scaleConfig{config: config{kassa: filepath.Join(dir, "kassa"), backends: []string{"sqlite"}, clients: 8,
 		duration: time.Second, warmup: 300 * time.Millisecond, rounds: 1, jsonOut: true},

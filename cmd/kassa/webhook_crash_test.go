@@ -126,6 +126,8 @@ func TestCrashWithWebhookDeliveriesPending(t *testing.T) {
 
 			answering.Store(true)
 			startServer(t, env, serve...)
+			// Slow on PostgreSQL by design: it waits out the killed server's lease (webhook.MinLease) in real
+			// time, since a server process's clock cannot be moved.
 			deadline = time.Now().Add(webhook.MinLease + 30*time.Second)
 			for q(`SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'SUCCEEDED'`) < 30 {
 				if time.Now().After(deadline) {

@@ -1,6 +1,7 @@
 package apidocs_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
+
+// The browser tests share the test binary's one browser, which browsertest.Main stops.
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 // In Chromium, the reference as a reader meets it: its style sheet applies under the page's
 // Content-Security-Policy (allowed by its hash alone); the first Tab reaches a visible skip link; an

@@ -16,6 +16,8 @@ import (
 	"github.com/kassapay/kassa/internal/browsertest"
 )
 
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
+
 // pages are served as Kassa serves its own: under a Content-Security-Policy that allows no script
 // at all, so that axe-core can only be in them through the DevTools protocol.
 var pages = map[string]string{

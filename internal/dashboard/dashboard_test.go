@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing/billingtest"
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
@@ -24,7 +25,7 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 // pw is every test user's password.
 const pw = "correct horse battery"
@@ -46,10 +47,17 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
+// pwHash is pw's argon2id hash, computed once for the test binary: every test user has it (a new hash
+// takes a fifth of a second of both cores, more under the race detector), and each sign-in still
+// verifies it in full.
+var pwHash = sync.OnceValues(func() (string, error) {
+	return user.HashPassword(context.Background(), password.NewGate(password.GateConfig{}), pw)
+})
+
 func newShop(t testing.TB, db *store.DB, cfg server.Config) *shop {
 	t.Helper()
 	s := &shop{srv: servertest.Start(t, db, cfg), users: map[user.Role]user.User{}}
-	hash, err := user.HashPassword(context.Background(), password.NewGate(password.GateConfig{}), pw)
+	hash, err := pwHash()
 	if err != nil {
 		t.Fatal(err)
 	}

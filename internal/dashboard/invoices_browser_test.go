@@ -96,9 +96,11 @@ func TestInvoiceInBrowser(t *testing.T) {
 		// The pay link: a button that copies it, and the link as text to select without script.
 		browsertest.Step(t, ctx, 30*time.Second,
 			func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) { // the test reads the clipboard back
+				c := chromedp.FromContext(ctx) // the permission is the tab's browser context's
 				for _, name := range []string{"clipboard-read", "clipboard-write"} {
-					if _, err := cdp.Call(ctx, chromedp.FromContext(ctx).Browser, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-						Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: s.srv.URL}); err != nil {
+					if _, err := cdp.Call(ctx, c.Browser, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+						Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: s.srv.URL,
+						BrowserContextID: c.BrowserContextID}); err != nil {
 						return chromedp.Void{}, err
 					}
 				}

@@ -28,7 +28,7 @@ func TestOnePersonOnSeveralMerchants(t *testing.T) {
 		clk := &clock{t: time.Now()}
 		s := newShop(t, db, server.Config{Now: clk.Now})
 		ctx := context.Background()
-		hash, err := user.HashPassword(ctx, s.srv.Auth().Passwords(), pw)
+		hash, err := pwHash()
 		if err != nil {
 			t.Fatal(err)
 		}

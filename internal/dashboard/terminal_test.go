@@ -137,16 +137,20 @@ func waitPath(t *testing.T, ctx context.Context, re string) string {
 // waitLocation waits until what expr says of the page's location (its pathname, or pathname and
 // search) matches re and the page is parsed, and returns it: a page's elements are not the next
 // page's until then, and a page still loading may not have them yet.
+// A read that the page's navigation interrupts ("Inspected target navigated or closed") is read again
+// from the next page.
 func waitLocation(t *testing.T, ctx context.Context, expr, re string) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p := browsertest.Eval[string](t, ctx, `document.readyState === 'loading' ? '(loading) ' + `+expr+` : `+expr)
-		if regexp.MustCompile(re).MatchString(p) {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		p, err := chromedp.Run(rctx, chromedp.Evaluate[string](`document.readyState === 'loading' ? '(loading) ' + `+expr+` : `+expr))
+		cancel()
+		if err == nil && regexp.MustCompile(re).MatchString(p) {
 			return p
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the page stayed at %s, want %s", p, re)
+			t.Fatalf("the page stayed at %s (%v), want %s", p, err, re)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
@@ -23,7 +24,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 const sessionsPath = "/v1/checkout/hosted-payment-page/sessions"
 

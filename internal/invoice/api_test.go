@@ -14,6 +14,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/billing/billingtest"
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
@@ -21,7 +22,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 const base = "/invoice-service/invoice"
 

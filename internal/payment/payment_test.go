@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -20,7 +21,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 // counting wraps a real processor and counts the calls that reach it.
 type counting struct {

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,53 +35,7 @@ import (
 // pw is the password of every user the fixture makes.
 const pw = "correct horse battery"
 
-func TestMain(m *testing.M) {
-	code := storetest.Main(m)
-	if migrated.dir != "" {
-		os.RemoveAll(migrated.dir)
-	}
-	os.Exit(code)
-}
-
-// migrated is a SQLite database migrated once for the whole test binary, closed, which each test
-// copies: migrating takes over a second under the race detector, copying a few milliseconds.
-var migrated struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// database returns a fresh migrated SQLite database of the test's own: a copy of migrated.
-func database(t testing.TB) *store.DB {
-	t.Helper()
-	migrated.once.Do(func() {
-		ctx := context.Background()
-		if migrated.dir, migrated.err = os.MkdirTemp("", "securitytest-"); migrated.err != nil {
-			return
-		}
-		db, err := store.Open(ctx, store.Config{DataDir: migrated.dir})
-		if err != nil {
-			migrated.err = err
-			return
-		}
-		migrated.err = db.Migrate(ctx)
-		if err := db.Close(); migrated.err == nil {
-			migrated.err = err
-		}
-	})
-	if migrated.err != nil {
-		t.Fatalf("the migrated database to copy: %v", migrated.err)
-	}
-	b, err := os.ReadFile(filepath.Join(migrated.dir, "kassa.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kassa.db"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return storetest.SQLiteAt(t, dir)
-}
+func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // hashed is pw's argon2id hash, computed once: every user the fixture makes has it.
 var hashed struct {
@@ -114,7 +67,7 @@ type kassa struct {
 // start runs a Kassa configured by cfg; its clock and key-encryption key are the fixture's.
 func start(t testing.TB, cfg server.Config) *kassa {
 	t.Helper()
-	return startOn(t, database(t), cfg)
+	return startOn(t, storetest.SQLite(t), cfg)
 }
 
 // startOn is start over db.

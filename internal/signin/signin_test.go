@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/merchant"
 	passwords "github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/server"
@@ -22,7 +23,7 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
 const password = "a long passphrase"
 

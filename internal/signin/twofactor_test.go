@@ -29,7 +29,7 @@ type withFactor struct {
 	secret  totp.Secret
 	codes   []string
 	factors *user.TwoFactor
-	clk     *clock.Manual
+	clk     *clock.Manual // the server's: it reads it from goroutines of its own
 }
 
 func newWithFactor(t *testing.T, db *store.DB) *withFactor {

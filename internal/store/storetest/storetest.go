@@ -1,5 +1,6 @@
 // Package storetest gives tests a fresh, migrated database on each storage backend: a SQLite file in
-// the test's temporary directory, and a PostgreSQL database cloned from a migrated template.
+// the test's temporary directory, and a PostgreSQL database cloned from a migrated template. Each
+// backend is migrated once per test binary; every test gets a copy of that migrated database.
 //
 // PostgreSQL comes from KASSA_TEST_DATABASE_URL when it is set, and otherwise from a throwaway
 // cluster that this package starts with the system's initdb and postgres binaries (Debian package
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -40,11 +42,52 @@ func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	})
 }
 
-// SQLite opens a fresh migrated SQLite database in t's temporary directory; it closes at cleanup.
+// SQLite opens a fresh migrated SQLite database in t's temporary directory; it closes at cleanup. The
+// database is a copy of one migrated once per test binary (migrating takes over a second under the
+// race detector, copying a few milliseconds), and is migrated again on opening, which finds nothing
+// left to apply.
 func SQLite(t testing.TB) *store.DB {
 	t.Helper()
-	return open(t, store.Config{DataDir: t.TempDir()})
+	b, err := sqliteTemplate()
+	if err != nil {
+		t.Fatalf("the migrated SQLite database to copy: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, store.SQLiteFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return open(t, store.Config{DataDir: dir})
 }
+
+// sqliteTemplate is the file of a SQLite database migrated once per test binary, with its whole
+// write-ahead log checkpointed into it, as bytes: SQLite copies it for each test.
+var sqliteTemplate = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "storetest-sqlite-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{DataDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	err = db.Migrate(ctx)
+	if err == nil {
+		// The copy is of the file alone: nothing may be left in the log beside it.
+		_, err = db.Raw().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(filepath.Join(dir, store.SQLiteFile+"-wal")); err == nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("%d bytes left in the write-ahead log after a checkpoint", fi.Size())
+	}
+	return os.ReadFile(filepath.Join(dir, store.SQLiteFile))
+})
 
 // SQLiteAt opens (and migrates) the SQLite database of dataDir, for tests that share a file with a
 // server process.
