@@ -41,3 +41,6 @@ const AmountProbeSQL, AmountProbe = amountProbeSQL, amountProbe
 
 // ChildrenStatement is the statement Chain runs for the follow-ups of n transactions.
 func ChildrenStatement(n int) string { return childrenStatement("t.id", n) }
+
+// OutcomeSQL is the statement that records an outcome, by dialect.
+var OutcomeSQL = outcomeSQL

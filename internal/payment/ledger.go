@@ -563,7 +563,7 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 		// done, and exist only when it did.
 		var r sql.Result
 		args := append(append(outcomeArgs, a.Args()...), ev.Args()...)
-		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL+` RETURNING id), ev AS (`+eventInsertSQL+`), fan AS (`+
+		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL[store.Postgres]+` RETURNING id), ev AS (`+eventInsertSQL+`), fan AS (`+
 			event.FanOutSQL("ev")+`) `+auditSelectSQL+` FROM done`, args...)
 		if err == nil {
 			n, _ := r.RowsAffected()
@@ -571,7 +571,11 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 		}
 	} else {
 		err = l.db.Write(ctx, func(tx *store.Tx) error {
-			r, err := tx.ExecContext(ctx, outcomeSQL, outcomeArgs...)
+			stmt, args := outcomeSQL[tx.Dialect()], outcomeArgs
+			if tx.Dialect() == store.SQLite {
+				args = append(args[:len(args):len(args)], t.MerchantID)
+			}
+			r, err := tx.ExecContext(ctx, stmt, args...)
 			if err != nil {
 				return err
 			}
@@ -629,9 +633,25 @@ func eventType(t Transaction) string {
 	return event.TransactionApproved
 }
 
-// outcomeSQL records the processor's answer on a pending attempt; only the first answer counts.
-const outcomeSQL = `UPDATE transactions SET status = $2, message = $3, decline_code = $4, processor_ref = $5,
-	lease_until = NULL, updated_at = $6 WHERE id = $1 AND status = 'PENDING'`
+// outcomeSQL records the processor's answer on a pending attempt, with the outcome's place in the
+// merchant's commit order (event_seq) and its time (finished_at): only the first answer counts. Its
+// parameters are $1 to $6 (outcomeArgs), and on SQLite the merchant as $7.
+//
+// On SQLite the place is one more than the merchant's highest, read at the end of
+// transactions_merchant_seq: the single writer makes it commit order. On PostgreSQL it is the id of
+// the outcome's own transaction, in the order the transactions began: a reader takes the rows below
+// its snapshot's xmin only, all of whose transactions have ended.
+var outcomeSQL = map[store.Dialect]string{
+	store.SQLite: outcomeHead + `(SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $7 AND event_seq IS NOT NULL)` +
+		outcomeTail,
+	store.Postgres: outcomeHead + `pg_current_xact_id()::text::bigint` + outcomeTail,
+}
+
+const (
+	outcomeHead = `UPDATE transactions SET status = $2, message = $3, decline_code = $4, processor_ref = $5,
+	lease_until = NULL, updated_at = $6, finished_at = $6, event_seq = `
+	outcomeTail = ` WHERE id = $1 AND status = 'PENDING'`
+)
 
 // release gives a declined follow-up's reservation back to its parent.
 func release(ctx context.Context, tx *store.Tx, t Transaction, now time.Time) error {
