@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/clock"
@@ -41,6 +43,10 @@ const (
 	DefaultInterval = 2 * time.Second
 	DefaultSettle   = 2 * time.Second
 	DefaultChunk    = 50_000
+	// DefaultBatch is the most rows one statement of a roll adds: a roll over a long stretch of the
+	// ledger (a catch-up, a bulk import) is one statement per few hundred facts rather than two per
+	// fact.
+	DefaultBatch = 500
 )
 
 // RollerConfig configures a Roller.
@@ -59,6 +65,9 @@ type RollerConfig struct {
 	// Chunk bounds the ids one roll covers (default DefaultChunk), so that catching up with a long
 	// ledger is many short transactions rather than one long one.
 	Chunk int64
+	// Batch bounds the rows one statement of a roll adds to the buckets or the days (default
+	// DefaultBatch).
+	Batch int
 }
 
 // Roller brings the rollup up to date with the ledger. Any number of rollers may run, on any nodes:
@@ -77,11 +86,12 @@ type Roller struct {
 	interval time.Duration
 	settle   time.Duration
 	chunk    int64
+	batch    int
 }
 
 // NewRoller returns a Roller.
 func NewRoller(cfg RollerConfig) *Roller {
-	r := &Roller{db: cfg.DB, log: cfg.Logger, interval: cfg.Interval, settle: cfg.Settle, chunk: cfg.Chunk}
+	r := &Roller{db: cfg.DB, log: cfg.Logger, interval: cfg.Interval, settle: cfg.Settle, chunk: cfg.Chunk, batch: cfg.Batch}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -93,6 +103,9 @@ func NewRoller(cfg RollerConfig) *Roller {
 	}
 	if r.chunk <= 0 {
 		r.chunk = DefaultChunk
+	}
+	if r.batch <= 0 {
+		r.batch = DefaultBatch
 	}
 	return r
 }
@@ -216,21 +229,21 @@ func (r *Roller) step(ctx context.Context) (bool, error) {
 			return errRaced
 		}
 		for _, b := range rebuilds {
-			if err := b.write(ctx, tx); err != nil {
+			if err := b.write(ctx, tx, r.batch); err != nil {
 				return err
 			}
 		}
+		var days sums
 		for _, f := range facts {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO overview_buckets (merchant_id, bucket, currency, test_mode, kind, status, decline_code, n, amount)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-				ON CONFLICT (merchant_id, bucket, currency, test_mode, kind, status, decline_code)
-				DO UPDATE SET n = overview_buckets.n + excluded.n, amount = overview_buckets.amount + excluded.amount`,
-				f.merchantID, f.bucket, f.currency, f.testMode, f.kind, f.status, f.code, f.n, f.amount); err != nil {
-				return fmt.Errorf("report: roll into the buckets: %w", err)
-			}
-			if err := addDay(ctx, tx, zones[f.merchantID], f); err != nil {
-				return err
-			}
+			d := f
+			d.bucket = epochDay(f.bucket, zones[f.merchantID])
+			days.add(d)
+		}
+		if err := addBuckets(ctx, tx, r.batch, facts); err != nil {
+			return err
+		}
+		if err := addDays(ctx, tx, r.batch, zones, days.facts()); err != nil {
+			return err
 		}
 		for _, p := range pending {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO overview_held (id, merchant_id) VALUES ($1, $2)`, p.id, p.merchantID); err != nil {
@@ -305,8 +318,7 @@ const rollSQL = `SELECT 'r', merchant_id, 0, created_at - created_at % ` + bucke
 // resolved held transactions', summed by key), the range's pending transactions, and the ids of the
 // held transactions resolved.
 func (r *Roller) read(ctx context.Context, from, to int64) ([]fact, []held, []int64, error) {
-	sums := map[factKey]*fact{}
-	var order []factKey
+	var sums sums
 	var pending []held
 	var resolved []int64
 	err := r.db.Read(ctx, func(q store.Querier) error {
@@ -329,36 +341,93 @@ func (r *Roller) read(ctx context.Context, from, to int64) ([]fact, []held, []in
 			case "h":
 				resolved = append(resolved, id)
 			}
-			k := factKey{f.merchantID, f.currency, f.kind, f.status, f.code, f.bucket, f.testMode}
-			if s, ok := sums[k]; ok {
-				s.n, s.amount = s.n+f.n, s.amount+f.amount
-			} else {
-				sums[k] = &f
-				order = append(order, k)
-			}
+			sums.add(f)
 		}
 		return rows.Err()
 	})
-	facts := make([]fact, len(order))
-	for i, k := range order {
-		facts[i] = *sums[k]
+	return sums.facts(), pending, resolved, err
+}
+
+// sums adds facts up by key, keeping the order in which their keys first came.
+type sums struct {
+	by    map[factKey]*fact
+	order []factKey
+}
+
+func (s *sums) add(f fact) {
+	k := factKey{f.merchantID, f.currency, f.kind, f.status, f.code, f.bucket, f.testMode}
+	if t, ok := s.by[k]; ok {
+		t.n, t.amount = t.n+f.n, t.amount+f.amount
+		return
 	}
-	return facts, pending, resolved, err
+	if s.by == nil {
+		s.by = map[factKey]*fact{}
+	}
+	s.by[k] = &f
+	s.order = append(s.order, k)
 }
 
-// addDay adds f to the merchant's day in loc.
-func addDay(ctx context.Context, tx *store.Tx, loc *time.Location, f fact) error {
-	return upsertDay(ctx, tx, loc.String(), epochDay(f.bucket, loc), f)
+func (s *sums) facts() []fact {
+	out := make([]fact, len(s.order))
+	for i, k := range s.order {
+		out[i] = *s.by[k]
+	}
+	return out
 }
 
-// upsertDay adds f's count and sum to the merchant's day in zone.
-func upsertDay(ctx context.Context, tx *store.Tx, zone string, day int64, f fact) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO overview_days (merchant_id, zone, day, currency, test_mode, kind, status, decline_code, n, amount)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (merchant_id, zone, day, currency, test_mode, kind, status, decline_code)
-		DO UPDATE SET n = overview_days.n + excluded.n, amount = overview_days.amount + excluded.amount`,
-		f.merchantID, zone, day, f.currency, f.testMode, f.kind, f.status, f.code, f.n, f.amount); err != nil {
-		return fmt.Errorf("report: roll into the days: %w", err)
+// addBuckets adds facts, one per key, to their buckets, batch rows a statement.
+func addBuckets(ctx context.Context, tx *store.Tx, batch int, facts []fact) error {
+	rows := make([][]any, len(facts))
+	for i, f := range facts {
+		rows[i] = []any{f.merchantID, f.bucket, f.currency, f.testMode, f.kind, f.status, f.code, f.n, f.amount}
+	}
+	return addRows(ctx, tx, batch, "overview_buckets", "merchant_id, bucket, currency, test_mode, kind, status, decline_code", rows)
+}
+
+// addDays adds facts, one per key, each of whose bucket is its local day (epochDay), to the days
+// of their merchants in the merchants' zones, batch rows a statement.
+func addDays(ctx context.Context, tx *store.Tx, batch int, zones map[string]*time.Location, days []fact) error {
+	rows := make([][]any, len(days))
+	for i, f := range days {
+		rows[i] = []any{f.merchantID, zones[f.merchantID].String(), f.bucket, f.currency, f.testMode, f.kind, f.status, f.code, f.n, f.amount}
+	}
+	return addRows(ctx, tx, batch, "overview_days", "merchant_id, zone, day, currency, test_mode, kind, status, decline_code", rows)
+}
+
+// addRows adds rows to table, batch a statement, whose key is the columns key: each row is the key's values, then a
+// count and a sum, which a row of the same key already there adds to its own. No key may come twice
+// in rows: PostgreSQL refuses to update a row twice in one statement.
+func addRows(ctx context.Context, tx *store.Tx, batch int, table, key string, rows [][]any) error {
+	for len(rows) > 0 {
+		n := min(len(rows), batch)
+		var b strings.Builder
+		b.WriteString("INSERT INTO " + table + " (" + key + ", n, amount) VALUES ")
+		args := make([]any, 0, n*len(rows[0]))
+		for i, r := range rows[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('(')
+			for j, v := range r {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				args = append(args, v)
+				// SQLite looks each named parameter ($n) up in a list of the statement's names, which
+				// makes a statement of thousands of them quadratic; its plain ? is not looked up.
+				if tx.Dialect() == store.SQLite {
+					b.WriteByte('?')
+				} else {
+					b.WriteString("$" + strconv.Itoa(len(args)))
+				}
+			}
+			b.WriteByte(')')
+		}
+		b.WriteString(" ON CONFLICT (" + key + ") DO UPDATE SET n = " + table + ".n + excluded.n, amount = " + table + ".amount + excluded.amount")
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("report: roll into %s: %w", table, err)
+		}
+		rows = rows[n:]
 	}
 	return nil
 }
@@ -378,14 +447,12 @@ type rebuild struct {
 }
 
 // write replaces the merchant's days with b's, and records their zone.
-func (b rebuild) write(ctx context.Context, tx *store.Tx) error {
+func (b rebuild) write(ctx context.Context, tx *store.Tx, batch int) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM overview_days WHERE merchant_id = $1`, b.merchantID); err != nil {
 		return err
 	}
-	for _, f := range b.days {
-		if err := upsertDay(ctx, tx, b.loc.String(), f.bucket, f); err != nil {
-			return err
-		}
+	if err := addDays(ctx, tx, batch, map[string]*time.Location{b.merchantID: b.loc}, b.days); err != nil {
+		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO overview_zones (merchant_id, zone) VALUES ($1, $2)
 		ON CONFLICT (merchant_id) DO UPDATE SET zone = excluded.zone`, b.merchantID, b.loc.String())
@@ -422,7 +489,7 @@ func (r *Roller) zones(ctx context.Context) (map[string]*time.Location, []rebuil
 	var rebuilds []rebuild
 	for _, id := range stale {
 		b := rebuild{merchantID: id, loc: zones[id]}
-		sums := map[factKey]*fact{}
+		var days sums
 		err := r.db.Read(ctx, func(q store.Querier) error {
 			rows, err := q.QueryContext(ctx, `SELECT bucket, currency, test_mode, kind, status, decline_code, n, amount
 				FROM overview_buckets WHERE merchant_id = $1`, id)
@@ -436,21 +503,14 @@ func (r *Roller) zones(ctx context.Context) (map[string]*time.Location, []rebuil
 					return err
 				}
 				f.bucket = epochDay(f.bucket, b.loc)
-				k := factKey{id, f.currency, f.kind, f.status, f.code, f.bucket, f.testMode}
-				if s, ok := sums[k]; ok {
-					s.n, s.amount = s.n+f.n, s.amount+f.amount
-				} else {
-					sums[k] = &f
-				}
+				days.add(f)
 			}
 			return rows.Err()
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, f := range sums {
-			b.days = append(b.days, *f)
-		}
+		b.days = days.facts()
 		rebuilds = append(rebuilds, b)
 	}
 	return zones, rebuilds, nil
