@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,30 @@ func TestBaselineFile(t *testing.T) {
 		}
 		if _, err := readBaseline(path); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want an error with %q", bad.file, err, bad.want)
+		}
+	}
+}
+
+// The repository's baseline, which "make bench" compares with, holds each figure of the ledger, the
+// sale and the bare handler on both backends, and says which commit it measured.
+func TestRepositoryBaseline(t *testing.T) {
+	b, err := readBaseline("baseline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(b.Commit) {
+		t.Errorf("commit %q: not the full hash of a clean tree", b.Commit)
+	}
+	if _, err := time.Parse(time.RFC3339, b.Date); err != nil {
+		t.Errorf("date: %v", err)
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		for scenario, want := range map[string][]string{"ledger": figureOrder, "sale": figureOrder, "http-ceiling": {figP99, figCPU}} {
+			for _, figure := range want {
+				if v := b.Figures[backend][scenario][figure]; v <= 0 {
+					t.Errorf("%s %s %s: %v", backend, scenario, figure, v)
+				}
+			}
 		}
 	}
 }
