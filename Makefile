@@ -44,7 +44,7 @@ build:
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa ./cmd/kassa
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
-## bench: the hot path's Go benchmarks, the load benchmark (with the HTTP-stack ceiling and the 250 ms latency-tolerance scenarios from 2,000 clients), the dashboard benchmark (1,000,000 transactions), the webhooks benchmark, then the scale of data (sales and lists with 10,000,000 transactions loaded), on SQLite and PostgreSQL (see docs/guides/performance.md)
+## bench: the hot path's Go benchmarks, the load benchmark (the ledger alone, sales and the HTTP-stack ceiling, and the 250 ms latency-tolerance scenarios from 2,000 clients; each figure printed beside the baseline, cmd/kassa-load/baseline.json, and marked REGRESSED when more than 10 % worse, which fails it only with BENCH_FLAGS=--fail-on-regression), the dashboard benchmark (1,000,000 transactions), the webhooks benchmark, then the scale of data (sales and lists with 10,000,000 transactions loaded), on SQLite and PostgreSQL (see docs/guides/performance.md)
 BENCH_FLAGS ?=
 DASHBOARD_BENCH_FLAGS ?=
 WEBHOOKS_BENCH_FLAGS ?=
@@ -52,7 +52,7 @@ SCALE_BENCH_FLAGS ?=
 bench: build microbench
 	$(GO) build -o bin/kassa-load ./cmd/kassa-load
 	@scripts/test-deps.sh
-	bin/kassa-load $(BENCH_FLAGS)
+	bin/kassa-load --baseline cmd/kassa-load/baseline.json $(BENCH_FLAGS)
 	bin/kassa-load dashboard $(DASHBOARD_BENCH_FLAGS)
 	bin/kassa-load webhooks $(WEBHOOKS_BENCH_FLAGS)
 	bin/kassa-load scale $(SCALE_BENCH_FLAGS)

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/kassapay/kassa/internal/store"
 )
 
 // ceiling measures how many sales per second the backend can durably record without Kassa: c.clients
@@ -16,20 +14,11 @@ import (
 // and the audit record in a second — through the same driver, connection settings and durability
 // (store.DB.Raw), in a fresh database, with plain database/sql transactions.
 func ceiling(ctx context.Context, env *environment, c config) (float64, error) {
-	cfg := store.Config{}
-	if args := env.dbArgs("ceiling"); args[0] == "--database-url" { // args[2:] is the vault key, not needed here
-		cfg.DatabaseURL = args[1]
-	} else {
-		cfg.DataDir = args[1]
-	}
-	db, err := store.Open(ctx, cfg)
+	db, err := env.openStore(ctx, "ceiling")
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return 0, err
-	}
 	raw := db.Raw()
 	now := time.Now().UnixMilli()
 	if _, err := raw.ExecContext(ctx, `INSERT INTO merchants (id, name, email, email_key, default_currency, created_at)

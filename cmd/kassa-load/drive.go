@@ -37,6 +37,9 @@ type scenario struct {
 	// bare: the scenario drives the bare net/http handler of "kassa-load bare-http" (barehttp.go),
 	// the HTTP-stack ceiling, instead of Kassa.
 	bare bool
+	// ledger: the scenario is the ledger alone, Ledger.Charge called in this process (ledger.go),
+	// instead of run over HTTP.
+	ledger bool
 }
 
 // delay is how long the scenario's processor waits before each answer.
@@ -68,6 +71,8 @@ var scenarios = map[string]scenario{
 	"sale-250ms": {ops: []string{"sale 250ms"}, simLatency: 250 * time.Millisecond, latencyClients: true, atOnce: "sale",
 		run: sale("sale 250ms")},
 	"sale": {ops: []string{"sale"}, run: sale("sale")},
+	// The ledger alone, in this process, from the same clients (ledger.go).
+	"ledger": {ops: []string{ledgerOp}, ledger: true},
 	// The HTTP-stack ceiling: the sale scenario's requests to a bare net/http
 	// handler in a process of its own, from the same clients.
 	"http-ceiling": {ops: []string{"bare http sale"}, bare: true, run: sale("bare http sale")},
@@ -213,9 +218,27 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config, hos
 	if err := json.Unmarshal(tok, &t); err != nil || t.AccessToken == "" {
 		return nil, errors.New("no access token")
 	}
+	// The CPU time of the server and, when the scenario has one, of the acquirer's host.
+	procs := []*os.Process{k.cmd.Process}
+	if host != nil {
+		procs = append(procs, host.cmd.Process)
+	}
+	return load(ctx, c, sc.ops, procs, func() loop {
+		cl := &client{base: k.url, token: t.AccessToken, id: m.ClientID, secret: m.ClientSecret, http: hc}
+		return func(ctx context.Context, report func(string, time.Duration, error)) { sc.run(ctx, cl, report) }
+	})
+}
 
-	res := &result{ops: map[string]*stats{}, order: sc.ops}
-	for _, op := range sc.ops {
+// loop is one client's loop body: one or more operations, each reported.
+type loop func(ctx context.Context, report func(op string, d time.Duration, err error))
+
+// load runs c.clients clients, each a loop of newClient's called over and over: c.warmup first, then
+// c.duration measured, in which the operations ops are reported. It measures the CPU time of procs
+// over the measured period (the server's first, then the acquirer's host's when there is one), and
+// the resident memory of procs[0] from before the clients start, warm-up included.
+func load(ctx context.Context, c config, ops []string, procs []*os.Process, newClient func() loop) (*result, error) {
+	res := &result{ops: map[string]*stats{}, order: ops}
+	for _, op := range ops {
 		res.ops[op] = &stats{}
 	}
 	var mu sync.Mutex
@@ -238,24 +261,19 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config, hos
 	}
 	// The server's memory is watched from before the clients connect: a peak during the warm-up is
 	// one too.
-	rss := watchRSS(k.cmd.Process.Pid)
+	rss := watchRSS(procs[0].Pid)
 	defer func() { res.rssPeak, res.rssBefore = rss.stop(), rss.before }()
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range c.clients {
-		cl := &client{base: k.url, token: t.AccessToken, id: m.ClientID, secret: m.ClientSecret, http: hc}
+		run := newClient()
 		wg.Go(func() {
 			for runCtx.Err() == nil {
-				sc.run(runCtx, cl, report)
+				run(runCtx, report)
 			}
 		})
 	}
 	time.Sleep(c.warmup)
-	// The CPU time of the server and, when the scenario has one, of the acquirer's host.
-	procs := []*os.Process{k.cmd.Process}
-	if host != nil {
-		procs = append(procs, host.cmd.Process)
-	}
 	cpu0, err := cpuTimes(procs)
 	if err != nil {
 		stop()
@@ -278,7 +296,7 @@ func drive(ctx context.Context, k *kassa, m merchant, sc scenario, c config, hos
 		return nil, err
 	}
 	res.cpu = cpu1[0] - cpu0[0]
-	if host != nil {
+	if len(procs) > 1 {
 		res.hostCPU = cpu1[1] - cpu0[1]
 	}
 	return res, nil

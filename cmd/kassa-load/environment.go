@@ -49,7 +49,7 @@ func newEnvironment(backend string) (*environment, error) {
 		}
 		db, err := sql.Open("pgx", e.cluster.URL)
 		if err == nil {
-			for _, name := range []string{"kassa_api", "kassa_ceiling", "kassa_latency"} {
+			for _, name := range []string{"kassa_api", "kassa_ceiling", "kassa_latency", "kassa_ledger"} {
 				if _, err = db.Exec("CREATE DATABASE " + name); err != nil {
 					break
 				}
@@ -74,6 +74,26 @@ func (e *environment) dbArgs(name string) []string {
 			"--vault-key-file", filepath.Join(e.dir, "vault.key")}
 	}
 	return []string{"--data-dir", filepath.Join(e.dir, name)}
+}
+
+// openStore opens the database called name in this process, with the store's production settings
+// (SQLite synchronous=FULL; PostgreSQL on the durable cluster), and migrates it.
+func (e *environment) openStore(ctx context.Context, name string) (*store.DB, error) {
+	cfg := store.Config{}
+	if args := e.dbArgs(name); args[0] == "--database-url" { // args[2:] is the vault key, not needed here
+		cfg.DatabaseURL = args[1]
+	} else {
+		cfg.DataDir = args[1]
+	}
+	db, err := store.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // analyze updates PostgreSQL's planner statistics of the database called name, between scenarios: the

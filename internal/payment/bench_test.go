@@ -3,25 +3,14 @@ package payment_test
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	cardpkg "github.com/kassapay/kassa/internal/card"
-	"github.com/kassapay/kassa/internal/card/cardtest"
-	"github.com/kassapay/kassa/internal/envelope"
-	"github.com/kassapay/kassa/internal/merchant"
-	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
-	"github.com/kassapay/kassa/internal/processor"
-	"github.com/kassapay/kassa/internal/processor/processortest"
-	"github.com/kassapay/kassa/internal/processor/simulator"
+	"github.com/kassapay/kassa/internal/payment/paymenttest"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
-	"github.com/kassapay/kassa/internal/velocity"
 )
 
 // BenchmarkCharge measures the ledger alone: approved sales per second from 64 goroutines calling
@@ -29,7 +18,9 @@ import (
 // simulator answering at once, on each backend with its production durability (SQLite
 // synchronous=FULL; PostgreSQL on a cluster of its own with fsync and synchronous_commit on) — no
 // HTTP, no JSON, no token. It is the bound the storage puts on the API's sales (beside the HTTP-stack
-// ceiling, which bounds them too), and the figure to cut the ledger's writes against:
+// ceiling, which bounds them too), and the figure to cut the ledger's writes against. The load
+// benchmark's ledger scenario (kassa-load --scenarios ledger) does the same work through the same
+// paymenttest.SaleLedger, and compares it with the bare HTTP handler of the same run:
 //
 //	go test ./internal/payment -run '^$' -bench Charge -benchtime 50000x
 func BenchmarkCharge(b *testing.B) {
@@ -39,7 +30,10 @@ func BenchmarkCharge(b *testing.B) {
 		open func(testing.TB) *store.DB
 	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.DurablePostgres}} {
 		b.Run(backend.name, func(b *testing.B) {
-			l, c := benchLedger(b, backend.open(b))
+			l, c, err := paymenttest.SaleLedger(context.Background(), backend.open(b))
+			if err != nil {
+				b.Fatal(err)
+			}
 			// The test binary's check for writes inside writes (store/nested.go), which opening the
 			// database turned on, reads the goroutine's stack at every write: off, as in production.
 			store.CheckNestedWrites(false)
@@ -68,44 +62,4 @@ func BenchmarkCharge(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sales/s")
 		})
 	}
-}
-
-// benchLedger is a ledger on db taking sales through the simulator for a merchant of its own, and the
-// sale the load generator's clients ask for.
-func benchLedger(b *testing.B, db *store.DB) (*payment.Ledger, payment.Charge) {
-	b.Helper()
-	ctx := context.Background()
-	kek, err := envelope.ParseKEK(envelope.NewKEKText())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ring, err := envelope.NewKeyring(ctx, db, kek, time.Now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	limits, err := velocity.New(ctx, velocity.Config{DB: db, Keyring: ring, Now: time.Now})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var m merchant.Merchant
-	if err := db.Write(ctx, func(tx *store.Tx) error {
-		m, err = merchant.Create(ctx, tx, merchant.New{Name: "Bench", Email: strings.ToLower(rand.Text()) + "@example.com"}, time.Now())
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	sim := processor.Account{Kind: "simulator", Test: true, Processor: simulator.New(simulator.Config{})}
-	l := payment.New(payment.Config{DB: db, Processors: processortest.OneAccount{Acct: sim}, Velocity: limits})
-	number, err := cardpkg.ParseNumber(cardtest.Visa)
-	if err != nil {
-		b.Fatal(err)
-	}
-	expiry, err := cardpkg.ParseExpiry("12", "30")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cad, _ := money.Lookup("CAD")
-	return l, payment.Charge{Actor: payment.Actor{MerchantID: m.ID, ClientID: fmt.Sprintf("%032x", 1)},
-		Kind: payment.KindSale, Amount: 1000, Currency: cad, Card: number, Expiry: expiry, CVV: "123",
-		Customer: payment.Customer{Email: "load@example.com"}, Source: payment.SourceEcommerce}
 }
