@@ -81,6 +81,7 @@ Usage:
   kassa webhook list --merchant-id M
   kassa webhook delete --merchant-id M --id we_...
   kassa reconcile --merchant-id M --date YYYY-MM-DD --report FILE
+  kassa audit list --merchant-id M [--user U] [--operation OP] [--limit 50] [--before NEXT]
   kassa backup --out FILE
   kassa restore --from FILE [--data-dir NEW-EMPTY-DIR] [--vault-key-file FILE]
 
@@ -152,6 +153,7 @@ func commands() []command {
 		{"webhook list", webhookListCommand},
 		{"webhook delete", webhookDeleteCommand},
 		{"reconcile", reconcileCommand},
+		{"audit list", auditListCommand},
 		{"backup", backupCommand},
 		{"restore", restoreCommand},
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/history"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/store"
@@ -35,9 +36,10 @@ func (h *Handler) recordAlone(ctx context.Context, merchantID, op string) error 
 	return h.cfg.DB.Write(ctx, func(tx *store.Tx) error { return record(ctx, tx, merchantID, op, "", "", h.cfg.Now()) })
 }
 
-// activityRow is one record on the Activity page.
+// activityRow is one entry of the history on the Activity page or a transaction's trail: What is
+// the operation, Transaction the transaction it acted on (linked), Rest what else it names.
 type activityRow struct {
-	When, Who, What, Outcome, From string
+	When, Who, What, Transaction, Rest, Outcome, From string
 }
 
 // activityFilter is the Activity page's form: the staff to choose from, and what is chosen.
@@ -45,21 +47,43 @@ type activityFilter struct {
 	Staff        []user.User
 	User, Action string
 	Older        string // the query of the next page
+	Export       string // the query of the CSV export of the filter
 }
 
-// activity serves the Activity page: the merchant's audit log, newest first, a page at a time, each
-// record saying who did what, when and from which address, filtered by staff user and by action. A
-// sales user sees only its own records, as it sees only its own transactions.
-func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
-	sess := signedIn(r)
-	q := r.URL.Query()
-	f := audit.Filter{UserID: q.Get("user"), Operation: strings.TrimSpace(q.Get("action"))}
+// activityQuery reads the Activity page's filter from its query (user, action, before): the
+// history's filter, and the error of a cursor that no page gave. A sales user's is its own records.
+func activityQuery(sess user.Session, q url.Values) (history.Filter, *fault.Error) {
+	f := history.Filter{UserID: q.Get("user"), Operation: strings.TrimSpace(q.Get("action"))}
 	if sess.Role == user.Sales {
 		f.UserID = sess.UserID
 	}
-	if before, err := strconv.ParseInt(q.Get("before"), 10, 64); err == nil && before > 0 {
-		f.Before = before
+	before, err := history.ParseCursor(q.Get("before"))
+	if err != nil {
+		return f, fault.Invalid("before", "The link to older activity is not one this page gave; start again from the newest.")
 	}
+	f.Before = before
+	return f, nil
+}
+
+// activityValues is the query of f as the page's links carry it, without a cursor.
+func activityValues(sess user.Session, f history.Filter) url.Values {
+	v := url.Values{}
+	if f.UserID != "" && sess.Role != user.Sales {
+		v.Set("user", f.UserID)
+	}
+	if f.Operation != "" {
+		v.Set("action", f.Operation)
+	}
+	return v
+}
+
+// activity serves the Activity page: the merchant's history (internal/history: the audit log's
+// records and the ledger rows that are their operations' records), newest first, a page at a time,
+// each entry saying who did what, when and from which address, filtered by staff user and by
+// action. A sales user sees only its own records, as it sees only its own transactions.
+func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	f, bad := activityQuery(sess, r.URL.Query())
 	m, err := h.cfg.Merchants.Get(r.Context(), sess.MerchantID)
 	if err != nil {
 		h.fail(w, r, err)
@@ -67,7 +91,7 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 	}
 	loc := m.Location()
 	v := view{Title: "Activity", Activity: &activityFilter{User: f.UserID, Action: f.Operation}}
-	var entries []audit.Entry
+	var page history.Page
 	var emails map[string]string
 	err = h.cfg.DB.Read(r.Context(), func(qr store.Querier) error {
 		staff, err := user.List(r.Context(), qr, sess.MerchantID)
@@ -78,24 +102,27 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 		if sess.Role != user.Sales {
 			v.Activity.Staff = staff
 		}
-		entries, err = audit.List(r.Context(), qr, sess.MerchantID, f)
+		if bad != nil {
+			return nil
+		}
+		page, err = history.List(r.Context(), qr, sess.MerchantID, f)
 		return err
 	})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	v.Rows = activityRows(entries, emails, loc)
-	page := url.Values{}
-	if f.UserID != "" && sess.Role != user.Sales {
-		page.Set("user", f.UserID)
+	query := activityValues(sess, f)
+	v.Activity.Export = query.Encode()
+	if bad != nil {
+		v.Error = bad.Message
+		h.render(w, r, http.StatusBadRequest, "activity", v)
+		return
 	}
-	if f.Operation != "" {
-		page.Set("action", f.Operation)
-	}
-	if len(entries) == audit.DefaultLimit {
-		page.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
-		v.Activity.Older = page.Encode()
+	v.Rows = activityRows(page.Entries, emails, loc)
+	if page.More {
+		query.Set("before", page.Next.String())
+		v.Activity.Older = query.Encode()
 	}
 	h.render(w, r, http.StatusOK, "activity", v)
 }
@@ -109,19 +136,19 @@ func emailsOf(staff []user.User) map[string]string {
 	return out
 }
 
-// activityRows are audit records as the pages show them, times in loc, users by e-mail (emails).
-func activityRows(entries []audit.Entry, emails map[string]string, loc *time.Location) []activityRow {
+// activityRows are history entries as the pages show them, times in loc, users by e-mail (emails).
+func activityRows(entries []history.Entry, emails map[string]string, loc *time.Location) []activityRow {
 	var out []activityRow
 	for _, e := range entries {
-		out = append(out, activityRow{When: e.At.In(loc).Format("2006-01-02 15:04:05 MST"), Who: who(e, emails),
-			What: what(e), Outcome: strings.ToLower(e.Outcome), From: e.Address})
+		out = append(out, activityRow{When: e.At.In(loc).Format("2006-01-02 15:04:05 MST"), Who: who(e.Record, emails),
+			What: e.Operation, Transaction: e.TransactionID, Rest: rest(e.Record), Outcome: strings.ToLower(e.Outcome), From: e.Address})
 	}
 	return out
 }
 
-// who names whoever a record is of: a staff user by e-mail (or id, once removed), an API client, or
-// Kassa itself (recovery, billing).
-func who(e audit.Entry, emails map[string]string) string {
+// who names whoever a record is of: a staff user by e-mail (or id, once removed), an API client (or
+// partner, API key: the credential the ledger recorded), or Kassa itself (recovery, billing).
+func who(e audit.Record, emails map[string]string) string {
 	switch {
 	case e.UserID != "" && emails[e.UserID] != "":
 		return emails[e.UserID]
@@ -133,13 +160,12 @@ func who(e audit.Entry, emails map[string]string) string {
 	return "Kassa"
 }
 
-// what says what a record did, in a line: the operation, what it acted on, and its detail or amount.
-func what(e audit.Entry) string {
-	parts := []string{e.Operation}
-	for _, s := range []string{e.TransactionID, e.Resource} {
-		if s != "" {
-			parts = append(parts, s)
-		}
+// rest says what else a record names after its operation and transaction, in a line: the vault
+// record or setting it acted on, and its amount and detail.
+func rest(e audit.Record) string {
+	var parts []string
+	if e.Resource != "" {
+		parts = append(parts, e.Resource)
 	}
 	if c, ok := money.Lookup(e.Currency); ok {
 		parts = append(parts, money.Format(e.Amount, c)+" "+c.Code)

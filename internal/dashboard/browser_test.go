@@ -221,6 +221,28 @@ func TestCredentialsInBrowser(t *testing.T) {
 		if st := sale(); st != http.StatusOK && st != http.StatusCreated {
 			t.Fatalf("a sale with the pair's token: %d", st)
 		}
+		// The API's sale wrote no audit record: its ledger row is its record, which the Activity page
+		// shows with its client, amount and outcome, linked to the transaction.
+		var sales int
+		if err := db.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM audit_log WHERE merchant_id = $1
+			AND transaction_id IS NOT NULL`, s.merchantID).Scan(&sales); err != nil || sales != 0 {
+			t.Errorf("%d audit records of money operations (%v), want none", sales, err)
+		}
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/activity"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#activity")),
+		)
+		row := browsertest.Eval[string](t, ctx, `[...document.querySelectorAll('#activity tbody tr')].map(r => r.textContent).find(t => t.includes('sale')) || ''`)
+		if !strings.Contains(row, "API client "+id) || !strings.Contains(row, "12.34 CAD") || !strings.Contains(row, "approved") {
+			t.Errorf("the API's sale on the Activity page: %q", row)
+		}
+		if link := browsertest.Eval[string](t, ctx, `(document.querySelector('#activity a[href^="/dashboard/transactions/"]') || {}).textContent || ''`); len(link) != 20 {
+			t.Errorf("the sale's transaction is not linked: %q", link)
+		}
+		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/settings/ecommerce"]`)),
+			chromedp.WaitVisible(chromedp.CSS("#validity")),
+		)
 		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.Click(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"] button`)),
 			chromedp.WaitNotPresent(chromedp.CSS(`form[action="/dashboard/settings/ecommerce/clients/`+id+`/revoke"]`)),

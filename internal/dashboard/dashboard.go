@@ -202,6 +202,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.HandleFunc("GET", enrolPath, h.enrolPage)
 	r.Handle("POST", enrolPath, h.csrf.Handler(http.HandlerFunc(h.enrol)))
 	r.Handle("GET", "/dashboard/activity", h.requireRole(everyone, h.activity))
+	r.Handle("GET", "/dashboard/activity/export.csv", h.requireRole(everyone, h.exportActivity))
 	r.Handle("GET", settingsPath, h.requireRole(managers, h.settings))
 	r.Handle("POST", settingsPath+"/clients", h.requireRole(managers, h.createClient))
 	r.Handle("POST", settingsPath+"/clients/{id}/revoke", h.requireRole(managers, h.revokeClient))

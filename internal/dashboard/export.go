@@ -7,9 +7,15 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/history"
 	"github.com/kassapay/kassa/internal/httpapi"
+	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/user"
 )
 
 // MaxExport is the most rows an export holds: the CSV export of a list's current filter (RFC 4180)
@@ -59,12 +65,42 @@ func csvRow(w payment.Wire, out []string) []string {
 				s = strconv.FormatInt(x, 10)
 			}
 		}
-		if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) && f.Kind() == reflect.String {
-			s = "'" + s
+		if f.Kind() == reflect.String {
+			s = cell(s)
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// cell is a text field of an export as a spreadsheet may open it: a value that it would run as a
+// formula (=, +, -, @, tab, carriage return first) is prefixed with ' (OWASP, "CSV Injection").
+func cell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// download starts the CSV download of file (RFC 4180: a header row, CRLF line ends, fields quoted
+// where needed), headers sent with the first flush: its writer, and flush, which sends what was
+// written to the client.
+func download(w http.ResponseWriter, file string) (*csv.Writer, func() error) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/csv; charset=utf-8; header=present")
+	hdr.Set("Content-Disposition", `attachment; filename="`+file+`"`)
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	rc := http.NewResponseController(w)
+	return cw, func() error {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 }
 
 // exportCSV streams the transactions of the list's filter as CSV (RFC 4180: a header row, CRLF line
@@ -91,22 +127,8 @@ func (h *Handler) exportCSV(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/csv; charset=utf-8; header=present")
-	hdr.Set("Content-Disposition", `attachment; filename="transactions-`+h.cfg.Now().In(m.Location()).Format("20060102-150405")+`.csv"`)
-	hdr.Set(RowsHeader, strconv.Itoa(n))
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	cw := csv.NewWriter(w)
-	cw.UseCRLF = true
-	rc := http.NewResponseController(w)
-	flush := func() error {
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	w.Header().Set(RowsHeader, strconv.Itoa(n))
+	cw, flush := download(w, "transactions-"+h.cfg.Now().In(m.Location()).Format("20060102-150405")+".csv")
 	_ = cw.Write(exportColumns)
 	row, written := make([]string, 0, len(exportColumns)), 0
 	err = h.cfg.Ledger.Each(r.Context(), m.ID, f, MaxExport, func(t payment.Transaction) error {
@@ -126,6 +148,74 @@ func (h *Handler) exportCSV(w http.ResponseWriter, r *http.Request) {
 		// The rows already sent cannot be taken back: the connection is cut, so that the download
 		// fails rather than looking complete.
 		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: export transactions", "err", err, "rows", written)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// activityColumns are the activity export's columns, one history entry a row: when (RFC 3339, UTC),
+// the entry's source ("audit" for an audit record, "ledger" for a ledger row that is its operation's
+// record), the staff user (id and e-mail) or the API client, what was done and to which transaction
+// or record, the amount (in major units, as the API shows it) and currency, the outcome, the detail,
+// the request and the address it came from.
+var activityColumns = []string{"time", "source", "user_id", "user_email", "client_id", "operation", "transaction_id", "resource",
+	"amount", "currency", "outcome", "detail", "request_id", "address"}
+
+// exportActivity streams the history that the Activity page's filter selects as CSV (activityColumns),
+// newest first, a page of the history at a time, each flushed to the client before the next is read:
+// the memory an export takes does not grow with its rows. It holds at most MaxExport rows, the
+// merchant's own only; a sales user's, its own records.
+func (h *Handler) exportActivity(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	f, bad := activityQuery(sess, r.URL.Query())
+	if bad != nil {
+		h.fail(w, r, bad)
+		return
+	}
+	m, err := h.cfg.Merchants.Get(r.Context(), sess.MerchantID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var emails map[string]string
+	if err := h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
+		staff, err := user.List(r.Context(), q, sess.MerchantID)
+		emails = emailsOf(staff)
+		return err
+	}); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	cw, flush := download(w, "activity-"+h.cfg.Now().In(m.Location()).Format("20060102-150405")+".csv")
+	_ = cw.Write(activityColumns)
+	f.Limit = audit.MaxLimit
+	row, written := make([]string, len(activityColumns)), 0
+	err = history.Each(r.Context(), h.cfg.DB, sess.MerchantID, f, MaxExport, func(e history.Entry) error {
+		source, amount := "audit", ""
+		if e.Seq != 0 {
+			source = "ledger"
+		}
+		if c, ok := money.Lookup(e.Currency); ok {
+			amount = money.Format(e.Amount, c)
+		}
+		for i, v := range []string{e.At.UTC().Format(time.RFC3339Nano), source, e.UserID, emails[e.UserID], e.ClientID, e.Operation,
+			e.TransactionID, e.Resource, amount, e.Currency, e.Outcome, e.Detail, e.RequestID, e.Address} {
+			row[i] = cell(v)
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+		if written++; written%exportPage == 0 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		// As the transactions export: the connection is cut, so that the download fails rather
+		// than looking complete.
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: export activity", "err", err, "rows", written)
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/history"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
@@ -325,7 +325,7 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 			}
 			dv.Processor = kind + " account " + t.ProcessorAccount + map[bool]string{true: " (test)", false: ""}[test]
 		}
-		entries, err := audit.Trail(r.Context(), q, m.ID, ids)
+		entries, err := history.Trail(r.Context(), q, m.ID, ids)
 		dv.Trail = activityRows(entries, emailsOf(staff), loc)
 		return err
 	})

@@ -535,8 +535,10 @@ func trail(t *testing.T, page string) [][3]string {
 	}
 	table := page[i : i+strings.Index(page[i:], "</table>")]
 	var rows [][3]string
-	for _, m := range regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>[^<]*</td></tr>`).FindAllStringSubmatch(table, -1) {
-		rows = append(rows, [3]string{html.UnescapeString(m[1]), html.UnescapeString(m[2]), m[3]})
+	// What is done names its transaction by a link, read as its text.
+	tags := regexp.MustCompile(`<[^>]+>`)
+	for _, m := range regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>(.*?)</td><td>([^<]*)</td><td>[^<]*</td></tr>`).FindAllStringSubmatch(table, -1) {
+		rows = append(rows, [3]string{html.UnescapeString(m[1]), html.UnescapeString(tags.ReplaceAllString(m[2], "")), m[3]})
 	}
 	return rows
 }

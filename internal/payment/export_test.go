@@ -44,3 +44,9 @@ func ChildrenStatement(n int) string { return childrenStatement("t.id", n) }
 
 // OutcomeSQL is the statement that records an outcome, by dialect.
 var OutcomeSQL = outcomeSQL
+
+// RecordsStatement is the statement Records runs, and its parameters, for plan tests.
+var RecordsStatement = recordsStatement
+
+// RecordsOfStatement is the statement RecordsOf runs for n transactions, for plan tests.
+var RecordsOfStatement = recordsOfStatement

@@ -523,15 +523,23 @@ func (l *Ledger) call(ctx context.Context, acct processor.Account, op string, f 
 	return res, err
 }
 
-// finish records the answer of acct's processor: the outcome, the release of a declined follow-up's
-// reservation, and the audit record, in one transaction. Only the first finish of an attempt counts:
-// when recovery got there first, the recorded transaction is returned as it stands.
+// finish records the answer of acct's processor to an operation asked for through an API, or by a
+// staff user at the dashboard: the outcome, the release of a declined follow-up's reservation, and
+// (for a staff user's) the audit record, in one transaction. Only the first finish of an attempt
+// counts: when recovery got there first, the recorded transaction is returned as it stands.
 func (l *Ledger) finish(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op string) (Transaction, error) {
 	return l.finishAs(ctx, t, acct, res, op, "")
 }
 
 // finishAs is finish with the audit record's outcome given (outcomeFailed for an interrupted attempt),
 // or "" for the transaction's status.
+//
+// The transactions row is the record of the operation: it names who asked (client_id), what, when
+// (finished_at, in commit order event_seq), the request and the outcome, and the history reads it as
+// such (internal/history). An audit record is written beside it only where the row does not say it
+// all (audited): a staff user acted, whom the record names (with the address, where the request
+// was the dashboard's); the finish is the gateway's own work (op "recover", or a reversal's, whose outcome is always given); or the outcome
+// given is not the row's status (FAILED, REVERSED). An API's own finish writes none.
 func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op, outcome string) (Transaction, error) {
 	ctx = context.WithoutCancel(ctx)
 	now := l.now()
@@ -545,11 +553,11 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	if t.Message == "" {
 		t.Message = map[bool]string{true: "Approved", false: "Declined"}[res.Approved]
 	}
+	audited := audited(ctx, t, op, outcome)
 	if outcome == "" {
 		outcome = t.Status
 	}
-	a := audit.Record{MerchantID: t.MerchantID, ClientID: t.ClientID, Operation: op, TransactionID: t.TransactionID,
-		Amount: t.Amount, Currency: t.Currency.Code, Outcome: outcome, Detail: t.Message, RequestID: t.RequestID, At: now}.From(ctx)
+	a := auditRecord(ctx, t, op, outcome, now)
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
 	ev, err := event.New(t.MerchantID, eventType(t), t.Wire(), now)
 	if err != nil {
@@ -557,18 +565,20 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	}
 	won := false
 	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
-		// The outcome, its event with the event's webhook deliveries, and its audit record in one
-		// statement, a transaction of its own: one round trip. The audit record is the statement's own
-		// row, so that RowsAffected says whether this finish won; the event's rows come from the same
-		// done, and exist only when it did.
-		var r sql.Result
-		args := append(append(outcomeArgs, a.Args()...), ev.Args()...)
-		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL[store.Postgres]+` RETURNING id), ev AS (`+eventInsertSQL+`), fan AS (`+
-			event.FanOutSQL("ev")+`) `+auditSelectSQL+` FROM done`, args...)
-		if err == nil {
-			n, _ := r.RowsAffected()
-			won = n == 1
+		// The outcome, its event with the event's webhook deliveries, and its audit record where there
+		// is one, in one statement, a transaction of its own: one round trip. The rows the CTEs write
+		// come from done, and exist only when this finish won, which the count of done says.
+		args := append(outcomeArgs, ev.Args()...)
+		stmt := `WITH done AS (` + outcomeSQL[store.Postgres] + ` RETURNING id), ev AS (` + eventInsertSQL + `), fan AS (` +
+			event.FanOutSQL("ev") + `)`
+		// The audit record's values are the last parameters, after whatever the statement has before.
+		if audited {
+			stmt += `, audited AS (` + audit.SelectSQL(len(args)+1) + ` FROM done)`
+			args = append(args, a.Args()...)
 		}
+		var n int64
+		err = l.db.QueryRow(ctx, []any{&n}, stmt+` SELECT COUNT(*) FROM done`, args...)
+		won = n == 1
 	} else {
 		err = l.db.Write(ctx, func(tx *store.Tx) error {
 			stmt, args := outcomeSQL[tx.Dialect()], outcomeArgs
@@ -592,6 +602,9 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 			if err := ev.Write(ctx, tx); err != nil {
 				return err
 			}
+			if !audited {
+				return nil
+			}
 			return audit.Write(ctx, tx, a)
 		})
 	}
@@ -611,9 +624,9 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	return t, nil
 }
 
-// eventInsertSQL inserts the outcome's event, whose values are the parameters after the audit
-// record's (see finishAs), from done.
-var eventInsertSQL = event.InsertSQL(7+audit.Columns, "done")
+// eventInsertSQL inserts the outcome's event, whose values are the parameters after the outcome's
+// (see finishAs), from done.
+var eventInsertSQL = event.InsertSQL(7, "done")
 
 // eventType is the event of a transaction's outcome: a sale or an authorization
 // approved is transaction.approved; a capture, refund or void approved is transaction.captured,

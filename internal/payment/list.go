@@ -147,7 +147,7 @@ func filter(merchantID string, f Filter, byAmount bool) *query {
 	}
 	if f.ClientID != "" {
 		cond := "t.client_id = ?"
-		if strings.HasPrefix(f.ClientID, "dashboard/") {
+		if strings.HasPrefix(f.ClientID, StaffClient) {
 			cond = dashboardClients + " AND " + cond
 		}
 		q.add(cond, f.ClientID)

@@ -256,3 +256,45 @@ func planText(t *testing.T, rows *sql.Rows) string {
 	}
 	return strings.Join(plan, "\n")
 }
+
+// The history's ledger side (payment.Records) walks transactions_merchant_seq from the merchant's
+// end, whatever the filter, and the transaction page's (payment.RecordsOf) finds its rows by
+// transaction_id: on 20,000 transactions with places (the staff's and another merchant's among them),
+// analyzed, neither is planned as a scan of the ledger, nor sorts it.
+func TestRecordQueriesUseIndexes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var m merchant.Merchant
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			var err error
+			m, err = merchant.Create(ctx, tx, merchant.New{Name: "Plans", Email: "plans@example.com"}, time.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		load(t, db, m.ID, 20000)
+		if _, err := db.Exec(ctx, `UPDATE transactions SET event_seq = id, finished_at = created_at`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, `ANALYZE`); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name   string
+			kind   string
+			before int64
+		}{{"first page", "", 0}, {"next page", "", 15000}, {"refunds", payment.KindRefund, 0}, {"refunds, next page", payment.KindRefund, 15000}} {
+			stmt, args := payment.RecordsStatement(m.ID, tc.kind, tc.before, 50)
+			p := storetest.Plan(t, db, stmt, args...)
+			if !strings.Contains(p, "transactions_merchant_seq") || storetest.FullScan(p, "t") || strings.Contains(p, "TEMP B-TREE") ||
+				strings.Contains(p, "Sort") {
+				t.Errorf("%s: the plan does not walk transactions_merchant_seq:\n%s", tc.name, p)
+			}
+		}
+		p := storetest.Plan(t, db, payment.RecordsOfStatement(2), m.ID, "TX100000017", "TX100000018")
+		if !strings.Contains(p, "transactions_transaction_id_key") && !strings.Contains(p, "sqlite_autoindex_transactions_1") ||
+			storetest.FullScan(p, "t") {
+			t.Errorf("a transaction's records: the plan does not use the transaction_id key:\n%s", p)
+		}
+	})
+}

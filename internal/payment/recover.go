@@ -83,7 +83,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 				return done, err
 			}
 			rctx, cancel := context.WithTimeout(ctx, l.timeout)
-			_, err := l.sendReversal(rctx, p.t, acct, u.Reversal, u.Completes, 0, "recover")
+			_, err := l.sendReversal(rctx, p.t, acct, u.Reversal, u.Completes, 0, opRecover)
 			cancel()
 			if err == nil {
 				done++
@@ -94,7 +94,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 			l.log.WarnContext(ctx, "recovery lookup failed; will retry", "transaction_id", p.t.TransactionID, "err", err)
 			continue
 		}
-		t, err := l.finishAs(ctx, p.t, acct, res, "recover", outcome)
+		t, err := l.finishAs(ctx, p.t, acct, res, opRecover, outcome)
 		if err != nil {
 			return done, err
 		}

@@ -89,9 +89,10 @@ func (l *Ledger) sendReversal(ctx context.Context, t Transaction, acct processor
 		}
 		return Transaction{}, err
 	}
+	// The outcome is given, so that the reversal's finish is audited as the gateway's own work (audited).
 	res, outcome := processor.Result{Code: processor.CodeProcessingError, Message: reversedMessage}, outcomeReversed
 	if completes {
-		res, outcome = processor.Result{Approved: true, Message: "Approved after a repeated request"}, ""
+		res, outcome = processor.Result{Approved: true, Message: "Approved after a repeated request"}, StatusApproved
 	}
 	got, err := l.finishAs(ctx, t, acct, res, op, outcome)
 	if err != nil {

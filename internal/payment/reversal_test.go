@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -288,7 +289,34 @@ func TestRecoveryReversesWhatItCannotAsk(t *testing.T) {
 		if tx.Status != 200 || tx.Str("transaction_result") != "DECLINED" {
 			t.Fatalf("after recovery: %d %s", tx.Status, tx.Raw)
 		}
+		// The gateway's own work keeps its audit record, beside the API client's ledger row.
+		if got := auditOf(t, db, id); got != "recover REVERSED" {
+			t.Errorf("the recovered attempt's audit records: %q, want recovery's reversal", got)
+		}
 	})
+}
+
+// auditOf is the audit records of a transaction, "operation outcome" each, oldest first.
+func auditOf(t *testing.T, db *store.DB, transactionID string) string {
+	t.Helper()
+	rows, err := db.Reader().QueryContext(context.Background(), `SELECT operation || ' ' || outcome FROM audit_log
+		WHERE transaction_id = $1 ORDER BY id`, transactionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, ", ")
 }
 
 // Two nodes over one PostgreSQL database, sweeping at the same moment, send each due reversal once.
@@ -329,6 +357,14 @@ func TestUnansweredVoidIsCompleted(t *testing.T) {
 		void := post(t, f.m, "void/"+auth.Str("transaction_id"), nil)
 		if void.Status != 200 || void.Str("transaction_type") != "VOID" || void.Str("transaction_result") != "APPROVED" {
 			t.Fatalf("an unanswered void, repeated and acknowledged: %d %s", void.Status, void.Raw)
+		}
+		// The repeated void is the gateway's work: audited, approved; the authorization, asked for through
+		// the API, is its ledger row's record only.
+		if got := auditOf(t, db, void.Str("transaction_id")); got != "void APPROVED" {
+			t.Errorf("the completed void's audit records: %q", got)
+		}
+		if got := auditOf(t, db, auth.Str("transaction_id")); got != "" {
+			t.Errorf("the API's authorization has audit records: %q", got)
 		}
 		f.proc.drop.Store(false)
 		if r := post(t, f.m, "capture/"+auth.Str("transaction_id"), map[string]any{"amount": "10.00"}); r.Status != 409 {
