@@ -551,20 +551,17 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	a := audit.Record{MerchantID: t.MerchantID, ClientID: t.ClientID, Operation: op, TransactionID: t.TransactionID,
 		Amount: t.Amount, Currency: t.Currency.Code, Outcome: outcome, Detail: t.Message, RequestID: t.RequestID, At: now}.From(ctx)
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
-	ev, err := event.New(t.MerchantID, eventType(t), t.Wire(), now)
-	if err != nil {
-		return Transaction{}, err
-	}
+	// Events: the outcome's row is its transaction.* event (events.go), with its place (event_seq) and
+	// time (finished_at) set by outcomeSQL; nothing else is written for it.
+	var err error
 	won := false
 	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
-		// The outcome, its event with the event's webhook deliveries, and its audit record in one
-		// statement, a transaction of its own: one round trip. The audit record is the statement's own
-		// row, so that RowsAffected says whether this finish won; the event's rows come from the same
-		// done, and exist only when it did.
+		// The outcome and its audit record in one statement, a transaction of its own: one round trip.
+		// The audit record is the statement's own row, so that RowsAffected says whether this finish
+		// won.
 		var r sql.Result
-		args := append(append(outcomeArgs, a.Args()...), ev.Args()...)
-		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL[store.Postgres]+` RETURNING id), ev AS (`+eventInsertSQL+`), fan AS (`+
-			event.FanOutSQL("ev")+`) `+auditSelectSQL+` FROM done`, args...)
+		args := append(outcomeArgs, a.Args()...)
+		r, err = l.db.Exec(ctx, `WITH done AS (`+outcomeSQL[store.Postgres]+` RETURNING id) `+auditSelectSQL+` FROM done`, args...)
 		if err == nil {
 			n, _ := r.RowsAffected()
 			won = n == 1
@@ -589,9 +586,6 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 					return err
 				}
 			}
-			if err := ev.Write(ctx, tx); err != nil {
-				return err
-			}
 			return audit.Write(ctx, tx, a)
 		})
 	}
@@ -610,10 +604,6 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	l.metrics.Payment(t.Kind, t.Status, t.DeclineCode, acct.Kind, t.TestMode)
 	return t, nil
 }
-
-// eventInsertSQL inserts the outcome's event, whose values are the parameters after the audit
-// record's (see finishAs), from done.
-var eventInsertSQL = event.InsertSQL(7+audit.Columns, "done")
 
 // eventType is the event of a transaction's outcome: a sale or an authorization
 // approved is transaction.approved; a capture, refund or void approved is transaction.captured,
