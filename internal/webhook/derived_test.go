@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -141,6 +142,53 @@ func TestEventsPagedAcrossBothSources(t *testing.T) {
 		}
 		if !slices.Equal(typed, wantTyped) {
 			t.Errorf("type filter across both sources: %v; want %v", typed, wantTyped)
+		}
+	})
+}
+
+// An endpoint subscribed to transaction.approved is sent the approved sales' events only; one
+// subscribed to every type is sent the declined one too. Each is the event the events API shows.
+func TestDerivedEventsBySubscription(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		srv := servertest.Start(t, db, server.Config{NoBillingEngine: true, WebhooksAllowPrivate: true})
+		s := newShop(t, srv, checkout.AllPermissions)
+		h := newHooks(t)
+		for path, enabled := range map[string][]string{"/all": {"*"}, "/approved": {event.TransactionApproved}} {
+			r := s.v1(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": h.srv.URL + path, "enabled_events": enabled})
+			h.mu.Lock()
+			h.secrets[path] = r.Str("secret")
+			h.mu.Unlock()
+		}
+		s.gateway(t, "sale", sale(cardtest.Visa))
+		s.gateway(t, "sale", sale(cardtest.Declined))
+		s.gateway(t, "sale", sale(cardtest.Mastercard))
+		byType := map[string][]string{}
+		events := map[string]map[string]any{}
+		for _, e := range s.events(t, "limit=10") {
+			byType[e["type"].(string)] = append(byType[e["type"].(string)], e["id"].(string))
+			events[e["id"].(string)] = e
+		}
+		for path, want := range map[string][]string{"/all": append(slices.Clone(byType[event.TransactionApproved]), byType[event.TransactionDeclined]...),
+			"/approved": byType[event.TransactionApproved]} {
+			var got map[string]map[string]any
+			var bad []string
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				got, bad = h.received(path)
+				if len(got) >= len(want) || len(bad) > 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if len(bad) > 0 {
+				t.Fatalf("deliveries that failed verification: %v", bad)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s received %d events, want %d", path, len(got), len(want))
+			}
+			for _, id := range want {
+				if msg := got[id]; msg == nil || msg["type"] != events[id]["type"] || !reflect.DeepEqual(normalize(t, msg["data"]), normalize(t, events[id]["data"])) {
+					t.Fatalf("%s: event %s delivered as %v; the events API shows %v", path, id, msg, events[id])
+				}
+			}
 		}
 	})
 }
