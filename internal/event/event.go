@@ -1,8 +1,10 @@
-// Package event records events: facts about a merchant's records (a transaction approved, a customer
-// deleted, a subscription suspended), each written in the database transaction of the change it
-// reports, so that there is no event without its change and no change without its event. Recording
-// an event also queues its webhook deliveries, in the same transaction, to every enabled endpoint of
-// the merchant subscribed to its type; package webhook sends them.
+// Package event records events: facts about a merchant's records (a customer deleted, a subscription
+// suspended), each written in the database transaction of the change it reports, so that there is no
+// event without its change and no change without its event. Recording an event also queues its
+// webhook deliveries, in the same transaction, to every enabled endpoint of the merchant subscribed
+// to its type; package webhook sends them. The transaction.* events are not recorded here: they are
+// derived from the ledger's outcomes (package payment), and share the merchant's order of events
+// (Key) with the events recorded here.
 package event
 
 import (
@@ -132,7 +134,7 @@ func Record(ctx context.Context, tx *store.Tx, merchantID, typ string, object an
 }
 
 // Write inserts e and its deliveries in tx: on PostgreSQL in one statement, one round trip, since
-// events are written on the paths of the changes they report (a billing charge's outcome, a sale).
+// events are written on the paths of the changes they report (a billing charge's outcome, say).
 func (e Event) Write(ctx context.Context, tx *store.Tx) error {
 	if tx.Dialect() == store.Postgres {
 		if _, err := tx.ExecContext(ctx, writePostgres, e.Args()...); err != nil {
@@ -140,7 +142,7 @@ func (e Event) Write(ctx context.Context, tx *store.Tx) error {
 		}
 		return nil
 	}
-	r, err := tx.ExecContext(ctx, insertSQL, e.Args()...)
+	r, err := tx.ExecContext(ctx, insertSQLite, e.Args()...)
 	if err != nil {
 		return fmt.Errorf("event: record %s: %w", e.Type, err)
 	}
@@ -155,36 +157,33 @@ func (e Event) Write(ctx context.Context, tx *store.Tx) error {
 }
 
 // fanOutSQLite queues the deliveries of the event whose row id, merchant, type and time are $1 to $4.
-var fanOutSQLite = FanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT) AS merchant_id, CAST($3 AS TEXT) AS type,
+var fanOutSQLite = fanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT) AS merchant_id, CAST($3 AS TEXT) AS type,
 	CAST($4 AS BIGINT) AS created_at)`)
 
+// An event's row takes its place in the merchant's order of events (event_seq, see Key), which it
+// shares with the outcomes of the merchant's transactions (transactions.event_seq): on SQLite the
+// merchant's ledger head, the highest place of its outcomes, read at the end of
+// transactions_merchant_seq — the single writer makes that commit order, and the row sorts after the
+// outcomes committed before it; on PostgreSQL the id of its own transaction, as an outcome's.
+const insertSQLite = `INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq) VALUES ($1, $2, $3, $4, $5,
+	(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = $2 AND event_seq IS NOT NULL))`
+
 // writePostgres inserts an event whose values are Args, as $1 to $5, and its deliveries.
-var writePostgres = `WITH ev AS (` + InsertSQL(1, "(SELECT 1) one") + `) ` + FanOutSQL("ev")
+var writePostgres = `WITH ev AS (INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq)
+	VALUES ($1, $2, $3, $4, $5, pg_current_xact_id()::text::bigint) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
 
-// insertSQL inserts an event whose values are Args, as $1 to $5.
-const insertSQL = `INSERT INTO events (event_id, merchant_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5)`
-
-// Args are the values of the event's row, in the order of insertSQL's columns.
+// Args are the values of the event's row, in the order of the insert's columns.
 func (e Event) Args() []any {
 	return []any{e.ID, e.MerchantID, e.Type, string(e.Data), e.CreatedAt.UnixMilli()}
 }
 
-// InsertSQL inserts an event whose Args are the statement's parameters $n to $n+4, RETURNING the
-// columns FanOutSQL needs: for a PostgreSQL statement that writes the change, the event and its
-// deliveries in one round trip — `WITH done AS (…), ev AS (` + InsertSQL(7, "done") + `) ` +
-// FanOutSQL("ev") — where a row of done exists only when the change was made.
-func InsertSQL(n int, from string) string {
-	return fmt.Sprintf(`INSERT INTO events (event_id, merchant_id, type, data, created_at) SELECT $%d, $%d, $%d, $%d, $%d FROM %s
-		RETURNING id, merchant_id, type, created_at`, n, n+1, n+2, n+3, n+4, from)
-}
-
-// FanOutSQL queues the events that from returns (a table name or a parenthesized query, with columns
+// fanOutSQL queues the events that from returns (a table name or a parenthesized query, with columns
 // id, merchant_id, type, created_at) for delivery: an entry of webhook_queue for each enabled endpoint
 // of the event's merchant subscribed to its type ("*" or the type among the space-separated
 // enabled_events). The endpoint's runner makes each entry a delivery, due at the event's time, as it
 // sends them (internal/webhook): the change's transaction writes one entry of one B-tree, not a
 // delivery row with its indexes (migration 00049).
-func FanOutSQL(from string) string {
+func fanOutSQL(from string) string {
 	return `INSERT INTO webhook_queue (endpoint_id, event_id)
 		SELECT w.id, ev.id
 		FROM ` + from + ` ev JOIN webhook_endpoints w ON w.merchant_id = ev.merchant_id AND w.disabled = FALSE

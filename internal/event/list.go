@@ -1,10 +1,10 @@
 package event
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,81 +27,97 @@ type Filter struct {
 // merchant's event is not found either.
 var ErrNotFound = errors.New("event: no such event")
 
-// columns are an Event's columns, after the row id, in scan order.
-const columns = `id, event_id, merchant_id, type, data, created_at`
+// Key is an event's place in its merchant's order of events, the order the events API lists them in
+// (newest first): by Seq, the event's place in the merchant's commit order (transactions.event_seq
+// of a derived event, events.event_seq of a row of events), then by Source, a derived event before a
+// row of events of the same Seq, then by ID, the row id in its table. Each source is read in this order
+// through an index — a derived event's through transactions_merchant_seq, a row's through
+// events_merchant or events_merchant_type — so that a page of the two merged is exact: no event is
+// left out of a page or shown on two, whatever their times.
+type Key struct {
+	Seq    int64
+	Source int // Ledger or Table; 0 in the zero Key, which is no place
+	ID     int64
+}
 
-// scan reads the row id and the event of a row of columns.
-func scan(s interface{ Scan(...any) error }) (int64, Event, error) {
-	var id, at int64
-	var e Event
+// The sources of events, in the order Key sorts them at the same Seq. On SQLite a row of events takes
+// the merchant's ledger head, the Seq of the outcome committed last: it sorts after that outcome.
+const (
+	Ledger = 1 // derived from an outcome of the ledger (package payment)
+	Table  = 2 // a row of the events table
+)
+
+// IsZero reports whether k is no place.
+func (k Key) IsZero() bool { return k.Source == 0 }
+
+// Compare orders keys: negative when k comes before o, positive after, 0 when equal.
+func (k Key) Compare(o Key) int {
+	switch {
+	case k.Seq != o.Seq:
+		return cmp.Compare(k.Seq, o.Seq)
+	case k.Source != o.Source:
+		return cmp.Compare(k.Source, o.Source)
+	}
+	return cmp.Compare(k.ID, o.ID)
+}
+
+// Placed is an event with its place.
+type Placed struct {
+	Event
+	Key Key
+}
+
+// placedColumns are the columns scan reads.
+const placedColumns = `id, event_seq, event_id, merchant_id, type, data, created_at`
+
+// scan reads a row of placedColumns.
+func scan(s interface{ Scan(...any) error }) (Placed, error) {
+	var at int64
 	var data string
-	err := s.Scan(&id, &e.ID, &e.MerchantID, &e.Type, &data, &at)
+	p := Placed{Key: Key{Source: Table}}
+	e := &p.Event
+	err := s.Scan(&p.Key.ID, &p.Key.Seq, &e.ID, &e.MerchantID, &e.Type, &data, &at)
 	e.Data, e.CreatedAt = []byte(data), time.UnixMilli(at)
-	return id, e, err
+	return p, err
 }
 
-// Get returns the merchant's event id (evt_…), or ErrNotFound.
-func Get(ctx context.Context, q store.Querier, merchantID, id string) (Event, error) {
-	_, e, err := scan(q.QueryRowContext(ctx, `SELECT `+columns+` FROM events WHERE merchant_id = $1 AND event_id = $2`, merchantID, id))
+// Get returns the merchant's event id (evt_…) of the events table with its place, or ErrNotFound.
+func Get(ctx context.Context, q store.Querier, merchantID, id string) (Placed, error) {
+	p, err := scan(q.QueryRowContext(ctx, `SELECT `+placedColumns+` FROM events WHERE merchant_id = $1 AND event_id = $2`, merchantID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Event{}, ErrNotFound
+		return Placed{}, ErrNotFound
 	}
-	return e, err
+	return p, err
 }
 
-// List returns a page of the merchant's events that f selects, newest first, and whether there are
-// more beyond it (older ones after a page read with StartingAfter or neither, newer ones before a page
-// read with EndingBefore). A cursor that names none of the merchant's events is ErrNotFound. The
-// search follows the index events_merchant, or events_merchant_type for a type filter (see
-// TestListUsesIndexes).
-func List(ctx context.Context, q store.Querier, merchantID string, f Filter) ([]Event, bool, error) {
-	var after, before int64
-	for _, c := range []struct {
-		id  string
-		pos *int64
-	}{{f.StartingAfter, &after}, {f.EndingBefore, &before}} {
-		if c.id == "" {
-			continue
-		}
-		err := q.QueryRowContext(ctx, `SELECT id FROM events WHERE merchant_id = $1 AND event_id = $2`, merchantID, c.id).Scan(c.pos)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, ErrNotFound
-		}
-		if err != nil {
-			return nil, false, err
-		}
-	}
-	query, args := listQuery(merchantID, f, after, before)
+// List returns up to n of the merchant's events of the events table that f selects (Types, From,
+// Until; its cursors and limit are the caller's), beyond bound in the merchant's order of events:
+// older ones, newest first, or with newer, newer ones, oldest first (the zero bound for no bound).
+// The search follows the index events_merchant, or events_merchant_type for a type filter, in order
+// from bound on (see TestListUsesIndexes).
+func List(ctx context.Context, q store.Querier, merchantID string, f Filter, bound Key, newer bool, n int) ([]Placed, error) {
+	query, args := listQuery(merchantID, f, bound, newer, n)
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	defer rows.Close()
-	var out []Event
+	var out []Placed
 	for rows.Next() {
-		_, e, err := scan(rows)
+		p, err := scan(rows)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		out = append(out, e)
+		out = append(out, p)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	more := len(out) > f.Limit
-	if more {
-		out = out[:f.Limit]
-	}
-	if before != 0 {
-		slices.Reverse(out)
-	}
-	return out, more, nil
+	return out, rows.Err()
 }
 
-// listQuery is List's query of f's page, with its arguments: the events older than the row id after,
-// or newer than the row id before (0 for no bound), one more than f.Limit to tell whether there are
-// more. Newer ones are read oldest first, from the cursor on.
-func listQuery(merchantID string, f Filter, after, before int64) (string, []any) {
+// listQuery is List's query, with its arguments. A row's place is (event_seq, Table, id), after a
+// derived event's of the same event_seq: an older one than bound has (event_seq, id) below
+// (bound.Seq, bound.ID) when bound is a row's, and event_seq below bound.Seq when it is a derived
+// event's.
+func listQuery(merchantID string, f Filter, bound Key, newer bool, n int) (string, []any) {
 	args := []any{merchantID}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -122,14 +138,21 @@ func listQuery(merchantID string, f Filter, after, before int64) (string, []any)
 		where += ` AND created_at < ` + arg(f.Until.UnixMilli())
 	}
 	order := "DESC"
-	if after != 0 {
-		where += ` AND id < ` + arg(after)
+	if !bound.IsZero() {
+		id := int64(0)
+		if bound.Source == Table {
+			id = bound.ID
+		}
+		if newer {
+			where += ` AND (event_seq > ` + arg(bound.Seq) + ` OR (event_seq = ` + arg(bound.Seq) + ` AND id > ` + arg(id) + `))`
+		} else {
+			where += ` AND (event_seq < ` + arg(bound.Seq) + ` OR (event_seq = ` + arg(bound.Seq) + ` AND id < ` + arg(id) + `))`
+		}
 	}
-	if before != 0 {
-		where += ` AND id > ` + arg(before)
+	if newer {
 		order = "ASC"
 	}
-	query := `SELECT ` + columns + ` FROM events ` + where + ` ORDER BY id ` + order + ` LIMIT ` + arg(f.Limit+1)
+	query := `SELECT ` + placedColumns + ` FROM events ` + where + ` ORDER BY event_seq ` + order + `, id ` + order + ` LIMIT ` + arg(n)
 	return query, args
 }
 
@@ -139,7 +162,8 @@ const purgeBatch = 1000
 
 // Purge deletes the events older than Retention at now, a batch at a time, with their webhook
 // deliveries, the deliveries' attempts and the entries of the webhook queue not yet made deliveries,
-// and returns how many it deleted. All are deleted here: on PostgreSQL none has a foreign key to what
+// and returns how many it deleted; then the deliveries of derived events older than Retention, with
+// their attempts. All are deleted here: on PostgreSQL none has a foreign key to what
 // it belongs to (migrations 00047, 00049, 00051).
 func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	cutoff := now.Add(-Retention).UnixMilli()
@@ -176,7 +200,36 @@ func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 		}
 		total += int(n)
 		if n == 0 {
-			return total, nil
+			break
+		}
+	}
+	return total, purgeDerived(ctx, db, cutoff)
+}
+
+// purgeDerived deletes the deliveries of derived events (transaction_ref) older than cutoff, by their
+// own time (created_at, the event's), with their attempts, a batch at a time: of the oldest deliveries
+// by id, as Purge reads the oldest events. The derived events themselves are the ledger's, and stay.
+func purgeDerived(ctx context.Context, db *store.DB, cutoff int64) error {
+	for {
+		var n int64
+		err := db.Write(ctx, func(tx *store.Tx) error {
+			var last sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT MAX(id) FROM (SELECT id FROM webhook_deliveries ORDER BY id LIMIT $1) oldest`, purgeBatch).Scan(&last); err != nil {
+				return err
+			}
+			const old = `SELECT id FROM webhook_deliveries WHERE id <= $1 AND transaction_ref IS NOT NULL AND created_at < $2`
+			if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN (`+old+`)`, last, cutoff); err != nil {
+				return err
+			}
+			r, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN (`+old+`)`, last, cutoff)
+			if err != nil {
+				return err
+			}
+			n, _ = r.RowsAffected()
+			return nil
+		})
+		if err != nil || n == 0 {
+			return err
 		}
 	}
 }

@@ -11,38 +11,42 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// The list and its filters search the indexes of migration 00032, never the whole table: 20,000
+// The list and its filters search the indexes of the merchant's order of events (Key), never the whole
+// table, from the cursor on: 20,000
 // events of four types, of ten large merchants and a small one (m7, one event in 500), whose pages
 // PostgreSQL would rightly read along the primary key if its events were everywhere.
 func TestListUsesIndexes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		if _, err := db.Exec(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
-			INSERT INTO events (event_id, merchant_id, type, data, created_at)
+			INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq)
 			SELECT 'evt_' || i, CASE WHEN i % 500 = 7 THEN 'm7' ELSE 'big' || (i % 10) END, CASE (i / 500) % 4 WHEN 0 THEN 'transaction.approved' WHEN 1 THEN 'transaction.declined'
-				WHEN 2 THEN 'payment_intent.created' ELSE 'customer.created' END, '{}', 1700000000000 + i * 1000 FROM n`); err != nil {
+				WHEN 2 THEN 'payment_intent.created' ELSE 'customer.created' END, '{}', 1700000000000 + i * 1000, i / 3 FROM n`); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(ctx, `ANALYZE`); err != nil {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
-			name          string
-			f             Filter
-			after, before int64
-			index         []string // one of these
+			name  string
+			f     Filter
+			bound Key
+			newer bool
+			index []string // one of these
 		}{
-			{"first page", Filter{Limit: 10}, 0, 0, []string{"events_merchant"}},
-			{"next page", Filter{Limit: 10}, 15000, 0, []string{"events_merchant"}},
-			{"previous page", Filter{Limit: 10}, 0, 5000, []string{"events_merchant"}},
-			{"one type", Filter{Types: []string{TransactionApproved}, Limit: 10}, 0, 0, []string{"events_merchant_type"}},
-			{"one type, next page", Filter{Types: []string{TransactionApproved}, Limit: 10}, 15000, 0, []string{"events_merchant_type"}},
-			{"a prefix's types", Filter{Types: []string{TransactionApproved, TransactionDeclined}, Limit: 10}, 0, 0,
+			{"first page", Filter{Limit: 10}, Key{}, false, []string{"events_merchant"}},
+			{"next page", Filter{Limit: 10}, Key{5000, Table, 15000}, false, []string{"events_merchant"}},
+			{"next page after a derived event", Filter{Limit: 10}, Key{5000, Ledger, 123}, false, []string{"events_merchant"}},
+			{"previous page", Filter{Limit: 10}, Key{1666, Table, 5000}, true, []string{"events_merchant"}},
+			{"one type", Filter{Types: []string{TransactionApproved}, Limit: 10}, Key{}, false, []string{"events_merchant_type"}},
+			{"one type, next page", Filter{Types: []string{TransactionApproved}, Limit: 10}, Key{5000, Table, 15000}, false,
+				[]string{"events_merchant_type"}},
+			{"a prefix's types", Filter{Types: []string{TransactionApproved, TransactionDeclined}, Limit: 10}, Key{}, false,
 				[]string{"events_merchant_type", "events_merchant"}},
-			{"a day", Filter{From: time.UnixMilli(1700005000000), Until: time.UnixMilli(1700005000000).Add(24 * time.Hour), Limit: 10}, 0, 0,
+			{"a day", Filter{From: time.UnixMilli(1700005000000), Until: time.UnixMilli(1700005000000).Add(24 * time.Hour), Limit: 10}, Key{}, false,
 				[]string{"events_merchant"}},
 		} {
-			stmt, args := listQuery("m7", tc.f, tc.after, tc.before)
+			stmt, args := listQuery("m7", tc.f, tc.bound, tc.newer, tc.f.Limit+1)
 			p := storetest.Plan(t, db, stmt, args...)
 			used := false
 			for _, ix := range tc.index {

@@ -559,26 +559,24 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	}
 	a := auditRecord(ctx, t, op, outcome, now)
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
-	ev, err := event.New(t.MerchantID, eventType(t), t.Wire(), now)
-	if err != nil {
-		return Transaction{}, err
-	}
+	// Events: the outcome's row is its transaction.* event (events.go), with its place (event_seq) and
+	// time (finished_at) set by outcomeSQL; nothing else is written for it.
+	var err error
 	won := false
 	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
-		// The outcome, its event with the event's webhook deliveries, and its audit record where there
-		// is one, in one statement, a transaction of its own: one round trip. The rows the CTEs write
-		// come from done, and exist only when this finish won, which the count of done says.
-		args := append(outcomeArgs, ev.Args()...)
-		stmt := `WITH done AS (` + outcomeSQL[store.Postgres] + ` RETURNING id), ev AS (` + eventInsertSQL + `), fan AS (` +
-			event.FanOutSQL("ev") + `)`
-		// The audit record's values are the last parameters, after whatever the statement has before.
+		// The outcome, and its audit record where there is one, in one statement, a transaction of its
+		// own: one round trip. The record comes from done, and exists only when this finish won, which
+		// the rows affected say.
+		stmt, args := outcomeSQL[store.Postgres], outcomeArgs
 		if audited {
-			stmt += `, audited AS (` + audit.SelectSQL(len(args)+1) + ` FROM done)`
+			stmt = `WITH done AS (` + stmt + ` RETURNING id) ` + audit.SelectSQL(len(args)+1) + ` FROM done`
 			args = append(args, a.Args()...)
 		}
-		var n int64
-		err = l.db.QueryRow(ctx, []any{&n}, stmt+` SELECT COUNT(*) FROM done`, args...)
-		won = n == 1
+		var r sql.Result
+		if r, err = l.db.Exec(ctx, stmt, args...); err == nil {
+			n, _ := r.RowsAffected()
+			won = n == 1
+		}
 	} else {
 		err = l.db.Write(ctx, func(tx *store.Tx) error {
 			stmt, args := outcomeSQL[tx.Dialect()], outcomeArgs
@@ -598,9 +596,6 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 				if err := release(ctx, tx, t, now); err != nil {
 					return err
 				}
-			}
-			if err := ev.Write(ctx, tx); err != nil {
-				return err
 			}
 			if !audited {
 				return nil
@@ -623,10 +618,6 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	l.metrics.Payment(t.Kind, t.Status, t.DeclineCode, acct.Kind, t.TestMode)
 	return t, nil
 }
-
-// eventInsertSQL inserts the outcome's event, whose values are the parameters after the outcome's
-// (see finishAs), from done.
-var eventInsertSQL = event.InsertSQL(7, "done")
 
 // eventType is the event of a transaction's outcome: a sale or an authorization
 // approved is transaction.approved; a capture, refund or void approved is transaction.captured,

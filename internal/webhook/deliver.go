@@ -28,6 +28,7 @@ import (
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/metrics"
+	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -174,6 +175,7 @@ func (d *Deliverer) ReleaseAll(ctx context.Context) error {
 type claimed struct {
 	id       int64
 	attempts int
+	ref      int64 // the transaction of a derived event (ledger.go); 0 for a row of events
 	msg      message
 }
 
@@ -193,22 +195,33 @@ type message struct {
 // "NOT IN" the two other statuses says the same and matches no index's predicate.
 const notDone = `status NOT IN ('SUCCEEDED', 'FAILED')`
 
-// freeEndpoints is the condition of an endpoint whose deliveries a node may take at $1: enabled, its
-// lease free or run out, and a delivery of it due, found through (endpoint_id, next_attempt, id), or
-// an event queued for it (queue.go), found through the queue's key.
-const freeEndpoints = `w.disabled = FALSE AND (w.lease_until IS NULL OR w.lease_until < $1)
+// freeEndpoints is the condition, in dialect, of an endpoint whose deliveries a node may take at $1:
+// enabled, its lease free or run out, and a delivery of it due, found through (endpoint_id,
+// next_attempt, id), an event queued for it (queue.go), found through the queue's key, or an outcome
+// of its merchant after its cursor (ledger.go).
+func freeEndpoints(dialect store.Dialect) string {
+	return `w.disabled = FALSE AND (w.lease_until IS NULL OR w.lease_until < $1)
 	AND (EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1)
-		OR EXISTS (SELECT 1 FROM webhook_queue q WHERE q.endpoint_id = w.id))`
+		OR EXISTS (SELECT 1 FROM webhook_queue q WHERE q.endpoint_id = w.id) OR ` + ledgerPending(dialect) + `)`
+}
 
-// dueSQL tells whether an endpoint is free with a delivery due at $1: a read, so that a poll that
-// finds nothing writes nothing.
-const dueSQL = `SELECT 1 FROM webhook_endpoints w WHERE ` + freeEndpoints + ` LIMIT 1`
+// dueSQL tells, by dialect, whether an endpoint is free with a delivery due at $1: a read, so that a
+// poll that finds nothing writes nothing.
+var dueSQL = map[store.Dialect]string{
+	store.SQLite:   `SELECT 1 FROM webhook_endpoints w WHERE ` + freeEndpoints(store.SQLite) + ` LIMIT 1`,
+	store.Postgres: `SELECT 1 FROM webhook_endpoints w WHERE ` + freeEndpoints(store.Postgres) + ` LIMIT 1`,
+}
 
-// leaseSQL leases ($2, until $3) up to $4 free endpoints with a delivery due at $1. On PostgreSQL an
-// endpoint that another node leased meanwhile is re-checked against the outer WHERE once that node
-// commits, and skipped.
-const leaseSQL = `UPDATE webhook_endpoints SET lease_owner = $2, lease_until = $3
-	WHERE id IN (SELECT w.id FROM webhook_endpoints w WHERE ` + freeEndpoints + ` LIMIT $4)
+// leaseSQL leases ($2, until $3) up to $4 free endpoints with a delivery due at $1, by dialect. On
+// PostgreSQL an endpoint that another node leased meanwhile is re-checked against the outer WHERE
+// once that node commits, and skipped.
+var leaseSQL = map[store.Dialect]string{
+	store.SQLite:   fmt.Sprintf(leaseSQLFormat, freeEndpoints(store.SQLite)),
+	store.Postgres: fmt.Sprintf(leaseSQLFormat, freeEndpoints(store.Postgres)),
+}
+
+const leaseSQLFormat = `UPDATE webhook_endpoints SET lease_owner = $2, lease_until = $3
+	WHERE id IN (SELECT w.id FROM webhook_endpoints w WHERE %s LIMIT $4)
 		AND disabled = FALSE AND (lease_until IS NULL OR lease_until < $1)
 	RETURNING id`
 
@@ -222,7 +235,7 @@ func (d *Deliverer) dispatch(ctx context.Context) error {
 	now := d.cfg.Now().UnixMilli()
 	due := false
 	if err := d.cfg.DB.Read(ctx, func(q store.Querier) error {
-		err := q.QueryRowContext(ctx, dueSQL, now).Scan(new(int))
+		err := q.QueryRowContext(ctx, dueSQL[d.cfg.DB.Dialect()], now).Scan(new(int))
 		due = err == nil
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -234,7 +247,7 @@ func (d *Deliverer) dispatch(ctx context.Context) error {
 	var leased []int64
 	err := d.cfg.DB.Write(ctx, func(tx *store.Tx) error {
 		leased = leased[:0]
-		rows, err := tx.QueryContext(ctx, leaseSQL, now, d.cfg.Node, now+d.cfg.Lease.Milliseconds(), free)
+		rows, err := tx.QueryContext(ctx, leaseSQL[tx.Dialect()], now, d.cfg.Node, now+d.cfg.Lease.Milliseconds(), free)
 		if err != nil {
 			return err
 		}
@@ -408,22 +421,26 @@ var fetchSQL = map[store.Dialect]string{
 	store.Postgres: fmt.Sprintf(fetchSQLFormat, `d.id <> ALL($4::BIGINT[])`),
 }
 
-const fetchSQLFormat = `SELECT d.id, d.attempts, e.event_id, e.type, e.data, e.created_at, w.endpoint_id, w.url, w.secret,
-		w.previous_secret, w.previous_until
-	FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
+const fetchSQLFormat = `SELECT d.id, d.attempts, COALESCE(d.transaction_ref, 0), COALESCE(e.event_id, ''), COALESCE(e.type, ''),
+		COALESCE(e.data, ''), COALESCE(e.created_at, 0), w.endpoint_id, w.url, w.secret, w.previous_secret, w.previous_until
+	FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
 	WHERE d.endpoint_id = $1 AND d.status = 'PENDING' AND d.next_attempt <= $2 AND %s
 	ORDER BY d.next_attempt, d.id LIMIT $3`
 
 // fetch reads up to fetchSize of endpoint's due deliveries that the runner does not hold; when fewer
-// are due, it makes as many of the events queued for the endpoint deliveries (promote), and reads
-// them too.
+// are due, it makes as many of the events queued for the endpoint (promote) and of the outcomes after
+// its cursor (promoteLedger) deliveries, and reads them too.
 func (d *Deliverer) fetch(ctx context.Context, endpoint int64, held map[int64]bool) ([]claimed, error) {
 	out, err := d.readDue(ctx, endpoint, held, nil)
 	if err != nil || len(out) == fetchSize {
 		return out, err
 	}
 	n, err := d.promote(ctx, endpoint, fetchSize-len(out))
-	if err != nil || n == 0 {
+	if err != nil {
+		return out, err
+	}
+	m, err := d.promoteLedger(ctx, endpoint, fetchSize-len(out))
+	if err != nil || n+m == 0 {
 		return out, err
 	}
 	return d.readDue(ctx, endpoint, held, out)
@@ -448,27 +465,51 @@ func (d *Deliverer) readDue(ctx context.Context, endpoint int64, held map[int64]
 			return err
 		}
 		defer rows.Close()
+		var refs []int64
 		for rows.Next() {
 			var c claimed
 			m := &c.msg
-			if err := rows.Scan(&c.id, &c.attempts, &m.eventID, &m.typ, &m.data, &m.createdAt, &m.secrets.EndpointID, &m.target,
+			if err := rows.Scan(&c.id, &c.attempts, &c.ref, &m.eventID, &m.typ, &m.data, &m.createdAt, &m.secrets.EndpointID, &m.target,
 				&m.secrets.Secret, &m.secrets.Previous, &m.secrets.PreviousUntil); err != nil {
 				return err
 			}
+			if c.ref != 0 {
+				refs = append(refs, c.ref)
+			}
 			out = append(out, c)
 		}
-		return rows.Err()
+		if err := rows.Close(); err != nil || len(refs) == 0 {
+			return err
+		}
+		derived, err := payment.EventsByRow(ctx, q, refs)
+		if err != nil {
+			return err
+		}
+		for i := len(read); i < len(out); i++ {
+			if c := &out[i]; c.ref != 0 {
+				e, ok := derived[c.ref]
+				if !ok {
+					return fmt.Errorf("webhook: delivery %s: no outcome of transaction %d", DeliveryID(c.id), c.ref)
+				}
+				c.msg.eventID, c.msg.typ, c.msg.data, c.msg.createdAt = e.ID, e.Type, string(e.Data), e.CreatedAt.UnixMilli()
+			}
+		}
+		return nil
 	})
 	return out, err
 }
 
 // Backlog counts the deliveries neither succeeded nor failed for good, through the index of pending
-// deliveries, and the events queued for an endpoint and not yet made deliveries.
+// deliveries, the events queued for an endpoint and not yet made deliveries, and the outcomes after
+// each enabled endpoint's cursor (ledger.go), whatever their types: those it is not subscribed to are
+// still to be read and passed over.
 func Backlog(ctx context.Context, db *store.DB) (int, error) {
 	var n int
 	err := db.Read(ctx, func(q store.Querier) error {
 		return q.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING')
-			+ (SELECT COUNT(*) FROM webhook_queue)`).Scan(&n)
+			+ (SELECT COUNT(*) FROM webhook_queue)
+			+ (SELECT COUNT(*) FROM webhook_endpoints w JOIN transactions t ON t.merchant_id = w.merchant_id
+				AND t.event_seq >= w.ledger_seq AND (t.event_seq > w.ledger_seq OR t.id > w.ledger_id) WHERE w.disabled = FALSE)`).Scan(&n)
 	})
 	return n, err
 }

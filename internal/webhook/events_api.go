@@ -18,7 +18,8 @@ import (
 
 // The events API: GET /v1/events lists events with type and time filters and cursors, and GET
 // /v1/events/{id} reads one, both with the v1 permission events:read. An event is read as it was
-// recorded; another merchant's is not found.
+// recorded, from the events table or derived from the ledger (events.go); another merchant's is not
+// found.
 
 // WireEvent is an event as the v1 API shows it: data is the object as the API showed it when the
 // event happened, created the time in Unix seconds, as the v1 API writes times.
@@ -63,7 +64,7 @@ func (a eventsAPI) list(w http.ResponseWriter, r *http.Request) {
 	var more bool
 	err = a.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		events, more, err = event.List(ctx, q, who.Merchant.ID, f)
+		events, more, err = listEvents(ctx, q, who.Merchant.ID, f)
 		return err
 	})
 	if errors.Is(err, event.ErrNotFound) {
@@ -92,10 +93,10 @@ func (a eventsAPI) get(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	var e event.Event
+	var e event.Placed
 	err = a.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		e, err = event.Get(ctx, q, who.Merchant.ID, r.PathValue("id"))
+		e, err = getEvent(ctx, q, who.Merchant.ID, r.PathValue("id"))
 		return err
 	})
 	if errors.Is(err, event.ErrNotFound) {
@@ -105,7 +106,7 @@ func (a eventsAPI) get(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, wireEvent(e))
+	httpapi.WriteJSON(w, http.StatusOK, wireEvent(e.Event))
 }
 
 // parseFilter reads the list's query: the cursors and limit, type — one type, a comma-separated list

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -36,6 +37,8 @@ type Delivery struct {
 	AttemptN    int       // how many attempts were made
 	NextAttempt time.Time // when a pending delivery is tried next
 	CreatedAt   time.Time
+
+	ref int64 // the transaction of a derived event (ledger.go); 0 for a row of events
 }
 
 // Attempt is one try at a delivery.
@@ -56,7 +59,7 @@ func (a Attempt) Succeeded() bool { return a.StatusCode >= 200 && a.StatusCode <
 const deliveryPrefix = "whd_"
 
 // DeliveryID is the id of the delivery whose row id is id: "whd_" and the row's number. Deliveries are
-// written with their event by one INSERT … SELECT (event.FanOutSQL), where no random id is made.
+// written a batch at a time by one INSERT … SELECT (queue.go, ledger.go), where no random id is made.
 func DeliveryID(id int64) string { return deliveryPrefix + strconv.FormatInt(id, 10) }
 
 // parseDeliveryID reads a DeliveryID.
@@ -107,15 +110,43 @@ func (d Delivery) Wire(endpoint string) WireDelivery {
 	return w
 }
 
-// deliveryColumns are the columns scanDelivery reads, from webhook_deliveries d joined with events e.
-const deliveryColumns = `d.id, e.event_id, e.type, d.status, d.attempts, d.next_attempt, d.created_at`
+// deliveryColumns are the columns scanDelivery reads, from deliveryFrom.
+const deliveryColumns = `d.id, COALESCE(d.transaction_ref, 0), COALESCE(e.event_id, ''), COALESCE(e.type, ''), d.status, d.attempts,
+	d.next_attempt, d.created_at`
+
+// deliveryFrom is the FROM clause of deliveryColumns: a delivery, with its row of events unless it
+// delivers a derived event (ledger.go), which nameEvents names.
+const deliveryFrom = ` FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_id `
 
 func scanDelivery(row interface{ Scan(...any) error }) (Delivery, error) {
 	var d Delivery
 	var next, created int64
-	err := row.Scan(&d.ID, &d.EventID, &d.EventType, &d.Status, &d.AttemptN, &next, &created)
+	err := row.Scan(&d.ID, &d.ref, &d.EventID, &d.EventType, &d.Status, &d.AttemptN, &next, &created)
 	d.NextAttempt, d.CreatedAt = time.UnixMilli(next), time.UnixMilli(created)
 	return d, err
+}
+
+// nameEvents fills the event id and type of the deliveries of ds that deliver derived events.
+func nameEvents(ctx context.Context, q store.Querier, ds []Delivery) error {
+	var refs []int64
+	for _, d := range ds {
+		if d.ref != 0 {
+			refs = append(refs, d.ref)
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	derived, err := payment.EventsByRow(ctx, q, refs)
+	if err != nil {
+		return err
+	}
+	for i := range ds {
+		if e, ok := derived[ds[i].ref]; ok {
+			ds[i].EventID, ds[i].EventType = e.ID, e.Type
+		}
+	}
+	return nil
 }
 
 // Deliveries returns a page of the deliveries to one of the merchant's endpoints, newest first, each
@@ -147,7 +178,7 @@ func (s *Endpoints) Deliveries(ctx context.Context, merchantID, endpointID strin
 			}
 		}
 		args = append(args, p.Limit+1)
-		rows, err := q.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN events e ON e.id = d.event_id `+
+		rows, err := q.QueryContext(ctx, `SELECT `+deliveryColumns+deliveryFrom+
 			where+` ORDER BY d.id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
 		if err != nil {
 			return err
@@ -160,7 +191,10 @@ func (s *Endpoints) Deliveries(ctx context.Context, merchantID, endpointID strin
 			}
 			out = append(out, d)
 		}
-		if err := rows.Err(); err != nil {
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := nameEvents(ctx, q, out); err != nil {
 			return err
 		}
 		return readAttempts(ctx, q, out)
@@ -245,8 +279,9 @@ func (s *Endpoints) Resend(ctx context.Context, merchantID, endpointID, delivery
 			return fault.Conflict("endpoint_disabled", "Webhook endpoint %s is disabled: enable it, then resend.", e.EndpointID)
 		}
 		var newID int64
-		err = tx.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, next_attempt, created_at, updated_at)
-			SELECT endpoint_id, event_id, merchant_id, $3, $3, $3 FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 RETURNING id`,
+		err = tx.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, transaction_ref, merchant_id, next_attempt,
+			created_at, updated_at) SELECT endpoint_id, event_id, transaction_ref, merchant_id, $3, $3, $3 FROM webhook_deliveries
+			WHERE id = $1 AND endpoint_id = $2 RETURNING id`,
 			id, e.ID, now.UnixMilli()).Scan(&newID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return noDelivery
@@ -254,10 +289,14 @@ func (s *Endpoints) Resend(ctx context.Context, merchantID, endpointID, delivery
 		if err != nil {
 			return err
 		}
-		if d, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-			WHERE d.id = $1`, newID)); err != nil {
+		if d, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+deliveryFrom+`WHERE d.id = $1`, newID)); err != nil {
 			return err
 		}
+		ds := []Delivery{d}
+		if err := nameEvents(ctx, tx, ds); err != nil {
+			return err
+		}
+		d = ds[0]
 		return record(ctx, tx, by, merchantID, "webhook_delivery.resend", e.EndpointID, DeliveryID(id)+" as "+DeliveryID(newID)+" ("+d.EventID+")", now)
 	})
 	return d, err

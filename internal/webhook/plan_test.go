@@ -57,8 +57,8 @@ func TestQueueQueriesUseTheirIndexes(t *testing.T) {
 		}{
 			{"record an attempt's outcome", `UPDATE webhook_deliveries SET status = 'SUCCEEDED' WHERE id = $1 AND ` + notDone,
 				[]any{id}, byID},
-			{"find an endpoint with a delivery due", dueSQL, []any{now}, due},
-			{"lease endpoints with deliveries due", leaseSQL, []any{now, "node", until, 32}, due},
+			{"find an endpoint with a delivery due", dueSQL[db.Dialect()], []any{now}, due},
+			{"lease endpoints with deliveries due", leaseSQL[db.Dialect()], []any{now, "node", until, 32}, due},
 			{"read an endpoint's due deliveries", fetchSQL[db.Dialect()], []any{endpoint, now, fetchSize, held}, due},
 			{"find an endpoint's queued events", queuedSQL, []any{endpoint}, queue},
 			{"take an endpoint's queued events", dequeueSQL, []any{endpoint, fetchSize - 1}, queue},

@@ -1,0 +1,277 @@
+package payment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/sortid"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// Transaction events are derived from the ledger. A transaction's outcome — its row with event_seq
+// and finished_at set, by outcomeSQL — is its event: transaction.approved, .declined, .captured,
+// .refunded or .voided (eventType), created at finished_at, whose data is the transaction's Wire form.
+// Nothing else is written for it: the events API reads it from here, and the webhook engine makes
+// its deliveries from here, in commit order (package webhook). Outcomes recorded before the ledger
+// kept its place (event_seq NULL) have rows in the events table instead, and are not derived.
+
+// derivedDigits is how many base-32 digits (sortid.Digits) of an event id name the transaction's row:
+// 75 bits, more than an id's 63.
+const derivedDigits = 15
+
+// EventID is the id of t's derived event, outcome recorded at finishedAt: "evt_", the time in
+// sortid's 9 digits, then the transaction's row id in 15 digits of the same alphabet — 24 characters,
+// as every event id. The same transaction always has the same event id; ParseEventID reads it back.
+func EventID(rowID int64, finishedAt time.Time) string {
+	ms := uint64(max(finishedAt.UnixMilli(), 0))
+	b := make([]byte, 9+derivedDigits)
+	for i := 8; i >= 0; i-- {
+		b[i] = sortid.Digits[ms&31]
+		ms >>= 5
+	}
+	id := uint64(rowID)
+	for i := len(b) - 1; i >= 9; i-- {
+		b[i] = sortid.Digits[id&31]
+		id >>= 5
+	}
+	return "evt_" + string(b)
+}
+
+// ParseEventID reads an EventID: the transaction's row id and the outcome's time. Any other string
+// is not one (ok false); an id that reads is only the transaction's event if the transaction's outcome
+// has that time, which the caller checks (GetEvent).
+func ParseEventID(s string) (rowID int64, finishedAt time.Time, ok bool) {
+	digits, found := strings.CutPrefix(s, "evt_")
+	if !found || len(digits) != 9+derivedDigits {
+		return 0, time.Time{}, false
+	}
+	var ms, id uint64
+	for i := range len(digits) {
+		v := strings.IndexByte(sortid.Digits, digits[i])
+		if v < 0 {
+			return 0, time.Time{}, false
+		}
+		if i < 9 {
+			ms = ms<<5 | uint64(v)
+		} else {
+			if id>>58 != 0 {
+				return 0, time.Time{}, false
+			}
+			id = id<<5 | uint64(v)
+		}
+	}
+	if id == 0 || id > 1<<63-1 {
+		return 0, time.Time{}, false
+	}
+	return int64(id), time.UnixMilli(int64(ms)), true
+}
+
+// derivedColumns are a transaction's columns, then its place and its outcome's time.
+const derivedColumns = columns + `, t.event_seq, t.finished_at`
+
+// scanDerived reads a row of derivedColumns into its event.
+func scanDerived(s scanner) (event.Placed, error) {
+	var t Transaction
+	var seq, at int64
+	var created, updated int64
+	c := &t.Customer
+	err := s.Scan(&t.ID, &t.TransactionID, &t.MerchantID, &t.Kind, &t.Status, &t.ParentID, &t.Amount, &t.Currency.Code,
+		&t.Currency.Digits, &t.Reserved, &t.ClosedBy, &t.Message, &t.DeclineCode, &t.ProcessorRef,
+		&t.CardType, &t.CardPrefix, &t.CardSuffix, &t.TestMode, &t.Source,
+		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
+		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
+		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
+		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication, &t.MailOrder, &seq, &at)
+	if err != nil {
+		return event.Placed{}, err
+	}
+	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	e, err := DerivedEvent(t, time.UnixMilli(at))
+	return event.Placed{Event: e, Key: event.Key{Seq: seq, Source: event.Ledger, ID: t.ID}}, err
+}
+
+// DerivedEvent is the event of t's outcome, recorded at finishedAt: the event that finishing t
+// recorded in the events table before events were derived, with the same type, time and data (the
+// Wire form, marshalled by event.New), and the id EventID.
+func DerivedEvent(t Transaction, finishedAt time.Time) (event.Event, error) {
+	e, err := event.New(t.MerchantID, eventType(t), t.Wire(), finishedAt)
+	e.ID = EventID(t.ID, finishedAt)
+	return e, err
+}
+
+// eventTypeSQL is eventType in SQL, of the transaction t.
+const eventTypeSQL = `CASE WHEN t.status <> 'APPROVED' THEN '` + event.TransactionDeclined + `'
+	WHEN t.kind = '` + KindCapture + `' THEN '` + event.TransactionCaptured + `'
+	WHEN t.kind = '` + KindRefund + `' THEN '` + event.TransactionRefunded + `'
+	WHEN t.kind = '` + KindVoid + `' THEN '` + event.TransactionVoided + `'
+	ELSE '` + event.TransactionApproved + `' END`
+
+// EventsByRow returns the derived events of the transactions whose row ids are ids, by row id; a
+// transaction without an outcome with its place (event_seq) is left out.
+func EventsByRow(ctx context.Context, q store.Querier, ids []int64) (map[int64]event.Event, error) {
+	out := make(map[int64]event.Event, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		in[i], args[i] = "$"+strconv.Itoa(i+1), id
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+derivedColumns+from+`WHERE t.id IN (`+strings.Join(in, ", ")+`) AND t.event_seq IS NOT NULL`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanDerived(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[d.Key.ID] = d.Event
+	}
+	return out, rows.Err()
+}
+
+// GetEvent returns the merchant's derived event id with its place, or event.ErrNotFound: for a string
+// that is no EventID, for another merchant's transaction, and for an id whose time is not the
+// outcome's (each transaction has one event id, never two).
+func GetEvent(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error) {
+	row, at, ok := ParseEventID(id)
+	if !ok {
+		return event.Placed{}, event.ErrNotFound
+	}
+	d, err := scanDerived(q.QueryRowContext(ctx, `SELECT `+derivedColumns+from+`WHERE t.id = $1 AND t.merchant_id = $2
+		AND t.event_seq IS NOT NULL AND t.finished_at = $3`, row, merchantID, at.UnixMilli()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return event.Placed{}, event.ErrNotFound
+	}
+	return d, err
+}
+
+// ListEvents returns up to n of the merchant's derived events that f selects (Types, From, Until; its
+// cursors and limit are the caller's), beyond bound in the merchant's order of events: older ones,
+// newest first, or with newer, newer ones, oldest first. It reads the merchant's part of
+// transactions_merchant_seq in order, from bound on (see TestListEventsUsesItsIndex).
+func ListEvents(ctx context.Context, q store.Querier, merchantID string, f event.Filter, bound event.Key, newer bool, n int) ([]event.Placed, error) {
+	query, args := listEventsQuery(merchantID, f, bound, newer, n)
+	if query == "" {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []event.Placed
+	for rows.Next() {
+		d, err := scanDerived(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// listEventsQuery is ListEvents' query, or "" when f's types are none of a transaction's. The bound
+// is a place (Seq, Source, ID): a derived event's place is (event_seq, Ledger, row id), which sorts
+// before an events row's of the same Seq; so an older one than bound has (event_seq, id) below
+// (bound.Seq, bound.ID) when bound is a derived event's, and event_seq at most bound.Seq otherwise.
+func listEventsQuery(merchantID string, f event.Filter, bound event.Key, newer bool, n int) (string, []any) {
+	args := []any{merchantID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := `WHERE t.merchant_id = $1 AND t.event_seq IS NOT NULL`
+	if len(f.Types) > 0 {
+		var in []string
+		for _, typ := range f.Types {
+			if strings.HasPrefix(typ, "transaction.") {
+				in = append(in, arg(typ))
+			}
+		}
+		if len(in) == 0 {
+			return "", nil
+		}
+		where += ` AND ` + eventTypeSQL + ` IN (` + strings.Join(in, ", ") + `)`
+	}
+	if !f.From.IsZero() {
+		where += ` AND t.finished_at >= ` + arg(f.From.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		where += ` AND t.finished_at < ` + arg(f.Until.UnixMilli())
+	}
+	order := "DESC"
+	if !bound.IsZero() {
+		id := int64(1<<63 - 1)
+		if bound.Source == event.Ledger {
+			id = bound.ID
+		}
+		if newer {
+			where += ` AND (t.event_seq > ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id > ` + arg(id) + `))`
+		} else {
+			where += ` AND (t.event_seq < ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id < ` + arg(id) + `))`
+		}
+	}
+	if newer {
+		order = "ASC"
+	}
+	query := `SELECT ` + derivedColumns + from + where + ` ORDER BY t.event_seq ` + order + `, t.id ` + order + ` LIMIT ` + arg(n)
+	return query, args
+}
+
+// Committed is the condition, by dialect, on an outcome t that every outcome before it in its
+// merchant's commit order has committed or never will, so that a reader in commit order that takes
+// the outcomes it holds never passes one over. On SQLite, every outcome read: the single writer
+// commits in the order of event_seq. On PostgreSQL, those below the reading statement's snapshot's
+// xmin: every transaction with a lower id has ended.
+var Committed = map[store.Dialect]string{
+	store.SQLite:   `TRUE`,
+	store.Postgres: `t.event_seq < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
+}
+
+// Head is, in dialect, a place in the commit order of the merchant given by the parameter merchant
+// ("$2", say): at or after every outcome committed before the statement, and before every outcome
+// committed after it but for those of transactions under way during it. On SQLite the merchant's
+// highest place; on PostgreSQL one less than the statement's snapshot's xmin.
+func Head(dialect store.Dialect, merchant string) string {
+	if dialect == store.Postgres {
+		return `(pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)`
+	}
+	return `(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = ` + merchant + ` AND event_seq IS NOT NULL)`
+}
+
+// Outcome is an outcome in its merchant's commit order: its transaction's row id, its place, and
+// the type of its event.
+type Outcome struct {
+	Row, Seq int64
+	Type     string
+}
+
+// Outcomes returns up to n of the merchant's outcomes after the place (seq, id), in commit order,
+// those Committed only: read through transactions_merchant_seq, from the place on.
+func Outcomes(ctx context.Context, tx *store.Tx, merchantID string, seq, id int64, n int) ([]Outcome, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT t.id, t.event_seq, `+eventTypeSQL+` FROM transactions t
+		WHERE t.merchant_id = $1 AND t.event_seq >= $2 AND (t.event_seq > $2 OR t.id > $3) AND `+Committed[tx.Dialect()]+`
+		ORDER BY t.event_seq, t.id LIMIT $4`, merchantID, seq, id, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Outcome
+	for rows.Next() {
+		var o Outcome
+		if err := rows.Scan(&o.Row, &o.Seq, &o.Type); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store"
+)
+
+// A merchant's events come from two sources: the events table (event.Record) and the ledger's
+// outcomes (the derived transaction.* events, package payment). The events API shows them as one
+// list, in the merchant's order of events (event.Key), newest first; each source is read in that order
+// through an index, from the cursor on, and the two are merged.
+
+// getEvent returns the merchant's event id, of either source, with its place, or event.ErrNotFound.
+func getEvent(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error) {
+	p, err := event.Get(ctx, q, merchantID, id)
+	if errors.Is(err, event.ErrNotFound) {
+		return payment.GetEvent(ctx, q, merchantID, id)
+	}
+	return p, err
+}
+
+// listEvents returns the page of the merchant's events that f selects, newest first, and whether
+// there are more beyond it (older ones after a page read with StartingAfter or neither, newer ones
+// before a page read with EndingBefore). A cursor that names none of the merchant's events is
+// event.ErrNotFound. Each source gives the f.Limit + 1 first beyond the cursor, so that the first
+// f.Limit + 1 of the two merged are those of every event.
+func listEvents(ctx context.Context, q store.Querier, merchantID string, f event.Filter) ([]event.Event, bool, error) {
+	var bound event.Key
+	newer := f.EndingBefore != ""
+	if cursor := f.StartingAfter + f.EndingBefore; cursor != "" {
+		p, err := getEvent(ctx, q, merchantID, cursor)
+		if err != nil {
+			return nil, false, err
+		}
+		bound = p.Key
+	}
+	table, err := event.List(ctx, q, merchantID, f, bound, newer, f.Limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	derived, err := payment.ListEvents(ctx, q, merchantID, f, bound, newer, f.Limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	all := append(table, derived...)
+	slices.SortFunc(all, func(a, b event.Placed) int { return a.Key.Compare(b.Key) })
+	if !newer {
+		slices.Reverse(all) // newest first
+	}
+	more := len(all) > f.Limit
+	all = all[:min(len(all), f.Limit)]
+	if newer {
+		slices.Reverse(all) // read oldest first from the cursor; shown newest first
+	}
+	out := make([]event.Event, len(all))
+	for i, p := range all {
+		out[i] = p.Event
+	}
+	return out, more, nil
+}

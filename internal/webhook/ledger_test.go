@@ -1,0 +1,116 @@
+package webhook
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// outcomeSQL records an approved outcome of the pending transaction $1 at $2, as the ledger does on
+// PostgreSQL: its place is its transaction's id.
+const outcomeSQL = `UPDATE transactions SET status = 'APPROVED', message = 'Approved', lease_until = NULL, updated_at = $2,
+	finished_at = $2, event_seq = pg_current_xact_id()::text::bigint WHERE id = $1 AND status = 'PENDING'`
+
+// On PostgreSQL outcomes commit in another order than their places (their transactions' ids): an
+// outcome whose transaction is still open holds back the delivery of those after it, which are
+// neither sent before it nor let it be passed over; once it commits, both are delivered, in the order
+// of their places, each with the payload of its transaction's Wire form as event.New made it.
+func TestOutcomesDeliveredInCommitOrder(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	f := newFixture(t, db, Config{AllowPrivate: true, RootCAs: roots(rc)})
+	m := f.merchant(t, "order@example.com")
+	endpoint, secret := f.endpoint(t, m, rc.srv.URL+"/hooks")
+	created := f.clock.Now()
+	pending := func(suffix string) payment.Transaction {
+		tr := payment.Transaction{TransactionID: "ORDERTEST" + suffix, MerchantID: m, Kind: payment.KindSale, Status: payment.StatusApproved,
+			Amount: 1000, Currency: money.Currency{Code: "CAD", Digits: 2}, CardType: "VISA", CardSuffix: "4242", Source: payment.SourceEcommerce,
+			Message: "Approved", CreatedAt: created}
+		if err := db.QueryRow(ctx, []any{&tr.ID}, `INSERT INTO transactions (transaction_id, merchant_id, kind, status, amount, currency, scale,
+			card_type, card_suffix, source, created_at, updated_at) VALUES ($1, $2, 'SALE', 'PENDING', 1000, 'CAD', 2, 'VISA', '4242', $3, $4, $4)
+			RETURNING id`, tr.TransactionID, m, payment.SourceEcommerce, created.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	first, second := pending("AAAAAAAAAAA"), pending("BBBBBBBBBBB")
+
+	f.clock.Advance(time.Second)
+	held, err := db.Raw().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	if _, err := held.ExecContext(ctx, outcomeSQL, first.ID, f.clock.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	firstAt := f.clock.Now()
+	f.clock.Advance(time.Second)
+	if _, err := db.Exec(ctx, outcomeSQL, second.ID, f.clock.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	secondAt := f.clock.Now()
+
+	f.drive(t)
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("%d deliveries sent while an outcome before them was not committed", n)
+	}
+	if n := f.count(t, `SELECT COUNT(*) FROM webhook_deliveries`); n != 0 {
+		t.Fatalf("%d deliveries made while an outcome before them was not committed", n)
+	}
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	f.drive(t)
+
+	var want []string
+	bodies := map[string]string{}
+	for _, c := range []struct {
+		tr payment.Transaction
+		at time.Time
+	}{{first, firstAt}, {second, secondAt}} {
+		e, err := event.New(m, event.TransactionApproved, c.tr.Wire(), c.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := payment.EventID(c.tr.ID, c.at)
+		want = append(want, id)
+		bodies[id] = string(Body(e.Type, e.CreatedAt, string(e.Data)))
+	}
+	rows, err := db.Reader().QueryContext(ctx, `SELECT transaction_ref FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id`, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made []int64
+	for rows.Next() {
+		var ref int64
+		if err := rows.Scan(&ref); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, ref)
+	}
+	rows.Close()
+	if !slices.Equal(made, []int64{first.ID, second.ID}) {
+		t.Fatalf("deliveries made of %v; want %v, in commit order", made, []int64{first.ID, second.ID})
+	}
+	got := rc.requests()
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
+	}
+	for _, r := range got {
+		id := r.Header.Get("webhook-id")
+		if r.Body != bodies[id] {
+			t.Errorf("delivery %s body\n%s\nwant\n%s", id, r.Body, bodies[id])
+		}
+		if err := verifyIgnoringTimestamp(secret, r); err != nil {
+			t.Errorf("delivery %s does not verify: %v", id, err)
+		}
+	}
+}
