@@ -170,7 +170,7 @@ const insertSQLite = `INSERT INTO events (event_id, merchant_id, type, data, cre
 
 // writePostgres inserts an event whose values are Args, as $1 to $5, and its deliveries.
 var writePostgres = `WITH ev AS (INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq)
-	VALUES ($1, $2, $3, $4, $5, pg_current_xact_id()::text::bigint) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
+	VALUES ($1, $2, $3, $4, $5, ` + store.XidSQL + `) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
 
 // Args are the values of the event's row, in the order of the insert's columns.
 func (e Event) Args() []any {

@@ -234,7 +234,7 @@ func listEventsQuery(merchantID string, f event.Filter, bound event.Key, newer b
 // xmin: every transaction with a lower id has ended.
 var Committed = map[store.Dialect]string{
 	store.SQLite:   `TRUE`,
-	store.Postgres: `t.event_seq < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
+	store.Postgres: `t.event_seq < ` + store.XminSQL,
 }
 
 // Head is, in dialect, a place in the commit order of the merchant given by the parameter merchant
@@ -243,7 +243,7 @@ var Committed = map[store.Dialect]string{
 // highest place; on PostgreSQL one less than the statement's snapshot's xmin.
 func Head(dialect store.Dialect, merchant string) string {
 	if dialect == store.Postgres {
-		return `(pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)`
+		return `(` + store.XminSQL + ` - 1)`
 	}
 	return `(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = ` + merchant + ` AND event_seq IS NOT NULL)`
 }

@@ -648,7 +648,7 @@ func eventType(t Transaction) string {
 var outcomeSQL = map[store.Dialect]string{
 	store.SQLite: outcomeHead + `(SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $7 AND event_seq IS NOT NULL)` +
 		outcomeTail,
-	store.Postgres: outcomeHead + `pg_current_xact_id()::text::bigint` + outcomeTail,
+	store.Postgres: outcomeHead + store.XidSQL + outcomeTail,
 }
 
 const (

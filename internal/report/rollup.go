@@ -267,7 +267,7 @@ func (r *Roller) step(ctx context.Context) (bool, error) {
 func (r *Roller) state(ctx context.Context) (rollState, error) {
 	xmin := "NULL"
 	if r.db.Dialect() == store.Postgres {
-		xmin = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+		xmin = store.XminSQL
 	}
 	var st rollState
 	err := r.db.Read(ctx, func(q store.Querier) error {
@@ -283,7 +283,7 @@ func (r *Roller) state(ctx context.Context) (rollState, error) {
 func (r *Roller) observe(ctx context.Context, now time.Time) (observation, error) {
 	xmax := "NULL"
 	if r.db.Dialect() == store.Postgres {
-		xmax = "pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+		xmax = store.XmaxSQL
 	}
 	o := observation{at: now.UnixMilli()}
 	err := r.db.Read(ctx, func(q store.Querier) error {

@@ -26,11 +26,17 @@ var migrations embed.FS
 // Migrate applies every embedded migration the database does not have yet. Several processes may call
 // it at once: PostgreSQL serializes them with an advisory lock, SQLite with a lock file in the data
 // directory.
+//
+// On PostgreSQL it then makes sure that places in commit order keep rising in the cluster the database
+// is in (see XidSQL), before the caller serves.
 func (db *DB) Migrate(ctx context.Context) error {
-	return db.migrate(ctx, func(p *goose.Provider) error {
+	if err := db.migrate(ctx, func(p *goose.Provider) error {
 		_, err := p.Up(ctx)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	return db.rebase(ctx)
 }
 
 // migrate runs up with a provider of the embedded migrations, holding the migration lock.
