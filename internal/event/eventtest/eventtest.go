@@ -1,5 +1,6 @@
-// Package eventtest reads the events a test's changes recorded, straight from the events table, and
-// makes recording them fail, to show that a change and its event are one transaction.
+// Package eventtest reads the events a test's changes recorded, straight from the database (the events
+// table and the ledger's outcomes), and makes recording a row of events fail, to show that a change and
+// its event are one transaction.
 package eventtest
 
 import (
@@ -7,46 +8,31 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kassapay/kassa/internal/event"
+	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Log is the events of one merchant, read in the order recorded.
+// Log is the events of one merchant, of both sources — the events table and the ledger's outcomes —
+// read in the merchant's order of events (event.Key), the order the events API lists them in.
 type Log struct {
 	DB         *store.DB
 	MerchantID string
-	last       int64 // the row id of the last event read
+	last       event.Key // the place of the last event read
 }
 
 // Next returns the events recorded since the last call, and fails t unless their types are want, in
 // that order.
 func (l *Log) Next(t testing.TB, want ...string) []event.Event {
 	t.Helper()
-	rows, err := l.DB.Reader().QueryContext(context.Background(), `SELECT id, event_id, type, data, created_at FROM events
-		WHERE merchant_id = $1 AND id > $2 ORDER BY id`, l.MerchantID, l.last)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []event.Event
-	var types []string
-	for rows.Next() {
-		e := event.Event{MerchantID: l.MerchantID}
-		var data string
-		var at int64
-		if err := rows.Scan(&l.last, &e.ID, &e.Type, &data, &at); err != nil {
-			t.Fatal(err)
-		}
-		e.Data, e.CreatedAt = json.RawMessage(data), time.UnixMilli(at)
-		out = append(out, e)
-		types = append(types, e.Type)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	out := l.read(t)
+	types := make([]string, len(out))
+	for i, e := range out {
+		types[i] = e.Type
 	}
 	if strings.Join(types, " ") != strings.Join(want, " ") {
 		t.Fatalf("events recorded: %v, want %v", types, want)
@@ -57,9 +43,30 @@ func (l *Log) Next(t testing.TB, want ...string) []event.Event {
 // Skip marks the events recorded so far as read, whatever they are.
 func (l *Log) Skip(t testing.TB) {
 	t.Helper()
-	if err := l.DB.Reader().QueryRowContext(context.Background(), `SELECT COALESCE(MAX(id), 0) FROM events`).Scan(&l.last); err != nil {
+	l.read(t)
+}
+
+// read returns the events after the last read, oldest first, and moves past them.
+func (l *Log) read(t testing.TB) []event.Event {
+	t.Helper()
+	const most = 100_000
+	ctx, q := context.Background(), l.DB.Reader()
+	table, err := event.List(ctx, q, l.MerchantID, event.Filter{}, l.last, true, most)
+	if err != nil {
 		t.Fatal(err)
 	}
+	derived, err := payment.ListEvents(ctx, q, l.MerchantID, event.Filter{}, l.last, true, most)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(table, derived...)
+	slices.SortFunc(all, func(a, b event.Placed) int { return a.Key.Compare(b.Key) })
+	out := make([]event.Event, len(all))
+	for i, p := range all {
+		out[i] = p.Event
+		l.last = p.Key
+	}
+	return out
 }
 
 // Data is the event's object, decoded as servertest decodes a response (numbers as json.Number), to
