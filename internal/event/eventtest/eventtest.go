@@ -40,10 +40,10 @@ func (l *Log) Next(t testing.TB, want ...string) []event.Event {
 	return out
 }
 
-// Skip marks the events recorded so far as read, whatever they are.
-func (l *Log) Skip(t testing.TB) {
+// All returns the events recorded since the last read, whatever they are, and marks them read.
+func (l *Log) All(t testing.TB) []event.Event {
 	t.Helper()
-	l.read(t)
+	return l.read(t)
 }
 
 // read returns the events after the last read, oldest first, and moves past them.
