@@ -53,7 +53,15 @@ type pgBatcher struct {
 type pgSender struct {
 	db   *DB
 	conn *sql.Conn
+	used time.Time // when conn last answered
 }
+
+// idleCheck is how long the sender's connection may sit idle before the next batch pings it first.
+// The connection is held, so database/sql never checks it as it does a pooled one before reuse: one
+// that the server dropped meanwhile (a restart, a failover) would fail the next batch, a 503 for
+// writes that a fresh connection takes. The same bound as pgx's own check of pooled connections; under
+// load the connection is never idle that long, and the ping costs nothing.
+const idleCheck = time.Second
 
 func newPGBatcher(db *DB) *pgBatcher {
 	b := &pgBatcher{db: db, queue: make(chan *stmtReq, maxBatch)}
@@ -149,6 +157,12 @@ func (s *pgSender) send(batch []*stmtReq) {
 }
 
 func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
+	if s.conn != nil && time.Since(s.used) > idleCheck {
+		if err := s.conn.PingContext(ctx); err != nil {
+			s.conn.Close()
+			s.conn = nil
+		}
+	}
 	if s.conn == nil {
 		c, err := s.db.writer.Conn(ctx)
 		if err != nil {
@@ -175,6 +189,7 @@ func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
 			}
 		}
 		err := br.Close()
+		s.used = time.Now()
 		for _, r := range live {
 			// A query that returns no row has its answer (sql.ErrNoRows), and the batch goes on: only
 			// an error from the server fails it.
