@@ -90,10 +90,13 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 				t.Fatalf("%d declines before a 429 (policy %q); want 2", declines, policy)
 			}
 
-			// Two sales, two declines and a refund are five events, each delivered once.
-			for deadline := time.Now().Add(20 * time.Second); received.Load() < 5 || metricstest.Scrape(t, metricsURL).Value("kassa_webhook_attempts_total", nil) < 5; {
+			// Two sales, two declines and a refund are five events, each delivered once; the backlog
+			// drains once each attempt's result is recorded, which follows the receiver's answer.
+			for deadline := time.Now().Add(20 * time.Second); received.Load() < 5 || metricstest.Scrape(t, metricsURL).Value("kassa_webhook_attempts_total", nil) < 5 ||
+				metricstest.Scrape(t, metricsURL).Value("kassa_webhook_backlog", nil) != 0; {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d of 5 webhooks received within 20 s", received.Load())
+					t.Fatalf("within 20 s: %d of 5 webhooks received, a backlog of %v", received.Load(),
+						metricstest.Scrape(t, metricsURL).Value("kassa_webhook_backlog", nil))
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
