@@ -82,10 +82,12 @@ func cell(s string) string {
 	return s
 }
 
-// download starts the CSV download of file (RFC 4180: a header row, CRLF line ends, fields quoted
-// where needed), headers sent with the first flush: its writer, and flush, which sends what was
-// written to the client.
-func download(w http.ResponseWriter, file string) (*csv.Writer, func() error) {
+// stream sends the CSV download of file (RFC 4180: a header row, CRLF line ends, fields quoted where
+// needed): the header row columns, then each row that rows emits, every exportPage rows flushed to the
+// client before the next are read, so that an export's memory does not grow with its rows. When rows
+// fails after rows were sent, which cannot be taken back, the connection is cut, so that the download
+// fails rather than looking complete; what names the export in the operator's log.
+func stream(w http.ResponseWriter, r *http.Request, file string, columns []string, what string, rows func(emit func([]string) error) error) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/csv; charset=utf-8; header=present")
 	hdr.Set("Content-Disposition", `attachment; filename="`+file+`"`)
@@ -94,12 +96,32 @@ func download(w http.ResponseWriter, file string) (*csv.Writer, func() error) {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true
 	rc := http.NewResponseController(w)
-	return cw, func() error {
+	flush := func() error {
 		cw.Flush()
 		if err := cw.Error(); err != nil {
 			return err
 		}
 		return rc.Flush()
+	}
+	_ = cw.Write(columns)
+	written := 0
+	err := rows(func(row []string) error {
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+		if written++; written%exportPage == 0 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		// The rows already sent cannot be taken back: the connection is cut, so that the download
+		// fails rather than looking complete.
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: export "+what, "err", err, "rows", written)
+		panic(http.ErrAbortHandler)
 	}
 }
 
@@ -128,28 +150,14 @@ func (h *Handler) exportCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(RowsHeader, strconv.Itoa(n))
-	cw, flush := download(w, "transactions-"+h.cfg.Now().In(m.Location()).Format("20060102-150405")+".csv")
-	_ = cw.Write(exportColumns)
-	row, written := make([]string, 0, len(exportColumns)), 0
-	err = h.cfg.Ledger.Each(r.Context(), m.ID, f, MaxExport, func(t payment.Transaction) error {
-		row = csvRow(t.Wire(), row)
-		if err := cw.Write(row); err != nil {
-			return err
-		}
-		if written++; written%exportPage == 0 {
-			return flush()
-		}
-		return nil
+	file := "transactions-" + h.cfg.Now().In(m.Location()).Format("20060102-150405") + ".csv"
+	row := make([]string, 0, len(exportColumns))
+	stream(w, r, file, exportColumns, "transactions", func(emit func([]string) error) error {
+		return h.cfg.Ledger.Each(r.Context(), m.ID, f, MaxExport, func(t payment.Transaction) error {
+			row = csvRow(t.Wire(), row)
+			return emit(row)
+		})
 	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		// The rows already sent cannot be taken back: the connection is cut, so that the download
-		// fails rather than looking complete.
-		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: export transactions", "err", err, "rows", written)
-		panic(http.ErrAbortHandler)
-	}
 }
 
 // activityColumns are the activity export's columns, one history entry a row: when (RFC 3339, UTC),
@@ -185,37 +193,23 @@ func (h *Handler) exportActivity(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	cw, flush := download(w, "activity-"+h.cfg.Now().In(m.Location()).Format("20060102-150405")+".csv")
-	_ = cw.Write(activityColumns)
+	file := "activity-" + h.cfg.Now().In(m.Location()).Format("20060102-150405") + ".csv"
 	f.Limit = audit.MaxLimit
-	row, written := make([]string, len(activityColumns)), 0
-	err = history.Each(r.Context(), h.cfg.DB, sess.MerchantID, f, MaxExport, func(e history.Entry) error {
-		source, amount := "audit", ""
-		if e.Seq != 0 {
-			source = "ledger"
-		}
-		if c, ok := money.Lookup(e.Currency); ok {
-			amount = money.Format(e.Amount, c)
-		}
-		for i, v := range []string{e.At.UTC().Format(time.RFC3339Nano), source, e.UserID, emails[e.UserID], e.ClientID, e.Operation,
-			e.TransactionID, e.Resource, amount, e.Currency, e.Outcome, e.Detail, e.RequestID, e.Address} {
-			row[i] = cell(v)
-		}
-		if err := cw.Write(row); err != nil {
-			return err
-		}
-		if written++; written%exportPage == 0 {
-			return flush()
-		}
-		return nil
+	row := make([]string, len(activityColumns))
+	stream(w, r, file, activityColumns, "activity", func(emit func([]string) error) error {
+		return history.Each(r.Context(), h.cfg.DB, sess.MerchantID, f, MaxExport, func(e history.Entry) error {
+			source, amount := "audit", ""
+			if e.Seq != 0 {
+				source = "ledger"
+			}
+			if c, ok := money.Lookup(e.Currency); ok {
+				amount = money.Format(e.Amount, c)
+			}
+			for i, v := range []string{e.At.UTC().Format(time.RFC3339Nano), source, e.UserID, emails[e.UserID], e.ClientID, e.Operation,
+				e.TransactionID, e.Resource, amount, e.Currency, e.Outcome, e.Detail, e.RequestID, e.Address} {
+				row[i] = cell(v)
+			}
+			return emit(row)
+		})
 	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		// As the transactions export: the connection is cut, so that the download fails rather
-		// than looking complete.
-		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: export activity", "err", err, "rows", written)
-		panic(http.ErrAbortHandler)
-	}
 }
