@@ -76,21 +76,11 @@ const derivedColumns = columns + `, t.event_seq, t.finished_at`
 
 // scanDerived reads a row of derivedColumns into its event.
 func scanDerived(s scanner) (event.Placed, error) {
-	var t Transaction
 	var seq, at int64
-	var created, updated int64
-	c := &t.Customer
-	err := s.Scan(&t.ID, &t.TransactionID, &t.MerchantID, &t.Kind, &t.Status, &t.ParentID, &t.Amount, &t.Currency.Code,
-		&t.Currency.Digits, &t.Reserved, &t.ClosedBy, &t.Message, &t.DeclineCode, &t.ProcessorRef,
-		&t.CardType, &t.CardPrefix, &t.CardSuffix, &t.TestMode, &t.Source,
-		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
-		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
-		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
-		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication, &t.MailOrder, &seq, &at)
+	t, err := scanTransaction(s, &seq, &at)
 	if err != nil {
 		return event.Placed{}, err
 	}
-	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	e, err := DerivedEvent(t, time.UnixMilli(at))
 	return event.Placed{Event: e, Key: event.Key{Seq: seq, Source: event.Ledger, ID: t.ID}}, err
 }

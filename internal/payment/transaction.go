@@ -119,17 +119,18 @@ const from = ` FROM transactions t `
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanTransaction(s scanner) (Transaction, error) {
+// scanTransaction reads a row of columns, and into extra the row's columns after them.
+func scanTransaction(s scanner, extra ...any) (Transaction, error) {
 	var t Transaction
 	var created, updated int64
 	c := &t.Customer
-	err := s.Scan(&t.ID, &t.TransactionID, &t.MerchantID, &t.Kind, &t.Status, &t.ParentID, &t.Amount, &t.Currency.Code,
+	err := s.Scan(append([]any{&t.ID, &t.TransactionID, &t.MerchantID, &t.Kind, &t.Status, &t.ParentID, &t.Amount, &t.Currency.Code,
 		&t.Currency.Digits, &t.Reserved, &t.ClosedBy, &t.Message, &t.DeclineCode, &t.ProcessorRef,
 		&t.CardType, &t.CardPrefix, &t.CardSuffix, &t.TestMode, &t.Source,
 		&c.Email, &c.FirstName, &c.LastName, &c.Company, &c.Telephone, &c.Address1, &c.Address2, &c.City,
 		&c.Province, &c.Country, &c.PostalCode, &c.CustomID, &c.InvoiceID, &c.OrderID, &c.Description,
 		&t.ClientID, &t.RequestID, &t.IdempotencyKey, &created, &updated, &t.ParentTransactionID,
-		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication, &t.MailOrder)
+		&t.ProcessorAccount, &t.ProcessorTrace, &c.CustomerLookupID, &t.Authentication, &t.MailOrder}, extra...)...)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return t, err
 }
