@@ -299,24 +299,8 @@ func TestRecoveryReversesWhatItCannotAsk(t *testing.T) {
 // auditOf is the audit records of a transaction, "operation outcome" each, oldest first.
 func auditOf(t *testing.T, db *store.DB, transactionID string) string {
 	t.Helper()
-	rows, err := db.Reader().QueryContext(context.Background(), `SELECT operation || ' ' || outcome FROM audit_log
-		WHERE transaction_id = $1 ORDER BY id`, transactionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(out, ", ")
+	return strings.Join(storetest.Strings(t, db.Reader(), `SELECT operation || ' ' || outcome FROM audit_log
+		WHERE transaction_id = $1 ORDER BY id`, transactionID), ", ")
 }
 
 // Two nodes over one PostgreSQL database, sweeping at the same moment, send each due reversal once.

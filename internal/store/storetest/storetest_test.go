@@ -17,24 +17,8 @@ func TestSQLiteCopyIsAFreshMigratedDatabase(t *testing.T) {
 	a, b := SQLite(t), SQLite(t)
 	dump := func(db *store.DB) []string {
 		t.Helper()
-		rows, err := db.Raw().QueryContext(ctx, `SELECT type || ' ' || name || ': ' || COALESCE(sql, '') FROM sqlite_master
+		return Strings(t, db.Raw(), `SELECT type || ' ' || name || ': ' || COALESCE(sql, '') FROM sqlite_master
 			UNION ALL SELECT 'migration ' || version_id || ' ' || is_applied FROM goose_db_version ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
 	}
 	want := dump(scratch)
 	if len(want) < 10 {
