@@ -47,6 +47,22 @@ func load(t *testing.T, db *store.DB, merchantID string, n int) {
 	}
 }
 
+// loadedMerchant creates a merchant and loads 20,000 of its transactions (load).
+func loadedMerchant(t *testing.T, db *store.DB, name, email string) merchant.Merchant {
+	t.Helper()
+	ctx := context.Background()
+	var m merchant.Merchant
+	if err := db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		m, err = merchant.Create(ctx, tx, merchant.New{Name: name, Email: email}, time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	load(t, db, m.ID, 20000)
+	return m
+}
+
 // The dashboard's list and filters use their indexes, as EXPLAIN shows. On 20,000 transactions of a
 // merchant (and some of another), analyzed, each filter
 // of the dashboard's list, the chain of a transaction and its audit trail are planned on their index,
@@ -54,15 +70,7 @@ func load(t *testing.T, db *store.DB, merchantID string, n int) {
 func TestListQueriesUseIndexes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		var m merchant.Merchant
-		if err := db.Write(ctx, func(tx *store.Tx) error {
-			var err error
-			m, err = merchant.Create(ctx, tx, merchant.New{Name: "Plans", Email: "plans@example.com"}, time.Now())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		load(t, db, m.ID, 20000)
+		m := loadedMerchant(t, db, "Plans", "plans@example.com")
 		if _, err := db.Exec(ctx, `ANALYZE`); err != nil {
 			t.Fatal(err)
 		}
@@ -138,15 +146,7 @@ func TestListQueriesUseIndexes(t *testing.T) {
 func TestAmountFilterChoosesItsIndex(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		var m merchant.Merchant
-		if err := db.Write(ctx, func(tx *store.Tx) error {
-			var err error
-			m, err = merchant.Create(ctx, tx, merchant.New{Name: "Amounts", Email: "amounts@example.com"}, time.Now())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		load(t, db, m.ID, 20000) // amounts i % 50000 cents: each amount once or not at all
+		m := loadedMerchant(t, db, "Amounts", "amounts@example.com") // amounts i % 50000 cents: each amount once or not at all
 		if _, err := db.Exec(ctx, `ANALYZE`); err != nil {
 			t.Fatal(err)
 		}
@@ -264,15 +264,7 @@ func planText(t *testing.T, rows *sql.Rows) string {
 func TestRecordQueriesUseIndexes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		var m merchant.Merchant
-		if err := db.Write(ctx, func(tx *store.Tx) error {
-			var err error
-			m, err = merchant.Create(ctx, tx, merchant.New{Name: "Plans", Email: "plans@example.com"}, time.Now())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		load(t, db, m.ID, 20000)
+		m := loadedMerchant(t, db, "Plans", "plans@example.com")
 		if _, err := db.Exec(ctx, `UPDATE transactions SET event_seq = id, finished_at = created_at`); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -170,25 +169,7 @@ func TestDerivedEventsBySubscription(t *testing.T) {
 		}
 		for path, want := range map[string][]string{"/all": append(slices.Clone(byType[event.TransactionApproved]), byType[event.TransactionDeclined]...),
 			"/approved": byType[event.TransactionApproved]} {
-			var got map[string]map[string]any
-			var bad []string
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				got, bad = h.received(path)
-				if len(got) >= len(want) || len(bad) > 0 || time.Now().After(deadline) {
-					break
-				}
-			}
-			if len(bad) > 0 {
-				t.Fatalf("deliveries that failed verification: %v", bad)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s received %d events, want %d", path, len(got), len(want))
-			}
-			for _, id := range want {
-				if msg := got[id]; msg == nil || msg["type"] != events[id]["type"] || !reflect.DeepEqual(normalize(t, msg["data"]), normalize(t, events[id]["data"])) {
-					t.Fatalf("%s: event %s delivered as %v; the events API shows %v", path, id, msg, events[id])
-				}
-			}
+			h.expect(t, path, want, events)
 		}
 	})
 }

@@ -152,28 +152,35 @@ func TestInvoiceEventsReachEndpoints(t *testing.T) {
 		}
 
 		for path, want := range map[string][]string{"/all": slices.Collect(maps.Keys(events)), "/invoices": invoiceEvents, "/sales": sales} {
-			var got map[string]map[string]any
-			var bad []string
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				got, bad = h.received(path)
-				if len(got) >= len(want) || len(bad) > 0 || time.Now().After(deadline) {
-					break
-				}
-			}
-			if len(bad) > 0 {
-				t.Fatalf("deliveries that failed verification: %v", bad)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s received %d events, want %d", path, len(got), len(want))
-			}
-			for _, id := range want {
-				msg, e := got[id], events[id]
-				if msg == nil || msg["type"] != e["type"] || !reflect.DeepEqual(normalize(t, msg["data"]), normalize(t, e["data"])) {
-					t.Fatalf("%s: event %s (%v) delivered as %v; the events API shows %v", path, id, e["type"], msg, e["data"])
-				}
-			}
+			h.expect(t, path, want, events)
 		}
 	})
+}
+
+// expect waits up to 20 s for the endpoint at path to have received the events want (ids), each
+// verified, and fails t unless it received those alone, each as events (by id) shows it.
+func (h *hooks) expect(t *testing.T, path string, want []string, events map[string]map[string]any) {
+	t.Helper()
+	var got map[string]map[string]any
+	var bad []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got, bad = h.received(path)
+		if len(got) >= len(want) || len(bad) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("deliveries that failed verification: %v", bad)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s received %d events, want %d", path, len(got), len(want))
+	}
+	for _, id := range want {
+		msg, e := got[id], events[id]
+		if msg == nil || msg["type"] != e["type"] || !reflect.DeepEqual(normalize(t, msg["data"]), normalize(t, e["data"])) {
+			t.Fatalf("%s: event %s (%v) delivered as %v; the events API shows %v", path, id, e["type"], msg, e["data"])
+		}
+	}
 }
 
 // normalize is v as a JSON decoder without UseNumber reads it, to compare what the receiver decoded
