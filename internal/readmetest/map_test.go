@@ -58,3 +58,25 @@ func TestREADMEIsAShortStartWithAMap(t *testing.T) {
 		}
 	}
 }
+
+// The contributor's guide answers what a newcomer to the code asks first, a section each: how the code
+// is laid out, the tests (one package's, on PostgreSQL too), a migration, an API field, a dashboard
+// page, a processor connector, and the commit convention (a subject of at most 72 characters).
+func TestContributingCoversTheFirstQuestions(t *testing.T) {
+	b, err := os.ReadFile("../../CONTRIBUTING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, h := range []string{"## How the code is laid out, and why", "## Tests", "## A migration", "## An API field",
+		"## A dashboard page", "## A processor connector", "## Commits"} {
+		if !strings.Contains(text, "\n"+h+"\n") {
+			t.Errorf("CONTRIBUTING.md has no section %q", h)
+		}
+	}
+	for _, s := range []string{"KASSA_REQUIRE_ALL", "72"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("CONTRIBUTING.md does not mention %s", s)
+		}
+	}
+}
