@@ -471,12 +471,12 @@ func (r *dashReporter) machine() {
 
 func (r *dashReporter) loaded(backend string, s synth.Summary, carded int, took time.Duration) {
 	if r.json {
-		r.emit(map[string]any{"backend": backend, "loaded_transactions": s.Transactions, "audit_records": s.AuditRecords,
+		r.emit(map[string]any{"backend": backend, "loaded_transactions": s.Transactions,
 			"customers": s.Customers, "carded_customers": carded, "load_s": took.Seconds()})
 		return
 	}
-	fmt.Fprintf(r.w, "%-9s loaded %d transactions (%d sales, %d declined), %d audit records, %d customers (%d with a card through the API) in %.1f s\n",
-		backend, s.Transactions, s.Kinds["SALE"], s.Declined, s.AuditRecords, s.Customers, carded, took.Seconds())
+	fmt.Fprintf(r.w, "%-9s loaded %d transactions (%d sales, %d declined), %d customers (%d with a card through the API) in %.1f s\n",
+		backend, s.Transactions, s.Kinds["SALE"], s.Declined, s.Customers, carded, took.Seconds())
 	pageHeader(r.w, "page")
 }
 

@@ -321,12 +321,12 @@ func (r *scaleReporter) machine() {
 
 func (r *scaleReporter) loaded(backend string, l loadedLedger) {
 	if r.json {
-		r.emit(map[string]any{"backend": backend, "loaded_transactions": l.sum.Transactions, "audit_records": l.sum.AuditRecords,
+		r.emit(map[string]any{"backend": backend, "loaded_transactions": l.sum.Transactions,
 			"customers": l.sum.Customers, "load_s": l.took.Seconds(), "database_bytes": l.bytes})
 		return
 	}
-	fmt.Fprintf(r.w, "%-9s loaded %d transactions, %d audit records, %d customers of one merchant in %.1f s (%.0f rows/s); database %.2f GiB\n",
-		backend, l.sum.Transactions, l.sum.AuditRecords, l.sum.Customers, l.took.Seconds(), float64(l.sum.Transactions)/l.took.Seconds(),
+	fmt.Fprintf(r.w, "%-9s loaded %d transactions, %d customers of one merchant in %.1f s (%.0f rows/s); database %.2f GiB\n",
+		backend, l.sum.Transactions, l.sum.Customers, l.took.Seconds(), float64(l.sum.Transactions)/l.took.Seconds(),
 		float64(l.bytes)/(1<<30))
 }
 

@@ -44,9 +44,9 @@ type Options struct {
 
 // Summary is what was loaded.
 type Summary struct {
-	Transactions, AuditRecords, Customers int
-	Kinds                                 map[string]int // rows per kind
-	Declined                              int
+	Transactions, Customers int
+	Kinds                   map[string]int // rows per kind
+	Declined                int
 	// PerDay counts the rows created on each day ("2006-01-02") of Options.Location.
 	PerDay map[string]int
 	// Samples of the loaded data, to query with: transaction ids (of every kind), the e-mails and
@@ -101,17 +101,17 @@ func Load(ctx context.Context, db *store.DB, o Options) (Summary, error) {
 	if err := db.Raw().QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM transactions`).Scan(&first); err != nil {
 		return Summary{}, err
 	}
+	place, err := firstPlace(ctx, db, o.MerchantID)
+	if err != nil {
+		return Summary{}, err
+	}
 	n := 0
 	err = g.run(first, func(r *row) error {
 		c := g.customer(r.customer)
 		if err := w.add(ctx, transactions, []any{r.id, r.txid, o.MerchantID, r.kind, nullInt(r.parent), r.status, r.amount,
 			r.currency, int64(2), r.reserved, nullStr(r.closedBy), r.message, nullStr(r.declineCode), "sim_" + r.txid,
 			r.card.brand, r.card.prefix, r.card.suffix, r.test, r.source, c.email, c.first, c.last, nullStr(r.orderID),
-			nullStr(o.ClientID), r.requestID, r.created, r.updated, nullStr(r.parentTxid)}); err != nil {
-			return err
-		}
-		if err := w.add(ctx, audits, []any{o.MerchantID, nullStr(o.ClientID), operations[r.kind], r.txid, r.amount, r.currency,
-			r.status, r.message, r.requestID, r.finished}); err != nil {
+			nullStr(o.ClientID), r.requestID, r.created, r.updated, nullStr(r.parentTxid), place + int64(n), r.finished}); err != nil {
 			return err
 		}
 		g.sample(&sum.TransactionIDs, n, r.txid)
@@ -135,12 +135,21 @@ func Load(ctx context.Context, db *store.DB, o Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	sum.Transactions, sum.AuditRecords, sum.Customers = n, n, o.Customers
-	return sum, w.finish(ctx)
+	sum.Transactions, sum.Customers = n, o.Customers
+	return sum, w.finish(ctx, place+int64(n))
 }
 
-// operations are the audit log's names of the kinds (payment's operation).
-var operations = map[string]string{"SALE": "sale", "AUTHORIZATION": "authorize", "CAPTURE": "capture", "REFUND": "refund", "VOID": "void"}
+// firstPlace is the place in commit order of the first loaded row: above every place the merchant's
+// rows hold, and on PostgreSQL at or above the place of the next transaction to begin (store.XmaxSQL).
+func firstPlace(ctx context.Context, db *store.DB, merchantID string) (int64, error) {
+	q := `SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $1`
+	if db.Dialect() == store.Postgres {
+		q = `SELECT GREATEST(` + store.XmaxSQL + `, (SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $1))`
+	}
+	var place int64
+	err := db.Raw().QueryRowContext(ctx, q, merchantID).Scan(&place)
+	return place, err
+}
 
 func nullInt(v int64) any {
 	if v == 0 {

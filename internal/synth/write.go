@@ -26,9 +26,7 @@ var (
 	transactions = &table{"transactions", []string{"id", "transaction_id", "merchant_id", "kind", "parent_id", "status", "amount",
 		"currency", "scale", "reserved", "closed_by", "message", "decline_code", "processor_ref", "card_type", "card_prefix",
 		"card_suffix", "test_mode", "source", "email", "first_name", "last_name", "order_id", "client_id", "request_id",
-		"created_at", "updated_at", "parent_transaction_id"}}
-	audits = &table{"audit_log", []string{"merchant_id", "client_id", "operation", "transaction_id", "amount", "currency", "outcome",
-		"detail", "request_id", "created_at"}}
+		"created_at", "updated_at", "parent_transaction_id", "event_seq", "finished_at"}}
 )
 
 // writer buffers rows per table and writes them in batches of batchRows: on PostgreSQL with COPY, on
@@ -154,9 +152,9 @@ func (w *writer) insert(ctx context.Context, t *table, rows [][]any) error {
 // faster than maintaining them row by row (1,000,000 random inserts into each). Whatever indexes the
 // migrations define are rebuilt as defined.
 func (w *writer) secondaryIndexes(ctx context.Context) (names, creates []string, err error) {
-	q := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ('transactions', 'audit_log', 'customers')`
+	q := `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ('transactions', 'customers')`
 	if w.pg != nil {
-		q = `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN ('transactions', 'audit_log', 'customers')
+		q = `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN ('transactions', 'customers')
 			AND indexname NOT IN (SELECT conname FROM pg_constraint)`
 	}
 	rows, err := w.db.Raw().QueryContext(ctx, q)
@@ -205,13 +203,19 @@ func (w *writer) buildIndexes(ctx context.Context, creates []string) error {
 // and the millions of rows inserted since the last vacuum would start autovacuum on the ledger
 // while the server that follows is measured) and a checkpoint taken (the load's dirty pages would
 // be written at the next one); on SQLite the write-ahead log checkpointed and truncated (the first
-// commits of the server would copy gigabytes of it into the database).
-func (w *writer) finish(ctx context.Context) error {
+// commits of the server would copy gigabytes of it into the database). On PostgreSQL it also raises
+// the base of places (store.XidSQL) so that the next transaction's place is at least next, above
+// every loaded row's: places there follow transaction ids, which the load's few transactions did not
+// consume.
+func (w *writer) finish(ctx context.Context, next int64) error {
 	raw := w.db.Raw()
 	settle := []string{"ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"}
 	if w.pg != nil {
 		if _, err := raw.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('transactions', 'id'), (SELECT MAX(id) FROM transactions))`); err != nil {
 			return err
+		}
+		if _, err := raw.ExecContext(ctx, `UPDATE xid_base SET base = GREATEST(base, $1 - pg_snapshot_xmax(pg_current_snapshot())::text::bigint) WHERE id = 1`, next); err != nil {
+			return fmt.Errorf("synth: raise the base of places: %w", err)
 		}
 		settle = []string{"VACUUM (ANALYZE)", "CHECKPOINT"}
 	}
