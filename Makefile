@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test check deps build fuzz bench microbench generate drill
+.PHONY: run test check deps build fuzz bench microbench generate drill drill-upgrade
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
 run: build
@@ -64,6 +64,13 @@ drill: build
 	$(GO) build -o bin/kassa-load ./cmd/kassa-load
 	@scripts/test-deps.sh
 	bin/kassa-load drill $(if $(SOAK),--soak $(SOAK)) $(DRILL_FLAGS)
+
+## drill-upgrade: the rolling-upgrade drill — two nodes of the previous release (the newest v* tag before HEAD, built from git) upgraded to this build one at a time under load on PostgreSQL, then the books (see docs/guides/upgrades.md)
+UPGRADE_FLAGS ?=
+drill-upgrade: build
+	$(GO) build -o bin/kassa-load ./cmd/kassa-load
+	@scripts/test-deps.sh
+	bin/kassa-load upgrade $(UPGRADE_FLAGS)
 
 ## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and dashboard page views
 microbench:

@@ -21,7 +21,7 @@ import (
 // (--kassa) one at a time, as an operator rolls an upgrade through a cluster: at a third of the run
 // the second node is stopped (SIGTERM: the requests it holds finish) and started again from the new
 // binary, which applies the new migrations while the first node, still the old release, keeps
-// serving on the new schema; at two thirds the first node follows. The clients retry a refused
+// serving on the new schema and is restarted once on it; at two thirds the first node follows. The clients retry a refused
 // connection on the other node with the same Idempotency-Key, as a load balancer's health check
 // would send them there.
 //
@@ -108,6 +108,16 @@ func rollingUpgrade(ctx context.Context, c drillConfig, from string, progress io
 						return err
 					}
 					fmt.Fprintf(progress, "upgrade: %s runs %s (stopped and started in %.1f s)\n", nd.name, next, time.Since(took).Seconds())
+					if i > 0 {
+						return nil
+					}
+					// An old node restarted mid-way, as a supervisor restarts one, starts on the
+					// newer schema: its migrations are all applied, and the newer ones are not its own.
+					old := r.nodes[0]
+					if err := old.replace(ctx, from); err != nil {
+						return fmt.Errorf("%s of the previous release, restarted on the new schema: %w", old.name, err)
+					}
+					fmt.Fprintf(progress, "upgrade: %s of the previous release restarted on the new schema\n", old.name)
 					return nil
 				}); err != nil {
 					return err
