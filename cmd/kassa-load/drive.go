@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -176,8 +177,9 @@ func (s *stats) percentiles() [4]float64 {
 type result struct {
 	backend, scenario string
 	elapsed           time.Duration
-	cpu               float64 // the server's CPU seconds
-	hostCPU           float64 // the acquirer host's CPU seconds, in an ISO 8583 scenario
+	cpu               float64      // the server's CPU seconds
+	hostCPU           float64      // the acquirer host's CPU seconds, in an ISO 8583 scenario
+	machine           machineTimes // the whole machine's CPU over the measured period
 	order             []string
 	ops               map[string]*stats
 	sampleErrors      []string
@@ -274,6 +276,7 @@ func load(ctx context.Context, c config, ops []string, procs []*os.Process, newC
 		})
 	}
 	time.Sleep(c.warmup)
+	machine0 := readMachineTimes()
 	cpu0, err := cpuTimes(procs)
 	if err != nil {
 		stop()
@@ -290,6 +293,7 @@ func load(ctx context.Context, c config, ops []string, procs []*os.Process, newC
 	res.elapsed = time.Since(start)
 	mu.Unlock()
 	cpu1, err := cpuTimes(procs)
+	res.machine = readMachineTimes().since(machine0)
 	stop()
 	wg.Wait()
 	if err != nil {
@@ -312,4 +316,45 @@ func cpuTimes(procs []*os.Process) ([]float64, error) {
 		}
 	}
 	return times, nil
+}
+
+// machineTimes are the CPU seconds of the whole machine, all cores: busy (user, nice, system, irq,
+// softirq, steal) and idle (idle, iowait). Over a scenario they are the load generator's, the
+// server's, PostgreSQL's and anything else's together: what the scenario cost the machine.
+type machineTimes struct{ busy, idle float64 }
+
+// readMachineTimes reads /proc/stat; zero where there is none.
+func readMachineTimes() machineTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineTimes{}
+	}
+	var t machineTimes
+	for i, v := range f[1:9] {
+		n, _ := strconv.ParseFloat(v, 64)
+		n /= 100 // USER_HZ, 100 on Linux
+		if i == 3 || i == 4 {
+			t.idle += n
+		} else {
+			t.busy += n
+		}
+	}
+	return t
+}
+
+func (t machineTimes) since(t0 machineTimes) machineTimes {
+	return machineTimes{busy: t.busy - t0.busy, idle: t.idle - t0.idle}
+}
+
+// share is the part of the machine's cores that was busy.
+func (t machineTimes) share() float64 {
+	if t.busy+t.idle <= 0 {
+		return 0
+	}
+	return t.busy / (t.busy + t.idle)
 }

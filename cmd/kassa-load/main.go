@@ -442,24 +442,30 @@ func clientsOf(sc scenario, c config) int {
 type summary struct {
 	rate, p99 float64 // operations per second, milliseconds
 	cpu       float64 // CPU seconds per 1000 operations
-	rss       uint64  // bytes
-	rssBefore uint64  // bytes, in the round of the highest peak
-	clients   int
+	// machineCPU is the whole machine's busy CPU seconds per 1000 operations (load generator, server,
+	// PostgreSQL), and busy the share of its cores that were busy.
+	machineCPU, busy float64
+	rss              uint64 // bytes
+	rssBefore        uint64 // bytes, in the round of the highest peak
+	clients          int
 }
 
 // summarize sums up rs, the rounds of sc run from clients clients.
 func summarize(sc scenario, clients int, rs []*result) summary {
 	s := summary{clients: clients}
-	var rates, p99s, cpus []float64
+	var rates, p99s, cpus, machine, busy []float64
 	for _, r := range rs {
 		rates = append(rates, r.rate(sc.ops[0]))
 		p99s = append(p99s, r.ops[sc.ops[0]].percentiles()[2])
 		cpus = append(cpus, r.per1000(r.cpu, sc.ops[0]))
+		machine = append(machine, r.per1000(r.machine.busy, sc.ops[0]))
+		busy = append(busy, r.machine.share())
 		if r.rssPeak >= s.rss {
 			s.rss, s.rssBefore = r.rssPeak, r.rssBefore
 		}
 	}
 	s.rate, s.p99, s.cpu = median(rates), median(p99s), median(cpus)
+	s.machineCPU, s.busy = median(machine), median(busy)
 	return s
 }
 
@@ -614,6 +620,10 @@ func (r *reporter) httpCeiling(backend string, sums map[string]summary, rounds i
 		if withSale {
 			line["sales_per_s"], line["sale_p99_ms"], line["sales_to_http_ceiling"] = sale.rate, sale.p99, ratio
 			line["sale_cpu_s_per_1000"] = sale.cpu
+			if bound, ok := cpuBound(sale, bare); ok {
+				line["sale_machine_cpu_s_per_1000"], line["http_ceiling_machine_cpu_s_per_1000"] = sale.machineCPU, bare.machineCPU
+				line["sale_cores_busy"], line["http_ceiling_cores_busy"], line["sales_to_http_ceiling_cpu_bound"] = sale.busy, bare.busy, bound
+			}
 			line["target_ratio"], line["ratio_met"] = target, ratio >= target
 			line["target_p99_ms"], line["p99_met"] = httpCeilingP99Target, sale.p99 <= httpCeilingP99Target
 		}
@@ -636,6 +646,20 @@ func (r *reporter) httpCeiling(backend string, sums map[string]summary, rounds i
 		fmt.Fprintf(r.w, "; the targets are stated at %d clients, this run had %d", httpCeilingClients, bare.clients)
 	}
 	fmt.Fprintln(r.w)
+	if bound, ok := cpuBound(sale, bare); ok {
+		fmt.Fprintf(r.w, "%-9s the machine's CPU per 1000 (load generator, server and database together): sales %.3f s with %.0f %% of the cores busy, the bare handler %.3f s with %.0f %% busy; with every core busy, sales would be at most %.2f of the ceiling\n",
+			backend, sale.machineCPU, 100*sale.busy, bare.machineCPU, 100*bare.busy, bound)
+	}
+}
+
+// cpuBound is the most sales can be of the bare handler's rate on this machine whatever the waits: the
+// ratio of the whole machine's CPU per answer of the bare handler to its CPU per sale, the bare
+// handler's share of busy cores counted (it is what the ceiling reached, not every core's worth).
+func cpuBound(sale, bare summary) (float64, bool) {
+	if sale.machineCPU <= 0 || bare.machineCPU <= 0 || bare.busy <= 0 {
+		return 0, false
+	}
+	return bare.machineCPU / sale.machineCPU / bare.busy, true
 }
 
 // tolerance reports the latency-tolerance scenario name: its sales per second

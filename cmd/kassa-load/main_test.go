@@ -194,3 +194,23 @@ func TestLatencyToleranceReportsTheRatioAndMemory(t *testing.T) {
 		}
 	}
 }
+
+// The CPU bound of sales: with the bare handler at 90 % of the cores for 0.1 s of the machine's CPU per
+// answer and a sale costing 0.3 s, sales reach at most 0.1 / 0.3 / 0.9 of the ceiling measured; a run
+// without the machine's figures has no bound. The machine's times are read from /proc/stat.
+func TestCPUBound(t *testing.T) {
+	bound, ok := cpuBound(summary{machineCPU: 0.3, busy: 1}, summary{machineCPU: 0.1, busy: 0.9})
+	if !ok || !near(bound, 0.1/0.3/0.9) {
+		t.Errorf("bound %v %v, want %v", bound, ok, 0.1/0.3/0.9)
+	}
+	if _, ok := cpuBound(summary{machineCPU: 0.3, busy: 1}, summary{}); ok {
+		t.Error("a bound without the bare handler's figures")
+	}
+	t0 := readMachineTimes()
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	d := readMachineTimes().since(t0)
+	if t0.busy <= 0 || d.busy <= 0 || d.share() <= 0 || d.share() > 1 {
+		t.Errorf("machine times %+v, then %+v over a busy loop (share %v)", t0, d, d.share())
+	}
+}
