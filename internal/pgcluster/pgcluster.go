@@ -152,6 +152,9 @@ func (c *Cluster) waitReady(limit time.Duration) error {
 	}
 }
 
+// Socket is the path of the cluster's Unix socket, for a proxy in front of it (internal/pgproxy).
+func (c *Cluster) Socket() string { return filepath.Join(c.dir, ".s.PGSQL.5432") }
+
 // Restart stops the server with a fast shutdown, as "pg_ctl restart -m fast" does (SIGINT: roll back
 // open transactions, disconnect every client, write a shutdown checkpoint), and starts it again on the
 // same data directory with the same settings. It returns once the server accepts connections again.
