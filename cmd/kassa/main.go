@@ -349,6 +349,7 @@ type dbFlags struct {
 	dataDir      string
 	databaseURL  string
 	maxConns     int
+	bounds       store.Bounds // PostgreSQL's bounds: kassa serve's flags; the defaults elsewhere
 	vaultKeyFile string
 	// note is told what opening the database changed in the data directory (store.Config.Note): the
 	// command's stderr, or kassa serve's log.
@@ -393,7 +394,7 @@ func (d *dbFlags) sqlitePath() (string, error) {
 
 // open opens and migrates the database.
 func (d *dbFlags) open(ctx context.Context) (*store.DB, error) {
-	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns, Note: d.note})
+	db, err := store.Open(ctx, store.Config{DataDir: d.dataDir, DatabaseURL: d.databaseURL, MaxConns: d.maxConns, Bounds: d.bounds, Note: d.note})
 	if err != nil {
 		return nil, err
 	}

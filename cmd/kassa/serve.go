@@ -54,6 +54,10 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("KASSA_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, a listener apart from the API (env KASSA_METRICS_ADDR; default off)")
 	tlsCert := fs.String("tls-cert", os.Getenv("KASSA_TLS_CERT"), "serve HTTPS (and HTTP/2) with this PEM certificate chain, reloaded with --tls-key on SIGHUP; needs --tls-key (env KASSA_TLS_CERT)")
+	dbConnect := fs.Duration("db-connect-timeout", store.DefaultConnectTimeout, "PostgreSQL: bound on connecting to each host of --database-url, after which the next host is tried (unless the URL sets connect_timeout)")
+	dbTCP := fs.Duration("db-tcp-timeout", store.DefaultTCPTimeout, "PostgreSQL: how long a connection whose server has gone silent stays open (TCP keepalive and TCP_USER_TIMEOUT)")
+	dbWrite := fs.Duration("db-write-timeout", store.DefaultWriteTimeout, "PostgreSQL: bound on each write, from its admission to its commit; past it the request is answered 503 storage_unavailable, and readiness fails")
+	dbRead := fs.Duration("db-read-timeout", store.DefaultReadTimeout, "PostgreSQL: bound on each read (a listing, an export, a lookup)")
 	tlsKey := fs.String("tls-key", os.Getenv("KASSA_TLS_KEY"), "the PEM private key of --tls-cert (env KASSA_TLS_KEY)")
 	return func(ctx context.Context, e *env) error {
 		var level slog.Level
@@ -77,6 +81,10 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if *codeTTL <= 0 || *codeTTL > auth.MaxCodeTTL {
 			return usagef("--auth-code-ttl must be between 1ns and %v", auth.MaxCodeTTL)
 		}
+		if *dbConnect <= 0 || *dbTCP <= 0 || *dbWrite <= 0 || *dbRead <= 0 {
+			return usagef("--db-connect-timeout, --db-tcp-timeout, --db-write-timeout and --db-read-timeout must be positive")
+		}
+		e.db.bounds = store.Bounds{ConnectTimeout: *dbConnect, TCPTimeout: *dbTCP, WriteTimeout: *dbWrite, ReadTimeout: *dbRead}
 		if *billingInterval <= 0 || *backlog < 1 {
 			return usagef("--billing-interval must be positive and --billing-backlog-limit at least 1")
 		}

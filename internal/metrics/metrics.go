@@ -39,6 +39,7 @@ type Set struct {
 	webhooks     *prometheus.CounterVec
 	writeBatches *prometheus.HistogramVec
 	state        *stateCollector
+	conn         *connectionCollector
 }
 
 // latencyBuckets, in seconds, span a token check answered from memory (well under a millisecond) to a
@@ -84,6 +85,12 @@ func New() *Set {
 		idle:     s.desc("kassa_db_connections_idle", "Idle database connections, by pool.", "pool"),
 		waits:    s.desc("kassa_db_wait_total", "Times a query waited for a free connection, by pool.", "pool"),
 		waited:   s.desc("kassa_db_wait_seconds_total", "Time spent waiting for a free connection, by pool.", "pool"),
+	}
+	s.conn = &connectionCollector{
+		reconnects: s.desc("kassa_db_reconnects_total", "Times a PostgreSQL primary answered again after none did (a failover, a restart, a network cut), found by a write or the readiness check."),
+		opened:     s.desc("kassa_db_connections_opened_total", "PostgreSQL connections opened, the first ones included."),
+		down:       s.desc("kassa_db_primary_unavailable_seconds_total", "Time during which no PostgreSQL primary answered writes or the readiness check, the outage going on included."),
+		up:         s.desc("kassa_db_primary_available", "1 while the database answers (a PostgreSQL primary, or SQLite), 0 while writes or the readiness check find no primary."),
 	}
 	return s
 }
@@ -286,4 +293,47 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(p.WaitCount), pool)
 		ch <- prometheus.MustNewConstMetric(c.waited, prometheus.CounterValue, p.WaitDuration.Seconds(), pool)
 	}
+}
+
+// Connection is how the server's connection to its database has fared (store.DB.Health).
+type Connection struct {
+	Reconnects  int64         // times a primary answered again after none did
+	Opened      int64         // connections opened
+	Unavailable time.Duration // time during which no primary answered
+	Available   bool          // a primary answers now
+}
+
+// Connection has s report, at every scrape, how the connection to the database has fared, as read by
+// health (SQLite's has zeros and Available): reported apart from State, so that it is there while the
+// database does not answer.
+func (s *Set) Connection(health func() Connection) {
+	if s == nil {
+		return
+	}
+	s.conn.read = health
+	s.reg.MustRegister(s.conn)
+}
+
+// connectionCollector reads Connection when scraped.
+type connectionCollector struct {
+	read                         func() Connection
+	reconnects, opened, down, up *prometheus.Desc
+}
+
+func (c *connectionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.reconnects, c.opened, c.down, c.up} {
+		ch <- d
+	}
+}
+
+func (c *connectionCollector) Collect(ch chan<- prometheus.Metric) {
+	h := c.read()
+	up := 0.0
+	if h.Available {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.reconnects, prometheus.CounterValue, float64(h.Reconnects))
+	ch <- prometheus.MustNewConstMetric(c.opened, prometheus.CounterValue, float64(h.Opened))
+	ch <- prometheus.MustNewConstMetric(c.down, prometheus.CounterValue, h.Unavailable.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
 }

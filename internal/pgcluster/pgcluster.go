@@ -152,6 +152,28 @@ func (c *Cluster) waitReady(limit time.Duration) error {
 	}
 }
 
+// Tool is the path of the PostgreSQL client program name (pg_dump, psql, …): on PATH, beside initdb,
+// or in the newest of Debian's /usr/lib/postgresql/N/bin.
+func Tool(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	if bin, err := binDir(); err == nil {
+		dirs = append([]string{bin}, dirs...)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			return filepath.Join(d, name), nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH or in /usr/lib/postgresql/*/bin", name)
+}
+
+// Socket is the path of the cluster's Unix socket, for a proxy in front of it (internal/pgproxy).
+func (c *Cluster) Socket() string { return filepath.Join(c.dir, ".s.PGSQL.5432") }
+
 // Restart stops the server with a fast shutdown, as "pg_ctl restart -m fast" does (SIGINT: roll back
 // open transactions, disconnect every client, write a shutdown checkpoint), and starts it again on the
 // same data directory with the same settings. It returns once the server accepts connections again.

@@ -263,6 +263,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		backend := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[cfg.DB.Dialect()]
 		cfg.DB.ObserveBatches(func(n int) { cfg.Metrics.WriteBatch(backend, n) })
 		cfg.Metrics.Observe(5*time.Second, s.state)
+		cfg.Metrics.Connection(func() metrics.Connection {
+			h := cfg.DB.Health()
+			return metrics.Connection{Reconnects: h.Reconnects, Opened: h.Opened, Unavailable: h.Unavailable, Available: h.Available}
+		})
 	}
 	if cfg.Wrap != nil {
 		s.handler = cfg.Wrap(s.handler, r.Routes())
@@ -313,15 +317,18 @@ func (s *Server) merchantLimits(r *http.Request) velocity.Limits {
 	return m.Velocity
 }
 
-// ready answers 200 when the database answers within two seconds, and 503 otherwise: not_ready when
-// it cannot be read, storage_unavailable when a write failed for want of storage and a write still
-// fails: readiness reflects both, the database out of reach and its storage full.
+// ready answers 200 when the database answers, and 503 otherwise: not_ready when it cannot be reached
+// (on PostgreSQL, when no session that takes writes answers within the store's write bound: a
+// primary that hangs, or only a standby), storage_unavailable when a write failed for want of storage
+// and a write still fails: readiness reflects both, the database out of reach and its storage full.
+// It turns 200 again by itself once a primary answers: each check opens a connection where the pool
+// has none that answers.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
+	ctx := r.Context()
 	if err := s.cfg.DB.Ping(ctx); err != nil {
 		httpapi.Logger(ctx).WarnContext(ctx, "readiness check failed", "err", err)
-		httpapi.WriteError(w, r, fault.New(http.StatusServiceUnavailable, "not_ready", "The database is not reachable."))
+		httpapi.WriteError(w, r, &fault.Error{Status: http.StatusServiceUnavailable, Code: "not_ready",
+			Message: "The database is not reachable, or takes no writes.", RetryAfter: 5 * time.Second})
 		return
 	}
 	if err := s.cfg.DB.Writable(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,7 +32,8 @@ import (
 const pgSenders = 2
 
 type stmtReq struct {
-	ctx   context.Context
+	ctx   context.Context // bounded by Bounds.WriteTimeout (DB.Exec, DB.QueryRow)
+	state atomic.Int32    // queued, taken by a sender, or abandoned by its caller
 	query string
 	args  []any
 	dest  []any // QueryRow: where the returned row goes; nil for Exec
@@ -39,6 +41,15 @@ type stmtReq struct {
 	err   error
 	done  chan struct{}
 }
+
+// The states of a stmtReq: a caller whose context ends while its statement is still queued (both
+// senders stuck on a database that does not answer) abandons it and returns at once; one that a
+// sender has taken waits for the sender's answer, which may scan into the caller's variables.
+const (
+	queued int32 = iota
+	taken
+	abandoned
+)
 
 // pgBatcher sends the queue's statements through pgSenders, each owning one connection of the pool.
 type pgBatcher struct {
@@ -86,10 +97,23 @@ func (b *pgBatcher) do(r *stmtReq) error {
 		b.mu.RUnlock()
 		return ErrClosed
 	}
-	b.queue <- r
+	select {
+	case b.queue <- r:
+	case <-r.ctx.Done():
+		b.mu.RUnlock()
+		return r.ctx.Err()
+	}
 	b.mu.RUnlock()
-	<-r.done
-	return r.err
+	select {
+	case <-r.done:
+		return r.err
+	case <-r.ctx.Done():
+		if r.state.CompareAndSwap(queued, abandoned) {
+			return r.ctx.Err()
+		}
+		<-r.done // the sender has it: its answer is on its way, within the batch's bound
+		return r.err
+	}
 }
 
 func (b *pgBatcher) close() {
@@ -119,6 +143,14 @@ func (s *pgSender) run(queue chan *stmtReq) {
 				break fill
 			}
 		}
+		n := 0
+		for _, r := range batch {
+			if r.state.CompareAndSwap(queued, taken) {
+				batch[n] = r
+				n++
+			}
+		}
+		batch = batch[:n]
 		s.send(batch)
 		for _, r := range batch {
 			close(r.done)
@@ -138,7 +170,18 @@ func (s *pgSender) send(batch []*stmtReq) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The batch runs until the last of its statements' bounds: each caller gave up waiting for no
+	// answer by then, and a connection that has not answered is dropped.
+	var last time.Time
+	for _, r := range live {
+		if d, ok := r.ctx.Deadline(); ok && d.After(last) {
+			last = d
+		}
+	}
+	if last.IsZero() {
+		last = time.Now().Add(s.db.bounds.WriteTimeout)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), last)
 	defer cancel()
 	err := s.sendBatch(ctx, live)
 	if err == nil {
@@ -158,7 +201,10 @@ func (s *pgSender) send(batch []*stmtReq) {
 
 func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
 	if s.conn != nil && time.Since(s.used) > idleCheck {
-		if err := s.conn.PingContext(ctx); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, s.db.bounds.pingTimeout())
+		err := s.conn.PingContext(pctx)
+		cancel()
+		if err != nil {
 			s.conn.Close()
 			s.conn = nil
 		}

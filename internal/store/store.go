@@ -15,12 +15,14 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -45,6 +47,9 @@ type Config struct {
 	// MaxConns bounds the PostgreSQL connections that write (default 16; a few more are kept for
 	// reads), and the SQLite read pool (default 4).
 	MaxConns int
+	// Bounds bound connecting, a silent peer, and each write and read on PostgreSQL (zero: the
+	// defaults); see Bounds.
+	Bounds Bounds
 	// Note is told, as slog's Info would take it, of each existing SQLite data directory, database or
 	// journal whose mode Open changed to leave it to Kassa's user alone (nil: nobody is told).
 	Note func(msg string, args ...any)
@@ -72,6 +77,7 @@ type DB struct {
 	batches  atomic.Pointer[func(n int)]
 	sealer   atomic.Pointer[Sealer]
 	health   health
+	bounds   Bounds  // PostgreSQL only: zero on SQLite, which has no peer to lose
 	writing  writing // goroutines running a write's callback, while CheckNestedWrites is on
 }
 
@@ -88,10 +94,23 @@ func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, errors.New("store: database URL must start with postgres:// or postgresql://")
 	}
-	pool, err := sql.Open("pgx", cfg.DatabaseURL)
+	// The URL may name several hosts (postgres://db1:5432,db2:5432/kassa?target_session_attrs=read-write),
+	// which pgx tries in turn for every new connection, or one address in front of the cluster.
+	pc, err := pgx.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("store: database URL: %w", err)
 	}
+	bounds := cfg.Bounds.withDefaults()
+	settings := map[string]string{}
+	for k, v := range u.Query() {
+		settings[k] = v[0]
+	}
+	if v, ok := os.LookupEnv("PGCONNECT_TIMEOUT"); ok {
+		settings["connect_timeout"] = v
+	}
+	applyBounds(pc, settings, bounds)
+	db := &DB{dialect: Postgres, where: redact(u), bounds: bounds}
+	pool := stdlib.OpenDB(*pc, stdlib.OptionShouldPing(db.checkIdle), stdlib.OptionAfterConnect(db.connected))
 	n := cfg.MaxConns
 	if n <= 0 {
 		n = 16
@@ -103,7 +122,7 @@ func openPostgres(ctx context.Context, cfg Config) (*DB, error) {
 	pool.SetMaxOpenConns(2*n + pgSenders)
 	pool.SetMaxIdleConns(2*n + pgSenders)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
-	db := &DB{dialect: Postgres, writer: pool, reader: pool, where: redact(u), gate: make(chan struct{}, n), readGate: make(chan struct{}, n)}
+	db.writer, db.reader, db.gate, db.readGate = pool, pool, make(chan struct{}, n), make(chan struct{}, n)
 	if err := db.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", db.where, err)
@@ -276,13 +295,18 @@ func (db *DB) String() string { return string(db.dialect) + ": " + db.where }
 // Read runs fn with the read pool (on SQLite, query-only connections). Reads are admitted in arrival
 // order, as many at a time as the pool has connections; fn must be done with its rows when it returns,
 // and must not run two queries at once.
+//
+// On PostgreSQL the read, admission included, is bounded by Bounds.ReadTimeout: one that the database
+// does not answer in time fails with ErrStorageUnavailable.
 func (db *DB) Read(ctx context.Context, fn func(q Querier) error) error {
+	s, ctx, end := newScope(ctx, db.bounds.ReadTimeout)
+	defer end()
 	done, err := admit(ctx, db.readGate)
 	if err != nil {
-		return err
+		return readFault(timedOut(s, err))
 	}
 	defer done()
-	return readFault(fn(db.Reader()))
+	return readFault(timedOut(s, fn(&reader{pool: db.reader, stmts: db.stmts, scope: s})))
 }
 
 // Reader is the read pool without admission: for tests and tools that read outside the server's
@@ -293,8 +317,30 @@ func (db *DB) Reader() Querier { return &reader{pool: db.reader, stmts: db.stmts
 // group commit or statement cache: for measuring what the database does without Kassa.
 func (db *DB) Raw() *sql.DB { return db.writer }
 
-// Ping checks that the database answers.
+// ErrReadOnly is Ping's error when the PostgreSQL server that answered takes no writes: a standby, or
+// a server whose default_transaction_read_only is on.
+var ErrReadOnly = errors.New("store: the database server is read-only (a standby, not the primary)")
+
+// Ping checks that the database answers. On PostgreSQL it checks that a session of the pool takes
+// writes — it fails with ErrReadOnly on a standby — within the caller's deadline and at most
+// Bounds.WriteTimeout, so that a primary that hangs fails it rather than hangs it; its outcome is
+// what Health reports.
 func (db *DB) Ping(ctx context.Context) error {
+	if db.dialect == Postgres {
+		ctx, cancel := context.WithTimeout(ctx, db.bounds.WriteTimeout)
+		defer cancel()
+		var readOnly string
+		err := db.reader.QueryRowContext(ctx, "SHOW transaction_read_only").Scan(&readOnly)
+		if err == nil && readOnly != "off" {
+			err = ErrReadOnly
+		}
+		if err != nil {
+			db.health.lost()
+			return err
+		}
+		db.health.found()
+		return nil
+	}
 	if err := db.reader.PingContext(ctx); err != nil {
 		return err
 	}
@@ -345,21 +391,25 @@ func (db *DB) Close() error {
 // again.
 //
 // A write that fails for want of storage returns an error that is ErrStorageUnavailable and carries
-// the 503 storage_unavailable fault for the client.
+// the 503 storage_unavailable fault for the client. On PostgreSQL that includes a write that the
+// database did not answer within Bounds.WriteTimeout, admission included: fn's statements run with
+// the bounded context in place of the one given to Write (see scope).
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	db.notInWrite("Write")
 	if db.batch != nil {
 		return db.written(db.batch.write(ctx, fn))
 	}
+	s, ctx, end := newScope(ctx, db.bounds.WriteTimeout)
+	defer end()
 	done, err := admit(ctx, db.gate)
 	if err != nil {
-		return err
+		return db.written(timedOut(s, err))
 	}
 	defer done()
 	for attempt := 1; ; attempt++ {
-		err := db.writeOnce(ctx, fn)
+		err := db.writeOnce(ctx, s, fn)
 		if err == nil || attempt == 3 || !retryable(err) {
-			return db.written(err)
+			return db.written(timedOut(s, err))
 		}
 	}
 }
@@ -369,8 +419,10 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	db.notInWrite("Exec")
 	if db.pgBatch != nil {
+		s, ctx, end := newScope(ctx, db.bounds.WriteTimeout)
+		defer end()
 		r := &stmtReq{ctx: ctx, query: query, args: args}
-		if err := db.written(db.pgBatch.do(r)); err != nil {
+		if err := db.written(timedOut(s, db.pgBatch.do(r))); err != nil {
 			return nil, err
 		}
 		return rowsAffected(r.rows), nil
@@ -389,14 +441,16 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 func (db *DB) QueryRow(ctx context.Context, dest []any, query string, args ...any) error {
 	db.notInWrite("QueryRow")
 	if db.pgBatch != nil {
-		return db.written(db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest}))
+		s, ctx, end := newScope(ctx, db.bounds.WriteTimeout)
+		defer end()
+		return db.written(timedOut(s, db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest})))
 	}
 	return db.Write(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
 	})
 }
 
-func (db *DB) writeOnce(ctx context.Context, fn func(tx *Tx) error) error {
+func (db *DB) writeOnce(ctx context.Context, s *scope, fn func(tx *Tx) error) error {
 	tx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
@@ -410,7 +464,7 @@ func (db *DB) writeOnce(ctx context.Context, fn func(tx *Tx) error) error {
 			tx.Rollback()
 		}
 	}()
-	if err := fn(&Tx{tx: tx, db: db}); err != nil {
+	if err := fn(&Tx{tx: tx, db: db, scope: s}); err != nil {
 		return err
 	}
 	finished = true

@@ -12,8 +12,9 @@ import (
 // and reused (the modernc driver keeps no statement cache, and parsing was a sixth of a sale's CPU);
 // PostgreSQL's driver caches prepared statements itself.
 type Tx struct {
-	tx *sql.Tx
-	db *DB
+	tx    *sql.Tx
+	db    *DB
+	scope *scope // the write's bound (nil: none)
 }
 
 // Dialect is the dialect of the transaction's database.
@@ -24,6 +25,7 @@ func (t *Tx) Sealer() (Sealer, error) { return t.db.Sealer() }
 
 // ExecContext executes a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = t.scope.bound(ctx)
 	if st := t.db.stmts.prepared(t.db.writer, query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -32,6 +34,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 
 // QueryContext runs a query in the transaction.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = t.scope.bound(ctx)
 	if st := t.db.stmts.prepared(t.db.writer, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -40,19 +43,23 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 
 // QueryRowContext runs a query that returns at most one row in the transaction.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = t.scope.bound(ctx)
 	if st := t.db.stmts.prepared(t.db.writer, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
-// reader runs read-only statements on the read pool, prepared once per connection on SQLite.
+// reader runs read-only statements on the read pool, prepared once per connection on SQLite, within
+// the bound of its Read (scope; nil for Reader, which has none).
 type reader struct {
 	pool  *sql.DB
 	stmts *stmtCache
+	scope *scope
 }
 
 func (r *reader) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = r.scope.bound(ctx)
 	if st, err := r.stmts.get(ctx, r.pool, query); err == nil && st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -60,6 +67,7 @@ func (r *reader) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (r *reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = r.scope.bound(ctx)
 	if st, err := r.stmts.get(ctx, r.pool, query); err == nil && st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -67,6 +75,7 @@ func (r *reader) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (r *reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = r.scope.bound(ctx)
 	if st, err := r.stmts.get(ctx, r.pool, query); err == nil && st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

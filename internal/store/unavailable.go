@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -41,8 +42,52 @@ type storageError struct{ cause error }
 func (e *storageError) Error() string   { return "store: storage unavailable: " + e.cause.Error() }
 func (e *storageError) Unwrap() []error { return []error{ErrStorageUnavailable, storageFault, e.cause} }
 
-// health remembers whether the last write failed for want of storage, for readiness.
-type health struct{ faulted atomic.Bool }
+// health remembers whether the last write failed for want of storage, for readiness, and how the
+// connection to the primary has fared, for the metrics (Health).
+type health struct {
+	faulted    atomic.Bool
+	lostAt     atomic.Int64 // Unix nanoseconds since when no primary answered; 0 while one does
+	lostNanos  atomic.Int64 // time without a primary, outages that ended
+	reconnects atomic.Int64
+	opened     atomic.Int64
+}
+
+// Health is how Kassa's connection to its database has fared since it was opened.
+type Health struct {
+	// Reconnects counts the times a primary answered again after none did: after a failover, a
+	// restart or a network cut.
+	Reconnects int64
+	// Opened counts the connections opened, the first ones included.
+	Opened int64
+	// Unavailable is the time during which no primary answered, the outage still going on included.
+	Unavailable time.Duration
+	// Available is false while no primary answers: a write or readiness check last failed for want of
+	// one.
+	Available bool
+}
+
+// Health reports how the connection to the database has fared.
+func (db *DB) Health() Health {
+	h := Health{Reconnects: db.health.reconnects.Load(), Opened: db.health.opened.Load(),
+		Unavailable: time.Duration(db.health.lostNanos.Load()), Available: true}
+	if at := db.health.lostAt.Load(); at != 0 {
+		h.Available = false
+		h.Unavailable += time.Since(time.Unix(0, at))
+	}
+	return h
+}
+
+// lost records that no primary answered, from now unless that was already known.
+func (h *health) lost() { h.lostAt.CompareAndSwap(0, time.Now().UnixNano()) }
+
+// found records that a primary answered, ending the outage, if there was one, as a reconnect.
+func (h *health) found() {
+	at := h.lostAt.Load()
+	if at != 0 && h.lostAt.CompareAndSwap(at, 0) {
+		h.lostNanos.Add(int64(time.Since(time.Unix(0, at))))
+		h.reconnects.Add(1)
+	}
+}
 
 // written classifies the outcome of a write: an error of the storage becomes a *storageError and
 // marks the database faulted; a success clears the mark.
@@ -52,15 +97,45 @@ func (db *DB) written(err error) error {
 		if db.health.faulted.Load() {
 			db.health.faulted.Store(false)
 		}
+		db.health.found()
 		return nil
 	case errors.Is(err, ErrStorageUnavailable):
 		db.health.faulted.Store(true)
+		if noPrimary(err) {
+			db.health.lost()
+		}
 		return err
 	case isStorageFault(err):
 		db.health.faulted.Store(true)
+		if noPrimary(err) {
+			db.health.lost()
+		}
 		return &storageError{cause: err}
 	}
 	return err
+}
+
+// errNoAnswer is the cause of a write or read that its bound cut off: the database did not answer.
+var errNoAnswer = errors.New("the database did not answer in time")
+
+// timedOut is err as a storage fault when the bound of s, not its caller, ended it.
+func timedOut(s *scope, err error) error {
+	if err != nil && s.timedOut(err) && !errors.Is(err, ErrStorageUnavailable) {
+		return &storageError{cause: fmt.Errorf("%w (%v): %w", errNoAnswer, s.limit, err)}
+	}
+	return err
+}
+
+// noPrimary reports whether err says that no primary answered — the connection was lost, refused, or
+// found a read-only server, or the database did not answer in time — rather than that the one that
+// answered is out of space.
+func noPrimary(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code != "53100"
+	}
+	var lite *sqlite.Error
+	return !errors.As(err, &lite)
 }
 
 // readFault classifies a read's error: one of the storage (a lost connection) becomes a
@@ -87,8 +162,11 @@ func isStorageFault(err error) bool {
 	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
-		// disk_full, connection_exception (class 08), admin_shutdown, crash_shutdown, cannot_connect_now
-		return pg.Code == "53100" || strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
+		// disk_full, connection_exception (class 08), admin_shutdown, crash_shutdown, cannot_connect_now,
+		// read_only_sql_transaction: a connection that reached a standby (an address in front of the
+		// cluster that still points at the old primary, now demoted), which takes no write
+		return pg.Code == "53100" || strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" ||
+			pg.Code == "57P03" || pg.Code == "25006"
 	}
 	var connect *pgconn.ConnectError
 	var netErr net.Error

@@ -1,0 +1,97 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store"
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// testBounds are short bounds, so that a test of a hung server takes seconds.
+var testBounds = store.Bounds{ConnectTimeout: time.Second, TCPTimeout: 3 * time.Second,
+	WriteTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second}
+
+// A server that hangs with its sockets open — a primary whose processes are stopped — answers no
+// write, transaction, batched statement or read: each fails within its bound with
+// ErrStorageUnavailable instead of waiting for ever, held connections included, and readiness (Ping)
+// fails within the bound too. Once the server answers again, writes work on fresh connections with no
+// restart, and Health counts the outage and the reconnect.
+func TestHungServerIsBounded(t *testing.T) {
+	p, url := storetest.Proxied(t)
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{DatabaseURL: url, Bounds: testBounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	exec := func() error {
+		_, err := db.Exec(ctx, `UPDATE readiness SET checked_at = $1 WHERE id = 1`, time.Now().UnixMilli())
+		return err
+	}
+	write := func() error {
+		return db.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE readiness SET checked_at = $1 WHERE id = 1`, time.Now().UnixMilli())
+			return err
+		})
+	}
+	read := func() error {
+		return db.Read(ctx, func(q store.Querier) error {
+			var n int
+			return q.QueryRowContext(ctx, `SELECT count(*) FROM readiness`).Scan(&n)
+		})
+	}
+	// Connections are open and held (the batcher's among them) when the server hangs.
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if err := errors.Join(exec(), write(), read()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if h := db.Health(); !h.Available || h.Reconnects != 0 || h.Opened == 0 {
+		t.Fatalf("health before the hang: %+v", h)
+	}
+	p.Hang()
+	for name, f := range map[string]func() error{"exec": exec, "write": write, "read": read, "ping": func() error { return db.Ping(ctx) }} {
+		wg.Go(func() {
+			for range 3 {
+				start := time.Now()
+				err := f()
+				if took := time.Since(start); took > 2*testBounds.WriteTimeout+time.Second {
+					t.Errorf("%s took %v on a hung server; bound %v", name, took, testBounds.WriteTimeout)
+				}
+				if err == nil {
+					t.Errorf("%s succeeded on a hung server", name)
+				} else if name != "ping" && !errors.Is(err, store.ErrStorageUnavailable) {
+					t.Errorf("%s on a hung server: %v, want ErrStorageUnavailable", name, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if h := db.Health(); h.Available || h.Unavailable <= 0 {
+		t.Errorf("health during the hang: %+v", h)
+	}
+	p.Forward()
+	p.Reset() // the hung connections' sockets, which a dead primary's would be, are gone
+	deadline := time.Now().Add(3 * testBounds.WriteTimeout)
+	for {
+		err := errors.Join(exec(), write(), read(), db.Ping(ctx))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database answers again, but Kassa does not: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if h := db.Health(); !h.Available || h.Reconnects != 1 || h.Unavailable <= 0 {
+		t.Errorf("health after the outage: %+v, want available, 1 reconnect and the outage's time", h)
+	}
+}
