@@ -233,10 +233,16 @@ func addTotal(total map[string]int64, kind, currency string, amount int64) {
 }
 
 // dayOf reads Kassa's side of the day that begins at start: the merchant's sales, authorizations,
-// captures and refunds created that day by an ISO 8583 account, in ledger order.
+// captures and refunds created that day by an ISO 8583 account, pending or not, in ledger order.
+// The settled ones are found through the index of the merchant's transactions by time, which on
+// PostgreSQL holds settled transactions only (migration 00063), and the pending ones through the index
+// of pending attempts; one statement reads both, in one snapshot, so that an attempt whose outcome
+// commits meanwhile is read once, pending or settled.
 func dayOf(ctx context.Context, q store.Querier, merchantID string, start time.Time) ([]*Transaction, error) {
-	ts, err := scan(ctx, q, `WHERE t.merchant_id = $1 AND t.created_at >= $2 AND t.created_at < $3
-		AND t.kind IN ('SALE', 'AUTHORIZATION', 'CAPTURE', 'REFUND') AND a.kind = $4 ORDER BY t.id`,
+	const day = `WHERE t.merchant_id = $1 AND t.created_at >= $2 AND t.created_at < $3
+		AND t.kind IN ('SALE', 'AUTHORIZATION', 'CAPTURE', 'REFUND') AND a.kind = $4`
+	ts, err := scan(ctx, q, selectTransactions+day+` AND t.status <> 'PENDING'
+		UNION ALL `+selectTransactions+day+` AND t.status = 'PENDING' ORDER BY 1`,
 		merchantID, start.UnixMilli(), start.AddDate(0, 0, 1).UnixMilli(), ProcessorKind)
 	for _, t := range ts {
 		t.ofDay = true
@@ -257,7 +263,7 @@ func lookUp(ctx context.Context, q store.Querier, refs []string, known map[strin
 		for i, r := range batch {
 			marks[i], args[i] = fmt.Sprintf("$%d", i+1), r
 		}
-		ts, err := scan(ctx, q, `WHERE t.transaction_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		ts, err := scan(ctx, q, selectTransactions+`WHERE t.transaction_id IN (`+strings.Join(marks, ", ")+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -268,11 +274,14 @@ func lookUp(ctx context.Context, q store.Querier, refs []string, known map[strin
 	return nil
 }
 
-// scan reads the transactions that where selects.
-func scan(ctx context.Context, q store.Querier, where string, args ...any) ([]*Transaction, error) {
-	rows, err := q.QueryContext(ctx, `SELECT t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALESCE(t.decline_code, ''),
-		COALESCE(t.closed_by, ''), t.amount, t.currency, t.created_at, COALESCE(a.kind, 'simulator'), COALESCE(t.processor_account, '')
-		FROM transactions t LEFT JOIN processor_accounts a ON a.id = t.processor_account `+where, args...)
+// selectTransactions is the head of a statement that selects transactions for scan, up to its WHERE.
+const selectTransactions = `SELECT t.id, t.transaction_id, t.merchant_id, t.kind, t.status, COALESCE(t.decline_code, ''),
+	COALESCE(t.closed_by, ''), t.amount, t.currency, t.created_at, COALESCE(a.kind, 'simulator'), COALESCE(t.processor_account, '')
+	FROM transactions t LEFT JOIN processor_accounts a ON a.id = t.processor_account `
+
+// scan reads the transactions that stmt, a selectTransactions statement, selects.
+func scan(ctx context.Context, q store.Querier, stmt string, args ...any) ([]*Transaction, error) {
+	rows, err := q.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, err
 	}

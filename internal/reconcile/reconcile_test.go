@@ -183,6 +183,15 @@ func TestReconcile(t *testing.T) {
 		// Declined processing_error as when the timeout reversal was acknowledged.
 		timedOut := b.charge(t, "reversed after a timeout", m, iso, sale, 1500, "CAD", cardtest.ProcessingError)
 		add(b.row(timedOut, "0200", "000000", 1500, "CAD", true))
+		// Still pending in Kassa (its outcome never recorded), reversed at the acquirer: the day's
+		// pending attempts are read too, though the index of the day's transactions holds settled ones
+		// only on PostgreSQL.
+		pending := b.charge(t, "still pending", m, iso, sale, 1100, "CAD", cardtest.Visa)
+		if _, err := db.Exec(ctx, `UPDATE transactions SET status = 'PENDING', lease_until = $2, event_seq = NULL, finished_at = NULL
+			WHERE id = $1`, pending.ID, b.clock.Now().Add(time.Hour).UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		add(b.row(pending, "0200", "000000", 1100, "CAD", true))
 		add(b.row(lastInstant, "0200", "000000", 300, "CAD", false))
 
 		// Differences.
@@ -243,8 +252,8 @@ func TestReconcile(t *testing.T) {
 				t.Errorf("%s: %q, want %q", l.name, got, l.want)
 			}
 		}
-		if res.Matched != 9 || res.OtherMerchants != 1 {
-			t.Errorf("matched %d, other merchants %d; want 9 and 1", res.Matched, res.OtherMerchants)
+		if res.Matched != 10 || res.OtherMerchants != 1 {
+			t.Errorf("matched %d, other merchants %d; want 10 and 1", res.Matched, res.OtherMerchants)
 		}
 		// Sales and captures in, refunds out; authorizations, reversed rows, declines and voids count nothing.
 		if want := map[string]int64{"CAD": 1999 + 3000 + 10000 - 2500 + 300 + 1200 + 1500 + 2000 + 800, "USD": 500}; !reflect.DeepEqual(res.KassaTotal, want) {
@@ -295,12 +304,12 @@ func TestReconcile(t *testing.T) {
 		}
 
 		// The other merchant's day, from the same report of the host both share: its row matches, the
-		// first merchant's 16 rows are not its own, the row no merchant of Kassa knows is missing for it too.
+		// first merchant's 17 rows are not its own, the row no merchant of Kassa knows is missing for it too.
 		res, err = reconcile.Reconcile(ctx, reconcile.Config{DB: db, MerchantID: other, Day: day, Report: report})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Matched != 1 || fmt.Sprint(names(res.MissingAtAcquirer)) != "[another merchant's without a row]" || res.OtherMerchants != 16 ||
+		if res.Matched != 1 || fmt.Sprint(names(res.MissingAtAcquirer)) != "[another merchant's without a row]" || res.OtherMerchants != 17 ||
 			fmt.Sprint(names(res.MissingInKassa)) != "[unknown to Kassa]" {
 			t.Errorf("the other merchant's reconciliation: matched %d, missing at the acquirer %q, missing in Kassa %q, other merchants %d",
 				res.Matched, names(res.MissingAtAcquirer), names(res.MissingInKassa), res.OtherMerchants)
