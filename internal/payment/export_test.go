@@ -29,15 +29,15 @@ func CountStatement(merchantID string, f Filter, most int) (string, []any) {
 func NarrowAmount(ctx context.Context, db *store.DB, merchantID string, f Filter) (bool, error) {
 	var narrow bool
 	err := db.Read(ctx, func(q store.Querier) (err error) {
-		narrow, err = narrowAmount(ctx, q, merchantID, f)
+		narrow, err = narrowAmount(ctx, q, db.Dialect(), merchantID, f)
 		return err
 	})
 	return narrow, err
 }
 
-// AmountProbeSQL is the statement that counts an amount range for NarrowAmount, and AmountProbe its
-// bound.
-const AmountProbeSQL, AmountProbe = amountProbeSQL, amountProbe
+// AmountProbeSQL is the statement that counts an amount range for NarrowAmount, by dialect, and
+// AmountProbe its bound.
+var AmountProbeSQL, AmountProbe = amountProbeSQL, amountProbe
 
 // ChildrenStatement is the statement Chain runs for the follow-ups of n transactions.
 func ChildrenStatement(n int) string { return childrenStatement("t.id", n) }

@@ -184,7 +184,7 @@ func TestAmountFilterChoosesItsIndex(t *testing.T) {
 		}
 		probe := []any{m.ID, *few.MinAmount, *few.MaxAmount, payment.AmountProbe}
 		if db.Dialect() == store.SQLite {
-			if p := storetest.Plan(t, db, payment.AmountProbeSQL, probe...); !strings.Contains(p, "COVERING INDEX transactions_amount") {
+			if p := storetest.Plan(t, db, payment.AmountProbeSQL[store.SQLite], probe...); !strings.Contains(p, "COVERING INDEX transactions_amount") {
 				t.Errorf("the count of an amount range does not read the index alone:\n%s", p)
 			}
 			return
@@ -200,7 +200,7 @@ func TestAmountFilterChoosesItsIndex(t *testing.T) {
 		if _, err := tx.Exec(`SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off`); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.Query(`EXPLAIN `+payment.AmountProbeSQL, probe...)
+		rows, err := tx.Query(`EXPLAIN `+payment.AmountProbeSQL[store.Postgres], probe...)
 		if err != nil {
 			t.Fatal(err)
 		}
