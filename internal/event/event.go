@@ -165,12 +165,23 @@ var fanOutSQLite = fanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT)
 // merchant's ledger head, the highest place of its outcomes, read at the end of
 // transactions_merchant_seq — the single writer makes that commit order, and the row sorts after the
 // outcomes committed before it; on PostgreSQL the id of its own transaction, as an outcome's.
-const insertSQLite = `INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq) VALUES ($1, $2, $3, $4, $5,
-	(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = $2 AND event_seq IS NOT NULL))`
+var insertSQLite = `INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq) VALUES ($1, $2, $3, $4, $5, ` +
+	Place(store.SQLite, "$2") + `)`
+
+// Place is, in dialect, the place in the commit order of the merchant given by the parameter merchant
+// ("$2", say) of a row that the statement writes and that sorts among the merchant's events (Key):
+// on SQLite the merchant's ledger head, read at the end of transactions_merchant_seq; on PostgreSQL
+// the statement's transaction's place (store.XidSQL).
+func Place(dialect store.Dialect, merchant string) string {
+	if dialect == store.Postgres {
+		return store.XidSQL
+	}
+	return `(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = ` + merchant + ` AND event_seq IS NOT NULL)`
+}
 
 // writePostgres inserts an event whose values are Args, as $1 to $5, and its deliveries.
 var writePostgres = `WITH ev AS (INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq)
-	VALUES ($1, $2, $3, $4, $5, ` + store.XidSQL + `) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
+	VALUES ($1, $2, $3, $4, $5, ` + Place(store.Postgres, "$2") + `) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
 
 // Args are the values of the event's row, in the order of the insert's columns.
 func (e Event) Args() []any {
