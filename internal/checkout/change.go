@@ -195,20 +195,6 @@ func Changes(ctx context.Context, tx *store.Tx, merchantID string, seq, id int64
 		payment.Committed[tx.Dialect()]+` ORDER BY t.event_seq, t.id LIMIT $4`, merchantID, seq, id, n)
 }
 
-// ChangesHead is, in dialect, the cursor (change_seq, change_id) of an endpoint of the merchant given
-// by the parameter merchant that is to be sent the events of the changes committed after the
-// statement, and of those under way during it, and none before: on PostgreSQL one less than the
-// snapshot's xmin (as payment.Head); on SQLite the place of the merchant's last change with an event,
-// since a change's place (the ledger head) may be the next one's too, and their row ids rise in
-// commit order.
-func ChangesHead(dialect store.Dialect, merchant string) (seq, id string) {
-	if dialect == store.Postgres {
-		return payment.Head(dialect, merchant), `9223372036854775807`
-	}
-	last := ` FROM payment_intent_changes WHERE merchant_id = ` + merchant + ` AND type IS NOT NULL ORDER BY event_seq DESC, id DESC LIMIT 1`
-	return `COALESCE((SELECT event_seq` + last + `), 0)`, `COALESCE((SELECT id` + last + `), 0)`
-}
-
 // recordColumns are a change's columns as its record, in the order of scanRecord.
 const recordColumns = `id, merchant_id, intent_id, operation, COALESCE(client_id, ''), COALESCE(transaction_id, ''), amount, currency,
 	status, COALESCE(request_id, ''), created_at`

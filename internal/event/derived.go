@@ -53,6 +53,8 @@ func ParseDerivedID(s string) (source int, rowID int64, at time.Time, ok bool) {
 			ms = ms<<5 | uint64(v)
 		case i == 9:
 			source = Ledger + v
+		case id>>58 != 0: // another digit would carry the id past 64 bits
+			return 0, 0, time.Time{}, false
 		default:
 			id = id<<5 | uint64(v)
 		}

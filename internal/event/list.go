@@ -36,14 +36,14 @@ var ErrNotFound = errors.New("event: no such event")
 // merged is exact: no event is left out of a page or shown on two, whatever their times.
 type Key struct {
 	Seq    int64
-	Source int // Ledger or Table; 0 in the zero Key, which is no place
+	Source int // Ledger, Intent or Table; 0 in the zero Key, which is no place
 	ID     int64
 }
 
-// The sources of events, in the order Key sorts them at the same Seq. On SQLite a row of events and a
-// change of a payment intent take the merchant's ledger head, the Seq of the outcome committed last:
-// they sort after that outcome. On PostgreSQL a transaction that changes an intent and records a row
-// of events (a hosted page's session completed with its payment) does so in that order.
+// The sources of events, in the order Key sorts them at the same Seq (Place): on PostgreSQL the rows
+// of one transaction share its Seq, and a transaction writes them in this order; on SQLite no two
+// rows of a merchant written since migration 00059 share one, and a row of events written before it
+// took the Seq of the outcome committed before it, after which it sorts.
 const (
 	Ledger = 1 // derived from an outcome of the ledger (package payment)
 	Intent = 2 // derived from a change of a payment intent (package checkout)

@@ -178,17 +178,6 @@ var Committed = map[store.Dialect]string{
 	store.Postgres: `t.event_seq < ` + store.XminSQL,
 }
 
-// Head is, in dialect, a place in the commit order of the merchant given by the parameter merchant
-// ("$2", say): at or after every outcome committed before the statement, and before every outcome
-// committed after it but for those of transactions under way during it. On SQLite the merchant's
-// highest place; on PostgreSQL one less than the statement's snapshot's xmin.
-func Head(dialect store.Dialect, merchant string) string {
-	if dialect == store.Postgres {
-		return `(` + store.XminSQL + ` - 1)`
-	}
-	return `(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = ` + merchant + ` AND event_seq IS NOT NULL)`
-}
-
 // Outcome is an outcome in its merchant's commit order: its transaction's row id, its place, and
 // the type of its event.
 type Outcome struct {

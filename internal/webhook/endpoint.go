@@ -282,14 +282,13 @@ func (s *Endpoints) Create(ctx context.Context, merchantID string, b EndpointBod
 			return fault.Conflict("too_many_endpoints", "This account has %d webhook endpoints, the most it may have: delete one to add another.", n)
 		}
 		// It is sent the events from its creation on: its cursors start at its merchant's head (ledger.go).
+		columns, heads := heads(tx.Dialect(), "$2")
 		err := tx.QueryRowContext(ctx, `INSERT INTO webhook_endpoints (endpoint_id, merchant_id, url, description, enabled_events,
-			disabled, secret, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING id`,
+			disabled, secret, created_at, updated_at, `+strings.Join(columns, ", ")+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, `+
+			strings.Join(heads, ", ")+`) RETURNING id`,
 			e.EndpointID, merchantID, e.URL, e.Description, f.events, e.Disabled, sealSecret(s.ring, e.EndpointID, secret),
 			now.UnixMilli()).Scan(&e.ID)
 		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET `+headSQL(tx.Dialect(), "$2")+` WHERE id = $1 AND merchant_id = $2`, e.ID, merchantID); err != nil {
 			return err
 		}
 		return record(ctx, tx, by, merchantID, "webhook_endpoint.create", e.EndpointID, e.URL, now)

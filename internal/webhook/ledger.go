@@ -39,17 +39,12 @@ type derivedSource struct {
 	rows func(ctx context.Context, tx *store.Tx, merchantID string, seq, id int64, n int) ([]event.Row, error)
 	// events reads the events of the rows whose ids are given, by id.
 	events func(ctx context.Context, q store.Querier, ids []int64) (map[int64]event.Event, error)
-	// head is, in dialect, the cursor of an endpoint of the merchant given by the parameter merchant
-	// that is to be sent the events from the statement on (SQL for its two columns).
-	head func(dialect store.Dialect, merchant string) (seq, id string)
 }
 
 // derivedSources are the sources of derived events, in the order their rows sort at the same place.
 var derivedSources = []derivedSource{
 	{source: event.Ledger, table: "transactions", time: "finished_at", ref: "transaction_ref", seq: "ledger_seq", id: "ledger_id",
-		pending: ledgerPending, events: payment.EventsByRow, head: func(d store.Dialect, merchant string) (string, string) {
-			return payment.Head(d, merchant), `9223372036854775807`
-		},
+		pending: ledgerPending, events: payment.EventsByRow,
 		rows: func(ctx context.Context, tx *store.Tx, merchantID string, seq, id int64, n int) ([]event.Row, error) {
 			outcomes, err := payment.Outcomes(ctx, tx, merchantID, seq, id, n)
 			rows := make([]event.Row, len(outcomes))
@@ -59,7 +54,7 @@ var derivedSources = []derivedSource{
 			return rows, err
 		}},
 	{source: event.Intent, table: "payment_intent_changes", time: "created_at", ref: "change_ref", seq: "change_seq", id: "change_id",
-		pending: checkout.ChangesPending, rows: checkout.Changes, events: checkout.EventsByRow, head: checkout.ChangesHead},
+		pending: checkout.ChangesPending, rows: checkout.Changes, events: checkout.EventsByRow},
 }
 
 // ledgerPending is the condition, in dialect, of an endpoint w with outcomes of its merchant after its
@@ -79,13 +74,25 @@ func derivedPending(dialect store.Dialect) string {
 	return strings.Join(conds, " OR ")
 }
 
-// headSQL is the SET clause, in dialect, that moves every cursor of an endpoint of the merchant given
-// by the parameter merchant to its head.
-func headSQL(dialect store.Dialect, merchant string) string {
-	sets := make([]string, 0, 2*len(derivedSources))
+// heads are the cursor columns of every derived source and, in dialect, their values at the head of
+// the merchant given by the parameter merchant (event.Head, then the highest id): an endpoint with
+// them is sent the events committed from the statement on, and those of the transactions under way
+// during it, in every source.
+func heads(dialect store.Dialect, merchant string) (columns, values []string) {
 	for _, s := range derivedSources {
-		seq, id := s.head(dialect, merchant)
-		sets = append(sets, s.seq+" = "+seq, s.id+" = "+id)
+		columns = append(columns, s.seq, s.id)
+		values = append(values, event.Head(dialect, merchant), `9223372036854775807`)
+	}
+	return columns, values
+}
+
+// headSQL is the SET clause, in dialect, that moves every cursor of an endpoint of the merchant given
+// by the parameter merchant to its head (heads).
+func headSQL(dialect store.Dialect, merchant string) string {
+	columns, values := heads(dialect, merchant)
+	sets := make([]string, len(columns))
+	for i := range columns {
+		sets[i] = columns[i] + " = " + values[i]
 	}
 	return strings.Join(sets, ", ")
 }
