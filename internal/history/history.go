@@ -50,17 +50,16 @@ type Cursor struct {
 // exhausted is the bound of a source that has nothing older: ids and places start at 1.
 const exhausted = 1
 
-// String is the cursor as a page's query or the CLI's output carry it: "<audit>.<ledger>", then
-// ":<intent>" unless the intents' bound is 0 (none).
+// String is the cursor as a page's query or the CLI's output carry it: "<audit>.<ledger>:<intent>".
 func (c Cursor) String() string {
-	s := strconv.FormatInt(c.Audit, 10) + "." + strconv.FormatInt(c.Ledger, 10)
-	if c.Intent != 0 {
-		s += ":" + strconv.FormatInt(c.Intent, 10)
-	}
-	return s
+	return strconv.FormatInt(c.Audit, 10) + "." + strconv.FormatInt(c.Ledger, 10) + ":" + strconv.FormatInt(c.Intent, 10)
 }
 
-// ParseCursor reads a Cursor's String; "" is the zero Cursor.
+// ParseCursor reads a Cursor's String; "" is the zero Cursor. A cursor of two numbers
+// ("<audit>.<ledger>", without ":<intent>") is one given before the changes of payment intents were a
+// source of the history, when their operations' records were in the audit log: every change is newer
+// than it, so it reads with the intents' bound exhausted, and the next page goes on in the two
+// sources it names, as it did then, passing nothing over and showing nothing twice.
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
@@ -68,7 +67,7 @@ func ParseCursor(s string) (Cursor, error) {
 	bad := errors.New("history: a cursor is two numbers joined by a dot, then a colon and a third, as a page gave it")
 	s, in, hasIntent := strings.Cut(s, ":")
 	a, l, ok := strings.Cut(s, ".")
-	var c Cursor
+	c := Cursor{Intent: exhausted}
 	var errA, errL, errI error
 	c.Audit, errA = strconv.ParseInt(a, 10, 64)
 	c.Ledger, errL = strconv.ParseInt(l, 10, 64)
