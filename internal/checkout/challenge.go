@@ -121,10 +121,7 @@ func (s *Service) expireChallenges(ctx context.Context) error {
 			in.Status, in.PaymentMethod, in.UpdatedAt = StatusRequiresPaymentMethod, "", now
 			in.LastError = &PaymentError{Code: "authentication_required", DeclineCode: "authentication_required",
 				Message: "The 3-D Secure challenge was not completed in time."}
-			if err := saveIntent(ctx, tx, before, in); err != nil {
-				return err
-			}
-			return s.audit(ctx, tx, Who{}, "payment_intent.challenge_expired", in, now)
+			return saveIntent(ctx, tx, before, in, change{op: "payment_intent.challenge_expired"})
 		})
 		if err != nil {
 			return err

@@ -118,7 +118,7 @@ func TestChallengePassed(t *testing.T) {
 				if tc.capture == checkout.CaptureManual {
 					status(t, a.do(t, "POST", path(id, "capture"), nil), checkout.StatusSucceeded)
 				}
-				if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE resource = $1 AND operation = 'payment_intent.challenge' AND client_id = $2`,
+				if n := count(t, db, `SELECT COUNT(*) FROM `+intentRecords+` WHERE resource = $1 AND operation = 'payment_intent.challenge' AND client_id = $2`,
 					"payment_intent/"+id, w.ClientID); n != 1 {
 					t.Fatalf("%d audit records of the challenge's charge", n)
 				}
@@ -320,7 +320,7 @@ func TestChallengeExpires(t *testing.T) {
 		}
 		_, err = srv.Checkout().CompleteChallenge(ctx, w, id, true, payment.SourceHPP)
 		wantFault(t, err, 409, "payment_intent_unexpected_state")
-		if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE resource = $1 AND operation = 'payment_intent.challenge_expired'`,
+		if n := count(t, db, `SELECT COUNT(*) FROM `+intentRecords+` WHERE resource = $1 AND operation = 'payment_intent.challenge_expired'`,
 			"payment_intent/"+id); n != 1 || charges(t, db, id) != 0 {
 			t.Fatalf("%d audit records of the expiry, %d charges", n, charges(t, db, id))
 		}

@@ -111,3 +111,8 @@ func execSQL(t *testing.T, db *store.DB, query string, args ...any) {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
+
+// intentRecords is, for a query's FROM, the changes of payment intents that are records of their
+// operations, with the columns of the audit records they stand for.
+const intentRecords = `(SELECT 'payment_intent/' || intent_id AS resource, operation, client_id, status AS detail, amount, transaction_id
+	FROM payment_intent_changes WHERE operation IS NOT NULL) r`

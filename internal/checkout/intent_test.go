@@ -61,7 +61,7 @@ func TestCreateIntent(t *testing.T) {
 		if jpy := a.intent(t, map[string]any{"amount": 500, "currency": "jpy"}); num(jpy, "amount") != 500 || jpy.Str("currency") != "jpy" {
 			t.Fatalf("jpy %s", jpy.Raw)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE operation = 'payment_intent.create' AND client_id = $1`, a.keyID); n != 3 {
+		if n := count(t, db, `SELECT COUNT(*) FROM `+intentRecords+` WHERE operation = 'payment_intent.create' AND client_id = $1`, a.keyID); n != 3 {
 			t.Fatalf("%d audit records of creations, want 3", n)
 		}
 	})

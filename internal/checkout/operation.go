@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/idempotency"
@@ -26,7 +25,7 @@ import (
 //     and binds the key to it, so that doing the operation again under the same number finds that
 //     transaction instead of charging again.
 //  3. settle: one transaction records the outcome on the intent (transition), the end of the pending
-//     operation, and the audit record; a confirmation also deletes the sealed number of the payment
+//     operation, and the change (recordChange: the record and the event); a confirmation also deletes the sealed number of the payment
 //     method it used.
 //
 // A node that dies between the steps leaves the operation pending. Once its lease has run out (twice
@@ -268,13 +267,11 @@ func (s *Service) claim(ctx context.Context, who Who, id, op string, check func(
 				in.Attempts++
 				in.PendingOp, in.LeaseUntil = op, time.UnixMilli(now.Add(s.lease).UnixMilli())
 			}
-			if err := saveIntent(ctx, tx, before, in); err != nil {
-				return err
-			}
+			var c change // a claim for the ledger is a step, recorded by the operation's finish
 			if !ledger {
-				return s.audit(ctx, tx, who, "payment_intent."+op, in, in.UpdatedAt)
+				c = change{op: "payment_intent." + op, clientID: who.ClientID, requestID: who.RequestID}
 			}
-			return nil
+			return saveIntent(ctx, tx, before, in, c)
 		})
 		if !errors.Is(err, errStale) {
 			return in, err
@@ -392,8 +389,8 @@ func (s *Service) release(ctx context.Context, in Intent, clientID string) (Inte
 }
 
 // finishOp applies next to the intent in one transaction if the operation pending on in is still the
-// one pending (same operation, same attempt), with the audit record naming clientID (the API key that
-// asked, or "" for the sweep), and, after a charge with an outcome (a confirmation's or a challenge
+// one pending (same operation, same attempt), recording the change with its record naming clientID
+// (the API key that asked, or "" for the sweep), and, after a charge with an outcome (a confirmation's or a challenge
 // completion's), deletes the sealed number of the payment method it used. A confirmation that waits for
 // a 3-D Secure challenge has no outcome yet: the method keeps its number for the charge to come. A
 // refund records on its refund the outcome t of its ledger transaction (nil: none, it never reached
@@ -413,7 +410,14 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, t *p
 		}
 		out = next(cur, now)
 		out.UpdatedAt = now
-		if err := saveIntent(ctx, tx, cur, out); err != nil {
+		c := change{op: "payment_intent." + cur.PendingOp, clientID: clientID, requestID: httpapi.RequestID(ctx), txID: out.LatestCharge,
+			amount: cur.Amount, amountSet: true}
+		if cur.PendingOp == opRefund {
+			if c.txID, c.amount, c.typ, err = finishRefund(ctx, tx, cur, t, now); err != nil {
+				return err
+			}
+		}
+		if err := saveIntent(ctx, tx, cur, out, c); err != nil {
 			return err
 		}
 		if (cur.PendingOp == opConfirm || cur.PendingOp == opChallenge) && out.LatestCharge != cur.LatestCharge {
@@ -428,15 +432,7 @@ func (s *Service) finishOp(ctx context.Context, in Intent, clientID string, t *p
 				}
 			}
 		}
-		txID, amount := out.LatestCharge, cur.Amount
-		if cur.PendingOp == opRefund {
-			if txID, amount, err = finishRefund(ctx, tx, cur, out, t, now); err != nil {
-				return err
-			}
-		}
-		return audit.Write(ctx, tx, audit.Record{MerchantID: cur.MerchantID, ClientID: clientID, Operation: "payment_intent." + cur.PendingOp,
-			TransactionID: txID, Resource: "payment_intent/" + cur.IntentID, Amount: amount, Currency: cur.Currency.Code,
-			Outcome: audit.Done, Detail: out.Status, RequestID: httpapi.RequestID(ctx), At: now})
+		return nil
 	})
 	return out, err
 }

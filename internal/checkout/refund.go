@@ -198,9 +198,9 @@ func refundInstead(in Intent) error {
 
 // finishRefund records on the refund of cur's pending attempt the outcome t of its ledger transaction
 // (nil: the attempt never reached the ledger, and the refund is canceled), in tx, the transaction that
-// ends the operation; out is the intent as it now stands. A refund that returned money is reported
-// with payment_intent.refunded. It returns the ledger transaction and the amount, for the audit record.
-func finishRefund(ctx context.Context, tx *store.Tx, cur, out Intent, t *payment.Transaction, now time.Time) (string, int64, error) {
+// ends the operation. It returns the ledger transaction and the amount, for the change's record, and
+// the change's event: payment_intent.refunded for a refund that returned money, else "".
+func finishRefund(ctx context.Context, tx *store.Tx, cur Intent, t *payment.Transaction, now time.Time) (string, int64, string, error) {
 	status, txID, reason := RefundCanceled, "", ""
 	if t != nil {
 		status, txID = RefundSucceeded, t.TransactionID
@@ -213,14 +213,12 @@ func finishRefund(ctx context.Context, tx *store.Tx, cur, out Intent, t *payment
 		WHERE intent_id = $1 AND attempt = $2 AND status = 'pending' RETURNING amount`,
 		cur.ID, cur.Attempts, status, nullable(txID), nullable(reason), now.UnixMilli()).Scan(&amount)
 	if err != nil {
-		return "", 0, err
+		return "", 0, "", err
 	}
 	if status == RefundSucceeded {
-		if err := event.Record(ctx, tx, cur.MerchantID, event.PaymentIntentRefunded, out.Wire(), now); err != nil {
-			return "", 0, err
-		}
+		return txID, amount, event.PaymentIntentRefunded, nil
 	}
-	return txID, amount, nil
+	return txID, amount, "", nil
 }
 
 // insertRefund records r, pending, for the intent of row id intentRow, under the request's

@@ -86,12 +86,12 @@ func TestRefund(t *testing.T) {
 			}
 		}
 		var data string
-		db.Reader().QueryRowContext(context.Background(), `SELECT data FROM events WHERE merchant_id = $1 AND type = 'payment_intent.refunded'
+		db.Reader().QueryRowContext(context.Background(), `SELECT data FROM payment_intent_changes WHERE merchant_id = $1 AND type = 'payment_intent.refunded'
 			ORDER BY id DESC LIMIT 1`, a.m.ID).Scan(&data)
 		if !strings.Contains(data, `"amount_refunded":5000`) || !strings.Contains(data, id) {
 			t.Fatalf("payment_intent.refunded data %s", data)
 		}
-		if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE resource = $1 AND operation = 'payment_intent.refund' AND amount = 2000
+		if n := count(t, db, `SELECT COUNT(*) FROM `+intentRecords+` WHERE resource = $1 AND operation = 'payment_intent.refund' AND amount = 2000
 			AND transaction_id = $2`, "payment_intent/"+id, part.Str("transaction")); n != 1 {
 			t.Fatalf("%d audit records of the refund", n)
 		}

@@ -317,3 +317,65 @@ func TestRetryAfterALostAnswerFindsTheSettledIntent(t *testing.T) {
 		}
 	})
 }
+
+// A change of an intent whose transaction rolls back — the settling of a confirmation that the
+// database refuses after the change is written (here, deleting the number of the payment method it
+// used) — leaves no change row, and so no event and no record; settled again once the database
+// allows it, the confirmation is one change, with one payment_intent.succeeded.
+func TestRolledBackChangeLeavesNoEvent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Now())
+		srv := start(t, db, server.Config{Now: clk.Now})
+		a := newAccount(t, srv)
+		ctx := context.Background()
+		exec := func(q string) {
+			t.Helper()
+			if _, err := db.Raw().ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refuse := []string{`CREATE TRIGGER refuse_consume BEFORE UPDATE OF pan ON payment_methods WHEN NEW.pan IS NULL
+			BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`}
+		allow := []string{`DROP TRIGGER refuse_consume`}
+		if db.Dialect() == store.Postgres {
+			refuse = []string{`CREATE FUNCTION refuse_consume() RETURNS trigger LANGUAGE plpgsql AS
+				$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`,
+				`CREATE TRIGGER refuse_consume BEFORE UPDATE ON payment_methods FOR EACH ROW WHEN (NEW.pan IS NULL)
+				EXECUTE FUNCTION refuse_consume()`}
+			allow = []string{`DROP TRIGGER refuse_consume ON payment_methods`, `DROP FUNCTION refuse_consume()`}
+		}
+		changes := func(id string) (events, records int) {
+			t.Helper()
+			return count(t, db, `SELECT COUNT(*) FROM payment_intent_changes WHERE intent_id = $1 AND type = 'payment_intent.succeeded'`, id),
+				count(t, db, `SELECT COUNT(*) FROM payment_intent_changes WHERE intent_id = $1 AND operation = 'payment_intent.confirm'`, id)
+		}
+
+		id := a.intent(t, map[string]any{"amount": 2300, "currency": "cad", "payment_method": a.method(t, cardtest.Visa)}).Str("id")
+		for _, q := range refuse {
+			exec(q)
+		}
+		if _, err := srv.Checkout().Confirm(ctx, who(t, a), id, checkout.ConfirmParams{Source: payment.SourceHPP}); err == nil {
+			t.Fatal("the confirmation settled although the database refused its transaction")
+		}
+		if ev, rec := changes(id); ev != 0 || rec != 0 {
+			t.Fatalf("after the rollback: %d changes with payment_intent.succeeded, %d records of the confirmation; want none", ev, rec)
+		}
+		for _, e := range a.ok(t, "GET", "/v1/events?type=payment_intent.*", nil).Body["data"].([]any) {
+			if typ := e.(map[string]any)["type"]; typ != "payment_intent.created" {
+				t.Fatalf("the events API lists %v after the rollback", typ)
+			}
+		}
+
+		for _, q := range allow {
+			exec(q)
+		}
+		clk.Advance(time.Hour) // the operation's lease has run out: the sweep settles it from the ledger
+		if err := srv.Checkout().Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		status(t, a.ok(t, "GET", path(id), nil), "succeeded")
+		if ev, rec := changes(id); ev != 1 || rec != 1 {
+			t.Fatalf("settled: %d changes with payment_intent.succeeded, %d records of the confirmation; want 1 each", ev, rec)
+		}
+	})
+}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
@@ -48,10 +47,8 @@ func (s *Service) Create(ctx context.Context, who Who, p IntentParams) (Intent, 
 		if err != nil {
 			return err
 		}
-		if err := event.Record(ctx, tx, in.MerchantID, event.PaymentIntentCreated, in.Wire(), now); err != nil {
-			return err
-		}
-		return s.audit(ctx, tx, who, "payment_intent.create", in, now)
+		return recordChange(ctx, tx, Intent{}, in, change{typ: event.PaymentIntentCreated, op: "payment_intent.create",
+			clientID: who.ClientID, requestID: who.RequestID})
 	})
 	return in, err
 }
@@ -220,10 +217,7 @@ func (s *Service) Update(ctx context.Context, who Who, id string, b IntentBody) 
 			in.Status = StatusRequiresConfirmation
 		}
 		in.UpdatedAt = time.UnixMilli(s.now().UnixMilli())
-		if err := saveIntent(ctx, tx, before, in); err != nil {
-			return err
-		}
-		return s.audit(ctx, tx, who, "payment_intent.update", in, in.UpdatedAt)
+		return saveIntent(ctx, tx, before, in, change{op: "payment_intent.update", clientID: who.ClientID, requestID: who.RequestID})
 	})
 	return in, err
 }
@@ -244,8 +238,8 @@ func lockIntent(ctx context.Context, tx *store.Tx, merchantID, id string, now ti
 }
 
 // saveIntent writes every changeable column of in, which was before as read in tx, and records the
-// events of the change (intentEvents) in tx.
-func saveIntent(ctx context.Context, tx *store.Tx, before, in Intent) error {
+// change c in tx (recordChange).
+func saveIntent(ctx context.Context, tx *store.Tx, before, in Intent, c change) error {
 	md, err := json.Marshal(in.Metadata)
 	if err != nil {
 		return err
@@ -277,55 +271,43 @@ func saveIntent(ctx context.Context, tx *store.Tx, before, in Intent) error {
 	if err != nil {
 		return err
 	}
-	for _, typ := range intentEvents(before, in) {
-		if err := event.Record(ctx, tx, in.MerchantID, typ, in.Wire(), in.UpdatedAt); err != nil {
-			return err
-		}
-	}
-	return nil
+	return recordChange(ctx, tx, before, in, c)
 }
 
-// intentEvents are the events of an intent's change from before to after, each carrying the object
-// as the API would show it at that moment, at every transition, whoever makes it — the v1 API, the
-// hosted page, the sweep:
+// intentEvent is the event of an intent's change from before to after, "" for none, at every
+// transition, whoever makes it — the v1 API, the hosted page, the sweep:
 //
-//   - payment_intent.succeeded, .requires_action, .canceled: the intent entered that status;
-//   - payment_intent.amount_capturable_updated: it entered requires_capture, or amount_capturable
-//     changed while it stayed there;
 //   - payment_intent.payment_failed: the change set a new last_payment_error — a confirmation or a
 //     challenge declined, a challenge that expired, and a capture or void the processor declined (the
 //     intent stays in requires_capture then). An error carried over unchanged is the same value (the
-//     pointer read with the intent), so a change that keeps it reports nothing.
+//     pointer read with the intent), so a change that keeps it reports nothing. A change that sets an
+//     error leaves the intent in requires_payment_method or requires_capture, whose entry has no
+//     event of its own: one change has one event at most.
+//   - payment_intent.succeeded, .requires_action, .canceled: the intent entered that status;
+//   - payment_intent.amount_capturable_updated: it entered requires_capture, or amount_capturable
+//     changed while it stayed there.
 //
 // processing, requires_confirmation and a return to requires_payment_method without an error are
 // steps the merchant has no use for, and have no event.
-func intentEvents(before, after Intent) []string {
-	var out []string
+func intentEvent(before, after Intent) string {
 	if after.LastError != nil && after.LastError != before.LastError {
-		out = append(out, event.PaymentIntentPaymentFailed)
+		return event.PaymentIntentPaymentFailed
 	}
 	switch {
 	case after.Status == before.Status:
 		if after.Status == StatusRequiresCapture && after.AmountCapturable != before.AmountCapturable {
-			out = append(out, event.PaymentIntentAmountCapturableUpdated)
+			return event.PaymentIntentAmountCapturableUpdated
 		}
 	case after.Status == StatusSucceeded:
-		out = append(out, event.PaymentIntentSucceeded)
+		return event.PaymentIntentSucceeded
 	case after.Status == StatusRequiresCapture:
-		out = append(out, event.PaymentIntentAmountCapturableUpdated)
+		return event.PaymentIntentAmountCapturableUpdated
 	case after.Status == StatusRequiresAction:
-		out = append(out, event.PaymentIntentRequiresAction)
+		return event.PaymentIntentRequiresAction
 	case after.Status == StatusCanceled:
-		out = append(out, event.PaymentIntentCanceled)
+		return event.PaymentIntentCanceled
 	}
-	return out
-}
-
-// audit records a change to an intent in tx (the ledger records the money operations themselves).
-func (s *Service) audit(ctx context.Context, tx *store.Tx, who Who, op string, in Intent, at time.Time) error {
-	return audit.Write(ctx, tx, audit.Record{MerchantID: in.MerchantID, ClientID: who.ClientID, Operation: op,
-		Resource: "payment_intent/" + in.IntentID, Amount: in.Amount, Currency: in.Currency.Code, Outcome: audit.Done,
-		Detail: in.Status, RequestID: who.RequestID, At: at})
+	return ""
 }
 
 // unexpected is the 409 of an operation that the intent's status forbids.

@@ -76,7 +76,7 @@ func TestConfirmAutomatic(t *testing.T) {
 			wantError(t, r, 409, "payment_intent_unexpected_state", "")
 		}
 		wantError(t, a.do(t, "PATCH", path(in.Str("id")), map[string]any{"amount": 1}), 409, "payment_intent_unexpected_state", "")
-		if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE resource = $1 AND operation = 'payment_intent.confirm' AND detail = 'succeeded'`,
+		if n := count(t, db, `SELECT COUNT(*) FROM `+intentRecords+` WHERE resource = $1 AND operation = 'payment_intent.confirm' AND detail = 'succeeded'`,
 			"payment_intent/"+in.Str("id")); n != 1 {
 			t.Fatalf("%d audit records of the confirmation", n)
 		}
@@ -222,7 +222,7 @@ func TestRequiresConfirmationAndUpdate(t *testing.T) {
 		direct := a.intent(t, map[string]any{"amount": 800, "currency": "cad", "payment_method": a.method(t, cardtest.Amex)})
 		status(t, direct, "requires_confirmation")
 		status(t, a.do(t, "POST", path(direct.Str("id"), "confirm"), map[string]any{}), "succeeded")
-		if n := count(t, db, `SELECT COUNT(*) FROM audit_log WHERE resource = $1 AND operation = 'payment_intent.update'`, "payment_intent/"+id); n != 4 {
+		if n := count(t, db, `SELECT COUNT(*) FROM `+intentRecords+` WHERE resource = $1 AND operation = 'payment_intent.update'`, "payment_intent/"+id); n != 4 {
 			t.Fatalf("%d audit records of updates, want 4", n)
 		}
 	})

@@ -161,16 +161,49 @@ var fanOutSQLite = fanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT)
 	CAST($4 AS BIGINT) AS created_at)`)
 
 // An event's row takes its place in the merchant's order of events (event_seq, see Key), which it
-// shares with the outcomes of the merchant's transactions (transactions.event_seq): on SQLite the
-// merchant's ledger head, the highest place of its outcomes, read at the end of
-// transactions_merchant_seq — the single writer makes that commit order, and the row sorts after the
-// outcomes committed before it; on PostgreSQL the id of its own transaction, as an outcome's.
-const insertSQLite = `INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq) VALUES ($1, $2, $3, $4, $5,
-	(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = $2 AND event_seq IS NOT NULL))`
+// shares with the outcomes of the merchant's transactions and the changes of its payment intents
+// (Place): on SQLite one more than the merchant's highest place, so that no two of its rows share one
+// and their places are the order the single writer recorded them in; on PostgreSQL the id of its own
+// transaction, as an outcome's.
+var insertSQLite = `INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq) VALUES ($1, $2, $3, $4, $5, ` +
+	Place(store.SQLite, "$2") + `)`
+
+// Place is, in dialect, the place in the commit order of the merchant given by the parameter merchant
+// ("$2", say) of a row that the statement writes and that sorts among the merchant's events (Key): a
+// transaction's outcome, a change of a payment intent, a row of events. On SQLite it is one more than
+// the merchant's highest place (Head): the single writer records one row at a time, so each row has a
+// place of its own, in the order the rows were recorded, whatever their sources. On PostgreSQL it is
+// the statement's transaction's place (store.XidSQL), which the transaction's rows share: they sort
+// by source (Ledger, Intent, Table), the order a transaction writes them in — an intent's change is
+// written before the events of what it sets off (an invoice paid, a hosted page's session completed),
+// and an outcome of the ledger is a transaction of its own — then by row id, their order within the
+// source.
+func Place(dialect store.Dialect, merchant string) string {
+	if dialect == store.Postgres {
+		return store.XidSQL
+	}
+	return `(` + Head(dialect, merchant) + ` + 1)`
+}
+
+// Head is, in dialect, a place in the commit order of the merchant given by the parameter merchant:
+// at or after every row of its events (Place) committed before the statement, and before every row
+// committed after it but for those of transactions under way during it. On SQLite the merchant's
+// highest place, read at the end of an index of each source (transactions_merchant_seq,
+// payment_intent_changes_seq, events_merchant); on PostgreSQL one less than the statement's
+// snapshot's xmin, below which every transaction has ended. A reader in commit order that starts at
+// (Head, the highest id) is given the rows committed from the statement on.
+func Head(dialect store.Dialect, merchant string) string {
+	if dialect == store.Postgres {
+		return `(` + store.XminSQL + ` - 1)`
+	}
+	return `MAX((SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = ` + merchant + ` AND event_seq IS NOT NULL),
+		(SELECT COALESCE(MAX(event_seq), 0) FROM payment_intent_changes WHERE merchant_id = ` + merchant + ` AND type IS NOT NULL),
+		(SELECT COALESCE(MAX(event_seq), 0) FROM events WHERE merchant_id = ` + merchant + `))`
+}
 
 // writePostgres inserts an event whose values are Args, as $1 to $5, and its deliveries.
 var writePostgres = `WITH ev AS (INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq)
-	VALUES ($1, $2, $3, $4, $5, ` + store.XidSQL + `) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
+	VALUES ($1, $2, $3, $4, $5, ` + Place(store.Postgres, "$2") + `) RETURNING id, merchant_id, type, created_at) ` + fanOutSQL("ev")
 
 // Args are the values of the event's row, in the order of the insert's columns.
 func (e Event) Args() []any {

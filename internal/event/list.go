@@ -29,26 +29,42 @@ var ErrNotFound = errors.New("event: no such event")
 
 // Key is an event's place in its merchant's order of events, the order the events API lists them in
 // (newest first): by Seq, the event's place in the merchant's commit order (transactions.event_seq
-// of a derived event, events.event_seq of a row of events), then by Source, a derived event before a
-// row of events of the same Seq, then by ID, the row id in its table. Each source is read in this order
-// through an index — a derived event's through transactions_merchant_seq, a row's through
-// events_merchant or events_merchant_type — so that a page of the two merged is exact: no event is
-// left out of a page or shown on two, whatever their times.
+// of a transaction's event, payment_intent_changes.event_seq of a payment intent's, events.event_seq
+// of a row of events), then by Source (Ledger, Intent, Table), then by ID, the row id in its table.
+// Each source is read in this order through an index — transactions_merchant_seq,
+// payment_intent_changes_seq, events_merchant or events_merchant_type — so that a page of the three
+// merged is exact: no event is left out of a page or shown on two, whatever their times.
 type Key struct {
 	Seq    int64
-	Source int // Ledger or Table; 0 in the zero Key, which is no place
+	Source int // Ledger, Intent or Table; 0 in the zero Key, which is no place
 	ID     int64
 }
 
-// The sources of events, in the order Key sorts them at the same Seq. On SQLite a row of events takes
-// the merchant's ledger head, the Seq of the outcome committed last: it sorts after that outcome.
+// The sources of events, in the order Key sorts them at the same Seq (Place): on PostgreSQL the rows
+// of one transaction share its Seq, and a transaction writes them in this order; on SQLite no two
+// rows of a merchant written since migration 00059 share one, and a row of events written before it
+// took the Seq of the outcome committed before it, after which it sorts.
 const (
 	Ledger = 1 // derived from an outcome of the ledger (package payment)
-	Table  = 2 // a row of the events table
+	Intent = 2 // derived from a change of a payment intent (package checkout)
+	Table  = 3 // a row of the events table
 )
 
 // IsZero reports whether k is no place.
 func (k Key) IsZero() bool { return k.Source == 0 }
+
+// Tie is, for a reader of source whose rows are read by (Seq, ID) beyond k, the ID that k stands at
+// among the rows of its Seq: k's own ID when it is of source, before every row (0) when its source
+// sorts before source, after every row when it sorts after.
+func (k Key) Tie(source int) int64 {
+	switch {
+	case k.Source == source:
+		return k.ID
+	case k.Source < source:
+		return 0
+	}
+	return 1<<63 - 1
+}
 
 // Compare orders keys: negative when k comes before o, positive after, 0 when equal.
 func (k Key) Compare(o Key) int {
@@ -115,8 +131,7 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter, bou
 
 // listQuery is List's query, with its arguments. A row's place is (event_seq, Table, id), after a
 // derived event's of the same event_seq: an older one than bound has (event_seq, id) below
-// (bound.Seq, bound.ID) when bound is a row's, and event_seq below bound.Seq when it is a derived
-// event's.
+// (bound.Seq, bound.Tie(Table)).
 func listQuery(merchantID string, f Filter, bound Key, newer bool, n int) (string, []any) {
 	args := []any{merchantID}
 	arg := func(v any) string {
@@ -139,10 +154,7 @@ func listQuery(merchantID string, f Filter, bound Key, newer bool, n int) (strin
 	}
 	order := "DESC"
 	if !bound.IsZero() {
-		id := int64(0)
-		if bound.Source == Table {
-			id = bound.ID
-		}
+		id := bound.Tie(Table)
 		if newer {
 			where += ` AND (event_seq > ` + arg(bound.Seq) + ` OR (event_seq = ` + arg(bound.Seq) + ` AND id > ` + arg(id) + `))`
 		} else {
@@ -206,9 +218,10 @@ func Purge(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	return total, purgeDerived(ctx, db, cutoff)
 }
 
-// purgeDerived deletes the deliveries of derived events (transaction_ref) older than cutoff, by their
-// own time (created_at, the event's), with their attempts, a batch at a time: of the oldest deliveries
-// by id, as Purge reads the oldest events. The derived events themselves are the ledger's, and stay.
+// purgeDerived deletes the deliveries of derived events (those without a row of events) older than
+// cutoff, by their own time (created_at, the event's), with their attempts, a batch at a time: of the
+// oldest deliveries by id, as Purge reads the oldest events. The derived events themselves are their
+// sources' rows (the ledger's, the payment intents' history), and stay.
 func purgeDerived(ctx context.Context, db *store.DB, cutoff int64) error {
 	for {
 		var n int64
@@ -217,7 +230,7 @@ func purgeDerived(ctx context.Context, db *store.DB, cutoff int64) error {
 			if err := tx.QueryRowContext(ctx, `SELECT MAX(id) FROM (SELECT id FROM webhook_deliveries ORDER BY id LIMIT $1) oldest`, purgeBatch).Scan(&last); err != nil {
 				return err
 			}
-			const old = `SELECT id FROM webhook_deliveries WHERE id <= $1 AND transaction_ref IS NOT NULL AND created_at < $2`
+			const old = `SELECT id FROM webhook_deliveries WHERE id <= $1 AND event_id IS NULL AND created_at < $2`
 			if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE delivery_id IN (`+old+`)`, last, cutoff); err != nil {
 				return err
 			}

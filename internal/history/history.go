@@ -1,16 +1,18 @@
 // Package history reads a merchant's activity as one history: the audit log's records (staff
 // actions, settings, credentials, vault changes, a staff user's money operations, the gateway's own
-// recoveries and reversals, and every money operation finished before the ledger recorded places)
-// and the ledger's rows that are the records of their money operations (payment.Record: an
-// operation asked for through an API, whose finish writes no audit record). The Activity page, its
-// CSV export and "kassa audit list" read it; it imports both audit and payment, which audit cannot.
+// recoveries and reversals, and every money operation finished before the ledger recorded places),
+// the ledger's rows that are the records of their money operations (payment.Record: an operation
+// asked for through an API, whose finish writes no audit record) and the changes of payment intents
+// that are the records of their operations (checkout.Records: those no staff user asked for). The
+// Activity page, its CSV export and "kassa audit list" read it; it imports audit, payment and
+// checkout, which audit cannot.
 //
 // Each source is read newest first by an index that begins with the merchant (audit_log_merchant,
-// _user or _operation; transactions_merchant_seq), and the two are merged by time: a page holds the
-// newer head of the two at each step, so that it takes a prefix of each source in that source's own
-// order. A Cursor holds where each source's prefix ends, so that the next page goes on from there
-// whatever was recorded since: nothing is shown twice or passed over among what the first page could
-// see.
+// _user or _operation; transactions_merchant_seq; payment_intent_changes_record), and the three are
+// merged by time: a page holds the newest head of the three at each step, so that it takes a prefix
+// of each source in that source's own order. A Cursor holds where each source's prefix ends, so that
+// the next page goes on from there whatever was recorded since: nothing is shown twice or passed over
+// among what the first page could see.
 package history
 
 import (
@@ -22,46 +24,58 @@ import (
 	"strings"
 
 	"github.com/kassapay/kassa/internal/audit"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Entry is one line of the history: an audit record (AuditID set), or a ledger row read as the
+// Entry is one line of the history: an audit record (AuditID set), a change of a payment intent read
+// as the record of its operation (ChangeID set, an audit record's fields), or a ledger row read as the
 // record of its operation (Seq set): its client, the operation (sale, authorize, capture, refund,
 // void), the transaction, amount, outcome (the status), detail (the message), request and time
 // (finished_at).
 type Entry struct {
 	audit.Record
-	AuditID int64 // the audit record's id; 0 for a ledger row
-	Seq     int64 // the ledger row's place (event_seq); 0 for an audit record
+	AuditID  int64 // the audit record's id; 0 for the other sources
+	ChangeID int64 // the change's id (payment_intent_changes); 0 for the other sources
+	Seq      int64 // the ledger row's place (event_seq); 0 for the other sources
 }
 
 // Cursor is where a page of the history ends: each source's exclusive upper bound, the audit log's
-// by id and the ledger's by place. The zero Cursor is the newest page.
+// and the intents' changes' by id, the ledger's by place. The zero Cursor is the newest page.
 type Cursor struct {
-	Audit, Ledger int64
+	Audit, Ledger, Intent int64
 }
 
 // exhausted is the bound of a source that has nothing older: ids and places start at 1.
 const exhausted = 1
 
-// String is the cursor as a page's query or the CLI's output carry it: "<audit>.<ledger>".
+// String is the cursor as a page's query or the CLI's output carry it: "<audit>.<ledger>:<intent>".
 func (c Cursor) String() string {
-	return strconv.FormatInt(c.Audit, 10) + "." + strconv.FormatInt(c.Ledger, 10)
+	return strconv.FormatInt(c.Audit, 10) + "." + strconv.FormatInt(c.Ledger, 10) + ":" + strconv.FormatInt(c.Intent, 10)
 }
 
-// ParseCursor reads a Cursor's String; "" is the zero Cursor.
+// ParseCursor reads a Cursor's String; "" is the zero Cursor. A cursor of two numbers
+// ("<audit>.<ledger>", without ":<intent>") is one given before the changes of payment intents were a
+// source of the history, when their operations' records were in the audit log: every change is newer
+// than it, so it reads with the intents' bound exhausted, and the next page goes on in the two
+// sources it names, as it did then, passing nothing over and showing nothing twice.
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
+	bad := errors.New("history: a cursor is two numbers joined by a dot, then a colon and a third, as a page gave it")
+	s, in, hasIntent := strings.Cut(s, ":")
 	a, l, ok := strings.Cut(s, ".")
-	var c Cursor
-	var errA, errL error
+	c := Cursor{Intent: exhausted}
+	var errA, errL, errI error
 	c.Audit, errA = strconv.ParseInt(a, 10, 64)
 	c.Ledger, errL = strconv.ParseInt(l, 10, 64)
-	if !ok || errA != nil || errL != nil || c.Audit < 0 || c.Ledger < 0 {
-		return Cursor{}, errors.New("history: a cursor is two numbers joined by a dot, as a page gave it")
+	if hasIntent {
+		c.Intent, errI = strconv.ParseInt(in, 10, 64)
+	}
+	if !ok || errA != nil || errL != nil || errI != nil || c.Audit < 0 || c.Ledger < 0 || c.Intent < 0 {
+		return Cursor{}, bad
 	}
 	return c, nil
 }
@@ -103,25 +117,38 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter) (Pa
 			return page, err
 		}
 	}
-	// The newer head at each step; at equal times the ledger row first, a fixed choice that the
-	// cursor's bounds make the next page's too.
-	i, j := 0, 0
-	for len(page.Entries) < limit && (i < len(records) || j < len(rows)) {
-		if j < len(rows) && (i == len(records) || !rows[j].FinishedAt.Before(records[i].At)) {
+	// A staff user's operations on intents are in the audit log; the changes name no user.
+	var changes []audit.Entry
+	if f.UserID == "" {
+		if changes, err = checkout.Records(ctx, q, merchantID, f.Operation, f.Before.Intent, limit); err != nil {
+			return page, err
+		}
+	}
+	// The newest head at each step; at equal times the ledger row first, then the change, a fixed
+	// choice that the cursor's bounds make the next page's too.
+	i, j, k := 0, 0, 0
+	for len(page.Entries) < limit && (i < len(records) || j < len(rows) || k < len(changes)) {
+		switch {
+		case j < len(rows) && (i == len(records) || !rows[j].FinishedAt.Before(records[i].At)) &&
+			(k == len(changes) || !rows[j].FinishedAt.Before(changes[k].At)):
 			page.Entries = append(page.Entries, FromLedger(rows[j]))
 			j++
-		} else {
+		case k < len(changes) && (i == len(records) || !changes[k].At.Before(records[i].At)):
+			page.Entries = append(page.Entries, Entry{Record: changes[k].Record, ChangeID: changes[k].ID})
+			k++
+		default:
 			page.Entries = append(page.Entries, Entry{Record: records[i].Record, AuditID: records[i].ID})
 			i++
 		}
 	}
-	page.Next = Cursor{Audit: bound(i, len(records), func(k int) int64 { return records[k].ID }),
-		Ledger: exhausted}
+	page.Next = Cursor{Audit: bound(i, len(records), func(n int) int64 { return records[n].ID }),
+		Ledger: exhausted, Intent: bound(k, len(changes), func(n int) int64 { return changes[n].ID })}
 	if ledger {
-		page.Next.Ledger = bound(j, len(rows), func(k int) int64 { return rows[k].Seq })
+		page.Next.Ledger = bound(j, len(rows), func(n int) int64 { return rows[n].Seq })
 	}
 	// A source read to its limit may have more beyond; one read short of it has none.
-	page.More = i < len(records) || j < len(rows) || len(records) == limit || len(rows) == limit
+	page.More = i < len(records) || j < len(rows) || k < len(changes) || len(records) == limit || len(rows) == limit ||
+		len(changes) == limit
 	return page, nil
 }
 
@@ -178,10 +205,15 @@ func Each(ctx context.Context, db *store.DB, merchantID string, f Filter, max in
 }
 
 // Trail returns the merchant's history of the transactions named (their transaction ids), oldest
-// first: their audit records (audit.Trail) and the ledger rows among them that are their own records
-// (payment.RecordsOf), both read by their transaction_id indexes.
+// first: their audit records (audit.Trail), the changes of intents that are records of operations on
+// them (checkout.RecordsOf) and the ledger rows among them that are their own records
+// (payment.RecordsOf), each read by its transaction_id index.
 func Trail(ctx context.Context, q store.Querier, merchantID string, transactionIDs []string) ([]Entry, error) {
 	records, err := audit.Trail(ctx, q, merchantID, transactionIDs)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := checkout.RecordsOf(ctx, q, merchantID, transactionIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -189,9 +221,12 @@ func Trail(ctx context.Context, q store.Querier, merchantID string, transactionI
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, 0, len(records)+len(rows))
+	out := make([]Entry, 0, len(records)+len(changes)+len(rows))
 	for _, r := range records {
 		out = append(out, Entry{Record: r.Record, AuditID: r.ID})
+	}
+	for _, r := range changes {
+		out = append(out, Entry{Record: r.Record, ChangeID: r.ID})
 	}
 	for _, r := range rows {
 		out = append(out, FromLedger(r))

@@ -12,8 +12,10 @@ import (
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/card/cardtest"
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
 	"github.com/kassapay/kassa/internal/history"
+	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/server"
@@ -26,16 +28,30 @@ func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 
 // shop is a server on a manual clock with two merchants.
 type shop struct {
-	db     *store.DB
-	clock  *clock.Manual
-	ledger *payment.Ledger
-	m, o   string // the merchant whose history is read, and another
+	db       *store.DB
+	clock    *clock.Manual
+	ledger   *payment.Ledger
+	checkout *checkout.Service
+	m, o     string // the merchant whose history is read, and another
 }
 
 func newShop(t *testing.T, db *store.DB) *shop {
 	c := clock.NewManual(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 	srv := servertest.Start(t, db, server.Config{Now: c.Now})
-	return &shop{db: db, clock: c, ledger: srv.Ledger(), m: srv.NewMerchant(t).ID, o: srv.NewMerchant(t).ID}
+	return &shop{db: db, clock: c, ledger: srv.Ledger(), checkout: srv.Checkout(), m: srv.NewMerchant(t).ID, o: srv.NewMerchant(t).ID}
+}
+
+// intent creates a payment intent of 5.00 CAD plus cents for the merchant as client (an API key's
+// id), under ctx (audit.WithActor for a staff user's), and returns its id.
+func (s *shop) intent(t *testing.T, ctx context.Context, merchantID, client string, cents int64) string {
+	t.Helper()
+	cad, _ := money.Lookup("CAD")
+	in, err := s.checkout.Create(ctx, checkout.Who{Merchant: merchant.Merchant{ID: merchantID}, ClientID: client, RequestID: "req-" + client},
+		checkout.IntentParams{Amount: 500 + cents, Currency: cad, CaptureMethod: checkout.CaptureAutomatic})
+	if err != nil {
+		t.Fatalf("create an intent: %v", err)
+	}
+	return in.IntentID
 }
 
 // sale charges 10.00 CAD plus cents for the merchant as client (an API client's id, or a staff
@@ -99,8 +115,11 @@ func (s *shop) all(t *testing.T, merchantID string, f history.Filter, between fu
 // line is an entry as the tests compare it: its source, who, what and outcome.
 func line(e history.Entry) string {
 	src := "audit"
-	if e.Seq != 0 {
+	switch {
+	case e.Seq != 0:
 		src = "ledger"
+	case e.ChangeID != 0:
+		src = "intent"
 	}
 	return fmt.Sprintf("%s %s %s %s %d %s", src, e.UserID+e.ClientID, e.Operation, e.TransactionID, e.Amount, e.Outcome)
 }
@@ -201,9 +220,9 @@ func TestOneHistory(t *testing.T) {
 	})
 }
 
-// Pages of the history, one or two entries at a time, with entries of both sources at the same
-// millisecond, hold the whole history once, in the order of one long page, although records of both
-// sources are written between the pages: those are newer, and wait for the next first page.
+// Pages of the history, one or two entries at a time, with entries of the three sources at the same
+// millisecond, hold the whole history once, in the order of one long page, although records of every
+// source are written between the pages: those are newer, and wait for the next first page.
 func TestPagesAreStable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db)
@@ -213,9 +232,11 @@ func TestPagesAreStable(t *testing.T) {
 			switch i % 3 {
 			case 0:
 				s.sale(t, ctx, s.m, "client-1", int64(i))
+				s.intent(t, ctx, s.m, "key-1", int64(i))
 			case 1:
 				s.record(t, alice, s.m, fmt.Sprintf("op.%d", i))
 			default:
+				s.intent(t, ctx, s.m, "key-2", int64(i))
 				s.sale(t, ctx, s.m, "client-2", int64(i))
 				s.record(t, alice, s.m, fmt.Sprintf("op.%d", i))
 			}
@@ -223,14 +244,15 @@ func TestPagesAreStable(t *testing.T) {
 				s.clock.Advance(time.Millisecond)
 			}
 		}
-		if n := len(s.list(t, s.m, history.Filter{Limit: 100}).Entries); n != 16 {
+		if n := len(s.list(t, s.m, history.Filter{Limit: 100}).Entries); n != 24 {
 			t.Fatalf("the whole history: %d entries", n)
 		}
 		for _, limit := range []int{1, 2, 5} {
-			whole := lines(s.list(t, s.m, history.Filter{Limit: 100}).Entries)
+			whole := lines(s.all(t, s.m, history.Filter{Limit: 100}, nil))
 			got := lines(s.all(t, s.m, history.Filter{Limit: limit}, func(int) {
 				s.clock.Advance(time.Millisecond)
 				s.sale(t, ctx, s.m, "client-late", 0)
+				s.intent(t, ctx, s.m, "key-late", 0)
 				s.record(t, alice, s.m, "op.late")
 			}))
 			if !slices.Equal(got, whole) {
@@ -246,15 +268,106 @@ func TestPagesAreStable(t *testing.T) {
 
 // A cursor that a page did not give is refused with a clear error, not misread.
 func TestParseCursor(t *testing.T) {
-	for _, s := range []string{"1", "a.b", "1.", ".1", "-1.2", "1.2.3"} {
+	for _, s := range []string{"1", "a.b", "1.", ".1", "-1.2", "1.2.3", "1.2:", "1.2:x", "1.2:-3", "1:2.3", "1.2:3:4"} {
 		if _, err := history.ParseCursor(s); err == nil {
 			t.Errorf("%q: no error", s)
 		}
 	}
-	c, err := history.ParseCursor(history.Cursor{Audit: 12, Ledger: 34}.String())
-	if err != nil || c != (history.Cursor{Audit: 12, Ledger: 34}) {
-		t.Errorf("a round trip: %+v %v", c, err)
+	for _, want := range []history.Cursor{{Audit: 12, Ledger: 34, Intent: 56}, {Audit: 1, Ledger: 1, Intent: 1}} {
+		c, err := history.ParseCursor(want.String())
+		if err != nil || c != want {
+			t.Errorf("a round trip of %+v: %+v %v", want, c, err)
+		}
 	}
+}
+
+// An API key's operations on payment intents are in the history by their changes, as the audit
+// records they replace read (the operation, the key, the amount, the status as detail), and a staff
+// user's by the audit log's record naming the user, once each: the filters by operation and by user
+// select them as they did.
+func TestIntentOperationsInTheHistory(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db)
+		ctx := context.Background()
+		alice := audit.WithActor(ctx, audit.Actor{UserID: "u-alice"})
+		s.sale(t, ctx, s.m, "client-1", 1)
+		s.clock.Advance(time.Second)
+		api := s.intent(t, ctx, s.m, "key-1", 1)
+		s.clock.Advance(time.Second)
+		staff := s.intent(t, alice, s.m, "", 2)
+		s.clock.Advance(time.Second)
+		s.record(t, alice, s.m, "client.create")
+		s.intent(t, ctx, s.o, "key-9", 3)
+
+		want := []string{
+			"audit u-alice client.create  0 DONE",
+			"audit u-alice payment_intent.create  502 DONE",
+			"intent key-1 payment_intent.create  501 DONE",
+			"ledger client-1 sale " + s.list(t, s.m, history.Filter{Operation: "sale"}).Entries[0].TransactionID + " 1001 APPROVED",
+		}
+		got := s.list(t, s.m, history.Filter{})
+		if !slices.Equal(lines(got.Entries), want) || got.More {
+			t.Fatalf("history:\n%s\nwant:\n%s", strings.Join(lines(got.Entries), "\n"), strings.Join(want, "\n"))
+		}
+		if e := got.Entries[2]; e.Resource != "payment_intent/"+api || e.Detail != checkout.StatusRequiresPaymentMethod || e.Currency != "CAD" ||
+			e.RequestID != "req-key-1" || e.MerchantID != s.m || !e.At.Equal(s.clock.Now().Add(-2*time.Second)) {
+			t.Errorf("the API key's creation: %+v", e)
+		}
+		if e := got.Entries[1]; e.Resource != "payment_intent/"+staff {
+			t.Errorf("the staff's creation: %+v", e)
+		}
+		for _, tc := range []struct {
+			f    history.Filter
+			want []string
+		}{
+			{history.Filter{Operation: "payment_intent.create"}, want[1:3]},
+			{history.Filter{UserID: "u-alice"}, want[:2]},
+			{history.Filter{UserID: "u-alice", Operation: "payment_intent.create"}, want[1:2]},
+			{history.Filter{Operation: "payment_intent.confirm"}, nil},
+			{history.Filter{Operation: "sale"}, want[3:]},
+		} {
+			if got := lines(s.all(t, s.m, tc.f, nil)); !slices.Equal(got, tc.want) {
+				t.Errorf("%+v:\n%s\nwant:\n%s", tc.f, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		}
+		if got := lines(s.all(t, s.o, history.Filter{}, nil)); !slices.Equal(got, []string{"intent key-9 payment_intent.create  503 DONE"}) {
+			t.Errorf("the other merchant's: %v", got)
+		}
+	})
+}
+
+// A cursor of two numbers, as pages gave before the changes of payment intents were a source, goes
+// on with the entries of the audit log and the ledger older than it, as it did, and shows none of the
+// changes, all of which are newer than it (the intents' operations it was given among are in the
+// audit log): the pages after it are the rest of the history as it was, once each.
+func TestCursorOfTwoNumbers(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db)
+		ctx := context.Background()
+		alice := audit.WithActor(ctx, audit.Actor{UserID: "u-alice"})
+		for i := range 6 {
+			s.sale(t, ctx, s.m, "client-1", int64(i))
+			s.record(t, alice, s.m, fmt.Sprintf("op.%d", i))
+			s.clock.Advance(time.Millisecond)
+		}
+		before := lines(s.list(t, s.m, history.Filter{Limit: 100}).Entries)
+		first := s.list(t, s.m, history.Filter{Limit: 3})
+		old := fmt.Sprintf("%d.%d", first.Next.Audit, first.Next.Ledger)
+		for i := range 3 { // written after the cursor was given
+			s.clock.Advance(time.Millisecond)
+			s.intent(t, ctx, s.m, "key-1", int64(i))
+			s.sale(t, ctx, s.m, "client-late", int64(i))
+		}
+		c, err := history.ParseCursor(old)
+		if err != nil {
+			t.Fatalf("%q: %v", old, err)
+		}
+		got := lines(first.Entries)
+		got = append(got, lines(s.all(t, s.m, history.Filter{Limit: 2, Before: c}, nil))...)
+		if !slices.Equal(got, before) {
+			t.Errorf("pages after the cursor %s:\n%s\nwant:\n%s", old, strings.Join(got, "\n"), strings.Join(before, "\n"))
+		}
+	})
 }
 
 // A transaction's trail holds its ledger row's own record and its audit records (a staff user's

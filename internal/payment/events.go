@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/event"
-	"github.com/kassapay/kassa/internal/sortid"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -20,55 +19,10 @@ import (
 // its deliveries from here, in commit order (package webhook). Outcomes recorded before the ledger
 // kept its place (event_seq NULL) have rows in the events table instead, and are not derived.
 
-// derivedDigits is how many base-32 digits (sortid.Digits) of an event id name the transaction's row:
-// 75 bits, more than an id's 63.
-const derivedDigits = 15
-
-// EventID is the id of t's derived event, outcome recorded at finishedAt: "evt_", the time in
-// sortid's 9 digits, then the transaction's row id in 15 digits of the same alphabet — 24 characters,
-// as every event id. The same transaction always has the same event id; ParseEventID reads it back.
+// EventID is the id of the derived event of the transaction whose row id is rowID, outcome recorded
+// at finishedAt (event.DerivedID).
 func EventID(rowID int64, finishedAt time.Time) string {
-	ms := uint64(max(finishedAt.UnixMilli(), 0))
-	b := make([]byte, 9+derivedDigits)
-	for i := 8; i >= 0; i-- {
-		b[i] = sortid.Digits[ms&31]
-		ms >>= 5
-	}
-	id := uint64(rowID)
-	for i := len(b) - 1; i >= 9; i-- {
-		b[i] = sortid.Digits[id&31]
-		id >>= 5
-	}
-	return "evt_" + string(b)
-}
-
-// ParseEventID reads an EventID: the transaction's row id and the outcome's time. Any other string
-// is not one (ok false); an id that reads is only the transaction's event if the transaction's outcome
-// has that time, which the caller checks (GetEvent).
-func ParseEventID(s string) (rowID int64, finishedAt time.Time, ok bool) {
-	digits, found := strings.CutPrefix(s, "evt_")
-	if !found || len(digits) != 9+derivedDigits {
-		return 0, time.Time{}, false
-	}
-	var ms, id uint64
-	for i := range len(digits) {
-		v := strings.IndexByte(sortid.Digits, digits[i])
-		if v < 0 {
-			return 0, time.Time{}, false
-		}
-		if i < 9 {
-			ms = ms<<5 | uint64(v)
-		} else {
-			if id>>58 != 0 {
-				return 0, time.Time{}, false
-			}
-			id = id<<5 | uint64(v)
-		}
-	}
-	if id == 0 || id > 1<<63-1 {
-		return 0, time.Time{}, false
-	}
-	return int64(id), time.UnixMilli(int64(ms)), true
+	return event.DerivedID(event.Ledger, rowID, finishedAt)
 }
 
 // derivedColumns are a transaction's columns, then its place and its outcome's time.
@@ -132,8 +86,8 @@ func EventsByRow(ctx context.Context, q store.Querier, ids []int64) (map[int64]e
 // that is no EventID, for another merchant's transaction, and for an id whose time is not the
 // outcome's (each transaction has one event id, never two).
 func GetEvent(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error) {
-	row, at, ok := ParseEventID(id)
-	if !ok {
+	source, row, at, ok := event.ParseDerivedID(id)
+	if !ok || source != event.Ledger {
 		return event.Placed{}, event.ErrNotFound
 	}
 	d, err := scanDerived(q.QueryRowContext(ctx, `SELECT `+derivedColumns+from+`WHERE t.id = $1 AND t.merchant_id = $2
@@ -171,8 +125,8 @@ func ListEvents(ctx context.Context, q store.Querier, merchantID string, f event
 
 // listEventsQuery is ListEvents' query, or "" when f's types are none of a transaction's. The bound
 // is a place (Seq, Source, ID): a derived event's place is (event_seq, Ledger, row id), which sorts
-// before an events row's of the same Seq; so an older one than bound has (event_seq, id) below
-// (bound.Seq, bound.ID) when bound is a derived event's, and event_seq at most bound.Seq otherwise.
+// before the other sources' of the same Seq; so an older one than bound has (event_seq, id) below
+// (bound.Seq, bound.Tie(Ledger)).
 func listEventsQuery(merchantID string, f event.Filter, bound event.Key, newer bool, n int) (string, []any) {
 	args := []any{merchantID}
 	arg := func(v any) string {
@@ -200,10 +154,7 @@ func listEventsQuery(merchantID string, f event.Filter, bound event.Key, newer b
 	}
 	order := "DESC"
 	if !bound.IsZero() {
-		id := int64(1<<63 - 1)
-		if bound.Source == event.Ledger {
-			id = bound.ID
-		}
+		id := bound.Tie(event.Ledger)
 		if newer {
 			where += ` AND (t.event_seq > ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id > ` + arg(id) + `))`
 		} else {
@@ -225,17 +176,6 @@ func listEventsQuery(merchantID string, f event.Filter, bound event.Key, newer b
 var Committed = map[store.Dialect]string{
 	store.SQLite:   `TRUE`,
 	store.Postgres: `t.event_seq < ` + store.XminSQL,
-}
-
-// Head is, in dialect, a place in the commit order of the merchant given by the parameter merchant
-// ("$2", say): at or after every outcome committed before the statement, and before every outcome
-// committed after it but for those of transactions under way during it. On SQLite the merchant's
-// highest place; on PostgreSQL one less than the statement's snapshot's xmin.
-func Head(dialect store.Dialect, merchant string) string {
-	if dialect == store.Postgres {
-		return `(` + store.XminSQL + ` - 1)`
-	}
-	return `(SELECT COALESCE(MAX(event_seq), 0) FROM transactions WHERE merchant_id = ` + merchant + ` AND event_seq IS NOT NULL)`
 }
 
 // Outcome is an outcome in its merchant's commit order: its transaction's row id, its place, and

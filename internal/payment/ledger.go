@@ -641,14 +641,13 @@ func eventType(t Transaction) string {
 // merchant's commit order (event_seq) and its time (finished_at): only the first answer counts. Its
 // parameters are $1 to $6 (outcomeArgs), and on SQLite the merchant as $7.
 //
-// On SQLite the place is one more than the merchant's highest, read at the end of
-// transactions_merchant_seq: the single writer makes it commit order. On PostgreSQL it is the id of
-// the outcome's own transaction, in the order the transactions began: a reader takes the rows below
-// its snapshot's xmin only, all of whose transactions have ended.
+// The place is event.Place's: on SQLite one more than the merchant's highest, read at the end of an
+// index of each source of its events — the single writer makes it commit order; on PostgreSQL the id
+// of the outcome's own transaction, in the order the transactions began: a reader takes the rows
+// below its snapshot's xmin only, all of whose transactions have ended.
 var outcomeSQL = map[store.Dialect]string{
-	store.SQLite: outcomeHead + `(SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $7 AND event_seq IS NOT NULL)` +
-		outcomeTail,
-	store.Postgres: outcomeHead + store.XidSQL + outcomeTail,
+	store.SQLite:   outcomeHead + event.Place(store.SQLite, "$7") + outcomeTail,
+	store.Postgres: outcomeHead + event.Place(store.Postgres, "$7") + outcomeTail,
 }
 
 const (

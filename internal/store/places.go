@@ -25,7 +25,9 @@ const (
 const placesSQL = `SELECT GREATEST(
 	(SELECT COALESCE(MAX(event_seq), 0) FROM transactions),
 	(SELECT COALESCE(MAX(event_seq), 0) FROM events),
+	(SELECT COALESCE(MAX(event_seq), 0) FROM payment_intent_changes),
 	(SELECT COALESCE(MAX(ledger_seq), 0) FROM webhook_endpoints),
+	(SELECT COALESCE(MAX(change_seq), 0) FROM webhook_endpoints),
 	(SELECT COALESCE(MAX(seen_xmax), 0) FROM overview_rollup))`
 
 // rebase raises the base of the places when the database is in another cluster than the one it was

@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -140,9 +141,10 @@ func Load(ctx context.Context, db *store.DB, o Options) (Summary, error) {
 }
 
 // firstPlace is the place in commit order of the first loaded row: above every place the merchant's
-// rows hold, and on PostgreSQL at or above the place of the next transaction to begin (store.XmaxSQL).
+// rows hold (on SQLite those of every source of its events, event.Place), and on PostgreSQL at or
+// above the place of the next transaction to begin (store.XmaxSQL).
 func firstPlace(ctx context.Context, db *store.DB, merchantID string) (int64, error) {
-	q := `SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $1`
+	q := `SELECT ` + event.Place(store.SQLite, "$1")
 	if db.Dialect() == store.Postgres {
 		q = `SELECT GREATEST(` + store.XmaxSQL + `, (SELECT COALESCE(MAX(event_seq), 0) + 1 FROM transactions WHERE merchant_id = $1))`
 	}

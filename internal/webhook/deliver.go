@@ -28,7 +28,6 @@ import (
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/metrics"
-	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -175,7 +174,7 @@ func (d *Deliverer) ReleaseAll(ctx context.Context) error {
 type claimed struct {
 	id       int64
 	attempts int
-	ref      int64 // the transaction of a derived event (ledger.go); 0 for a row of events
+	ref      derivedRef // the row of a derived event (ledger.go); zero for a row of events
 	msg      message
 }
 
@@ -197,12 +196,12 @@ const notDone = `status NOT IN ('SUCCEEDED', 'FAILED')`
 
 // freeEndpoints is the condition, in dialect, of an endpoint whose deliveries a node may take at $1:
 // enabled, its lease free or run out, and a delivery of it due, found through (endpoint_id,
-// next_attempt, id), an event queued for it (queue.go), found through the queue's key, or an outcome
-// of its merchant after its cursor (ledger.go).
+// next_attempt, id), an event queued for it (queue.go), found through the queue's key, or a derived
+// event of its merchant after its cursor (ledger.go).
 func freeEndpoints(dialect store.Dialect) string {
 	return `w.disabled = FALSE AND (w.lease_until IS NULL OR w.lease_until < $1)
 	AND (EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'PENDING' AND d.next_attempt <= $1)
-		OR EXISTS (SELECT 1 FROM webhook_queue q WHERE q.endpoint_id = w.id) OR ` + ledgerPending(dialect) + `)`
+		OR EXISTS (SELECT 1 FROM webhook_queue q WHERE q.endpoint_id = w.id) OR ` + derivedPending(dialect) + `)`
 }
 
 // dueSQL tells, by dialect, whether an endpoint is free with a delivery due at $1: a read, so that a
@@ -421,15 +420,15 @@ var fetchSQL = map[store.Dialect]string{
 	store.Postgres: fmt.Sprintf(fetchSQLFormat, `d.id <> ALL($4::BIGINT[])`),
 }
 
-const fetchSQLFormat = `SELECT d.id, d.attempts, COALESCE(d.transaction_ref, 0), COALESCE(e.event_id, ''), COALESCE(e.type, ''),
+var fetchSQLFormat = `SELECT d.id, d.attempts, ` + derivedRefColumns() + `, COALESCE(e.event_id, ''), COALESCE(e.type, ''),
 		COALESCE(e.data, ''), COALESCE(e.created_at, 0), w.endpoint_id, w.url, w.secret, w.previous_secret, w.previous_until
 	FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
 	WHERE d.endpoint_id = $1 AND d.status = 'PENDING' AND d.next_attempt <= $2 AND %s
 	ORDER BY d.next_attempt, d.id LIMIT $3`
 
 // fetch reads up to fetchSize of endpoint's due deliveries that the runner does not hold; when fewer
-// are due, it makes as many of the events queued for the endpoint (promote) and of the outcomes after
-// its cursor (promoteLedger) deliveries, and reads them too.
+// are due, it makes as many of the events queued for the endpoint (promote) and of the derived events
+// after its cursors (promoteDerived) deliveries, and reads them too.
 func (d *Deliverer) fetch(ctx context.Context, endpoint int64, held map[int64]bool) ([]claimed, error) {
 	out, err := d.readDue(ctx, endpoint, held, nil)
 	if err != nil || len(out) == fetchSize {
@@ -439,7 +438,7 @@ func (d *Deliverer) fetch(ctx context.Context, endpoint int64, held map[int64]bo
 	if err != nil {
 		return out, err
 	}
-	m, err := d.promoteLedger(ctx, endpoint, fetchSize-len(out))
+	m, err := d.promoteDerived(ctx, endpoint, fetchSize-len(out))
 	if err != nil || n+m == 0 {
 		return out, err
 	}
@@ -465,15 +464,16 @@ func (d *Deliverer) readDue(ctx context.Context, endpoint int64, held map[int64]
 			return err
 		}
 		defer rows.Close()
-		var refs []int64
+		var refs []derivedRef
 		for rows.Next() {
 			var c claimed
 			m := &c.msg
-			if err := rows.Scan(&c.id, &c.attempts, &c.ref, &m.eventID, &m.typ, &m.data, &m.createdAt, &m.secrets.EndpointID, &m.target,
-				&m.secrets.Secret, &m.secrets.Previous, &m.secrets.PreviousUntil); err != nil {
+			r := newScanRefs()
+			if err := rows.Scan(append(append([]any{&c.id, &c.attempts}, r.dest()...), &m.eventID, &m.typ, &m.data, &m.createdAt,
+				&m.secrets.EndpointID, &m.target, &m.secrets.Secret, &m.secrets.Previous, &m.secrets.PreviousUntil)...); err != nil {
 				return err
 			}
-			if c.ref != 0 {
+			if c.ref = r.ref(); c.ref.id != 0 {
 				refs = append(refs, c.ref)
 			}
 			out = append(out, c)
@@ -481,15 +481,15 @@ func (d *Deliverer) readDue(ctx context.Context, endpoint int64, held map[int64]
 		if err := rows.Close(); err != nil || len(refs) == 0 {
 			return err
 		}
-		derived, err := payment.EventsByRow(ctx, q, refs)
+		derived, err := derivedEvents(ctx, q, refs)
 		if err != nil {
 			return err
 		}
 		for i := len(read); i < len(out); i++ {
-			if c := &out[i]; c.ref != 0 {
+			if c := &out[i]; c.ref.id != 0 {
 				e, ok := derived[c.ref]
 				if !ok {
-					return fmt.Errorf("webhook: delivery %s: no outcome of transaction %d", DeliveryID(c.id), c.ref)
+					return fmt.Errorf("webhook: delivery %s: no event of row %d of source %d", DeliveryID(c.id), c.ref.id, c.ref.source)
 				}
 				c.msg.eventID, c.msg.typ, c.msg.data, c.msg.createdAt = e.ID, e.Type, string(e.Data), e.CreatedAt.UnixMilli()
 			}
@@ -500,19 +500,26 @@ func (d *Deliverer) readDue(ctx context.Context, endpoint int64, held map[int64]
 }
 
 // Backlog counts the deliveries neither succeeded nor failed for good, through the index of pending
-// deliveries, the events queued for an endpoint and not yet made deliveries, and the outcomes after
-// each enabled endpoint's cursor (ledger.go), whatever their types: those it is not subscribed to are
-// still to be read and passed over.
+// deliveries, the events queued for an endpoint and not yet made deliveries, and the derived events
+// after each enabled endpoint's cursors (ledger.go), whatever their types: those it is not subscribed
+// to are still to be read and passed over.
 func Backlog(ctx context.Context, db *store.DB) (int, error) {
 	var n int
 	err := db.Read(ctx, func(q store.Querier) error {
-		return q.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING')
-			+ (SELECT COUNT(*) FROM webhook_queue)
-			+ (SELECT COUNT(*) FROM webhook_endpoints w JOIN transactions t ON t.merchant_id = w.merchant_id
-				AND t.event_seq >= w.ledger_seq AND (t.event_seq > w.ledger_seq OR t.id > w.ledger_id) WHERE w.disabled = FALSE)`).Scan(&n)
+		return q.QueryRowContext(ctx, backlogSQL).Scan(&n)
 	})
 	return n, err
 }
+
+// backlogSQL is Backlog's count.
+var backlogSQL = func() string {
+	q := `SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'PENDING') + (SELECT COUNT(*) FROM webhook_queue)`
+	for _, s := range derivedSources {
+		q += ` + (SELECT COUNT(*) FROM webhook_endpoints w JOIN ` + s.table + ` t ON t.merchant_id = w.merchant_id
+			AND t.event_seq >= w.` + s.seq + ` AND (t.event_seq > w.` + s.seq + ` OR t.id > w.` + s.id + `) WHERE w.disabled = FALSE)`
+	}
+	return q
+}()
 
 // outcome is what one attempt came to.
 type outcome struct {

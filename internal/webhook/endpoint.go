@@ -17,7 +17,6 @@ import (
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
-	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -282,10 +281,11 @@ func (s *Endpoints) Create(ctx context.Context, merchantID string, b EndpointBod
 		if n >= MaxEndpoints {
 			return fault.Conflict("too_many_endpoints", "This account has %d webhook endpoints, the most it may have: delete one to add another.", n)
 		}
-		// It is sent the events from its creation on: its cursor starts at its merchant's head (ledger.go).
+		// It is sent the events from its creation on: its cursors start at its merchant's head (ledger.go).
+		columns, heads := heads(tx.Dialect(), "$2")
 		err := tx.QueryRowContext(ctx, `INSERT INTO webhook_endpoints (endpoint_id, merchant_id, url, description, enabled_events,
-			disabled, secret, created_at, updated_at, ledger_seq, ledger_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, `+
-			payment.Head(tx.Dialect(), "$2")+`, 9223372036854775807) RETURNING id`,
+			disabled, secret, created_at, updated_at, `+strings.Join(columns, ", ")+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, `+
+			strings.Join(heads, ", ")+`) RETURNING id`,
 			e.EndpointID, merchantID, e.URL, e.Description, f.events, e.Disabled, sealSecret(s.ring, e.EndpointID, secret),
 			now.UnixMilli()).Scan(&e.ID)
 		if err != nil {
@@ -409,10 +409,10 @@ func (s *Endpoints) Update(ctx context.Context, merchantID, id string, b Endpoin
 			return err
 		}
 		if enabled {
-			// Nothing was sent to it while it was disabled: its cursor moves to its merchant's head
+			// Nothing was sent to it while it was disabled: its cursors move to its merchant's head
 			// (ledger.go), as no event recorded meanwhile was queued for it.
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET ledger_seq = `+payment.Head(tx.Dialect(), "$2")+`,
-				ledger_id = 9223372036854775807 WHERE id = $1 AND merchant_id = $2`, e.ID, merchantID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET `+headSQL(tx.Dialect(), "$2")+` WHERE id = $1 AND merchant_id = $2`,
+				e.ID, merchantID); err != nil {
 				return err
 			}
 		}

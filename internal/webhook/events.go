@@ -5,30 +5,44 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// A merchant's events come from two sources: the events table (event.Record) and the ledger's
-// outcomes (the derived transaction.* events, package payment). The events API shows them as one
-// list, in the merchant's order of events (event.Key), newest first; each source is read in that order
-// through an index, from the cursor on, and the two are merged.
+// A merchant's events come from three sources: the events table (event.Record), the ledger's
+// outcomes (the derived transaction.* events, package payment) and the changes of payment intents
+// (the derived payment_intent.* events, package checkout). The events API shows them as one list, in
+// the merchant's order of events (event.Key), newest first; each source is read in that order through
+// an index, from the cursor on, and the three are merged.
 
-// getEvent returns the merchant's event id, of either source, with its place, or event.ErrNotFound.
+// eventSources are the sources of events, each read as event.List reads the events table.
+var eventSources = []struct {
+	get  func(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error)
+	list func(ctx context.Context, q store.Querier, merchantID string, f event.Filter, bound event.Key, newer bool, n int) ([]event.Placed, error)
+}{
+	{event.Get, event.List},
+	{payment.GetEvent, payment.ListEvents},
+	{checkout.GetEvent, checkout.ListEvents},
+}
+
+// getEvent returns the merchant's event id, of any source, with its place, or event.ErrNotFound.
 func getEvent(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error) {
-	p, err := event.Get(ctx, q, merchantID, id)
-	if errors.Is(err, event.ErrNotFound) {
-		return payment.GetEvent(ctx, q, merchantID, id)
+	for _, s := range eventSources {
+		p, err := s.get(ctx, q, merchantID, id)
+		if !errors.Is(err, event.ErrNotFound) {
+			return p, err
+		}
 	}
-	return p, err
+	return event.Placed{}, event.ErrNotFound
 }
 
 // listEvents returns the page of the merchant's events that f selects, newest first, and whether
 // there are more beyond it (older ones after a page read with StartingAfter or neither, newer ones
 // before a page read with EndingBefore). A cursor that names none of the merchant's events is
 // event.ErrNotFound. Each source gives the f.Limit + 1 first beyond the cursor, so that the first
-// f.Limit + 1 of the two merged are those of every event.
+// f.Limit + 1 of them merged are those of every event.
 func listEvents(ctx context.Context, q store.Querier, merchantID string, f event.Filter) ([]event.Event, bool, error) {
 	var bound event.Key
 	newer := f.EndingBefore != ""
@@ -39,15 +53,14 @@ func listEvents(ctx context.Context, q store.Querier, merchantID string, f event
 		}
 		bound = p.Key
 	}
-	table, err := event.List(ctx, q, merchantID, f, bound, newer, f.Limit+1)
-	if err != nil {
-		return nil, false, err
+	var all []event.Placed
+	for _, s := range eventSources {
+		some, err := s.list(ctx, q, merchantID, f, bound, newer, f.Limit+1)
+		if err != nil {
+			return nil, false, err
+		}
+		all = append(all, some...)
 	}
-	derived, err := payment.ListEvents(ctx, q, merchantID, f, bound, newer, f.Limit+1)
-	if err != nil {
-		return nil, false, err
-	}
-	all := append(table, derived...)
 	slices.SortFunc(all, func(a, b event.Placed) int { return a.Key.Compare(b.Key) })
 	if !newer {
 		slices.Reverse(all) // newest first

@@ -197,3 +197,87 @@ func normalize(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// Changes of an intent committed before the engine reads them — a declined confirmation, then one
+// that succeeds — are each an event of their own, with the intent as the API answered after that
+// change, not as it stands when read: the events API lists them in the order they were made, and the
+// endpoint is sent each, its deliveries made in that order.
+func TestIntentChangesReadTogetherKeepTheirSnapshots(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := clock.NewManual(time.Date(2026, time.November, 20, 12, 0, 0, 0, time.UTC))
+		srv := servertest.Start(t, db, server.Config{Now: clk.Now, NoBillingEngine: true, WebhooksAllowPrivate: true})
+		s := newShop(t, srv, checkout.AllPermissions)
+		h := newHooks(t)
+		r := s.v1(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": h.srv.URL + "/all", "enabled_events": []string{"*"}})
+		h.mu.Lock()
+		h.secrets["/all"] = r.Str("secret")
+		h.mu.Unlock()
+		// Another node holds the endpoint (its lease runs for an hour), so that the engine reads nothing
+		// until every change is committed.
+		ctx := context.Background()
+		if _, err := db.Exec(ctx, `UPDATE webhook_endpoints SET lease_owner = 'elsewhere', lease_until = $2 WHERE endpoint_id = $1`,
+			r.Str("id"), clk.Now().Add(time.Hour).UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+
+		var wants []want
+		method := func(number string) string {
+			return s.v1(t, "POST", "/v1/payment-methods", map[string]any{"type": "card",
+				"card": map[string]any{"number": number, "exp_month": 12, "exp_year": 2040, "cvc": "123"}}).Str("id")
+		}
+		id := s.v1(t, "POST", "/v1/payment-intents", map[string]any{"amount": 1900, "currency": "cad"}).Str("id")
+		intent := func(typ string) {
+			wants = append(wants, want{typ, s.v1(t, "GET", "/v1/payment-intents/"+id, nil).Body})
+		}
+		intent(event.PaymentIntentCreated)
+		s.v1(t, "POST", "/v1/payment-intents/"+id+"/confirm", map[string]any{"payment_method_id": method(cardtest.Declined)})
+		intent(event.PaymentIntentPaymentFailed)
+		s.v1(t, "POST", "/v1/payment-intents/"+id+"/confirm", map[string]any{"payment_method_id": method(cardtest.Visa)})
+		intent(event.PaymentIntentSucceeded)
+
+		listed := s.events(t, "limit=100&type=payment_intent.*")
+		wantEvents(t, listed, wants)
+		if n := count(t, db, `SELECT COUNT(*) FROM webhook_deliveries`); n != 0 {
+			t.Fatalf("%d deliveries made while the endpoint was held", n)
+		}
+		if _, err := db.Exec(ctx, `UPDATE webhook_endpoints SET lease_owner = NULL, lease_until = NULL WHERE endpoint_id = $1`, r.Str("id")); err != nil {
+			t.Fatal(err)
+		}
+
+		events := map[string]map[string]any{}
+		var ids []string
+		for _, e := range s.events(t, "limit=100") {
+			events[e["id"].(string)] = e
+			ids = append(ids, e["id"].(string))
+		}
+		h.expect(t, "/all", ids, events)
+		var inOrder []string
+		rows, err := db.Reader().QueryContext(ctx, `SELECT change_ref FROM webhook_deliveries WHERE change_ref IS NOT NULL ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refs []int64
+		for rows.Next() {
+			var ref int64
+			if err := rows.Scan(&ref); err != nil {
+				t.Fatal(err)
+			}
+			refs = append(refs, ref)
+		}
+		rows.Close()
+		for _, ref := range refs {
+			var at int64
+			if err := db.Reader().QueryRowContext(ctx, `SELECT created_at FROM payment_intent_changes WHERE id = $1`, ref).Scan(&at); err != nil {
+				t.Fatal(err)
+			}
+			inOrder = append(inOrder, event.DerivedID(event.Intent, ref, time.UnixMilli(at)))
+		}
+		var want []string
+		for _, e := range listed {
+			want = append(want, e["id"].(string))
+		}
+		if !slices.Equal(inOrder, want) {
+			t.Errorf("deliveries made of %v; want %v, in the order of the changes", inOrder, want)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
+	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
@@ -108,6 +109,87 @@ func TestOutcomesDeliveredInCommitOrder(t *testing.T) {
 		id := r.Header.Get("webhook-id")
 		if r.Body != bodies[id] {
 			t.Errorf("delivery %s body\n%s\nwant\n%s", id, r.Body, bodies[id])
+		}
+		if err := verifyIgnoringTimestamp(secret, r); err != nil {
+			t.Errorf("delivery %s does not verify: %v", id, err)
+		}
+	}
+}
+
+// changeSQL records a change of payment intent $2 of merchant $1 with event $3 and data $4 at $5, as
+// checkout's recordChange does on PostgreSQL: its place is its transaction's id.
+var changeSQL = `INSERT INTO payment_intent_changes (merchant_id, intent_id, event_seq, type, data, amount, currency, status, created_at)
+	VALUES ($1, $2, ` + event.Place(store.Postgres, "$1") + `, $3, $4, 1000, 'CAD', 'succeeded', $5) RETURNING id`
+
+// Changes of payment intents whose transactions commit in another order than their places: the
+// change whose transaction is still open holds back the delivery of the one after it, which is
+// neither sent before it nor lets it be passed over; once it commits, both are delivered, in the
+// order of their places, each with the data its row holds, under its derived id.
+func TestIntentChangesDeliveredInCommitOrder(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	f := newFixture(t, db, Config{AllowPrivate: true, RootCAs: roots(rc)})
+	m := f.merchant(t, "changes@example.com")
+	endpoint, secret := f.endpoint(t, m, rc.srv.URL+"/hooks")
+
+	f.clock.Advance(time.Second)
+	held, err := db.Raw().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	firstData, firstAt := `{"id":"pi_FIRST","status":"requires_action"}`, f.clock.Now()
+	var first, second int64
+	if err := held.QueryRowContext(ctx, changeSQL, m, "pi_FIRST", event.PaymentIntentRequiresAction, firstData, firstAt.UnixMilli()).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Second)
+	secondData, secondAt := `{"id":"pi_SECOND","status":"succeeded"}`, f.clock.Now()
+	if err := db.QueryRow(ctx, []any{&second}, changeSQL, m, "pi_SECOND", event.PaymentIntentSucceeded, secondData, secondAt.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+
+	f.drive(t)
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("%d deliveries sent while a change before them was not committed", n)
+	}
+	if n := f.count(t, `SELECT COUNT(*) FROM webhook_deliveries`); n != 0 {
+		t.Fatalf("%d deliveries made while a change before them was not committed", n)
+	}
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	f.drive(t)
+
+	var made []int64
+	rows, err := db.Reader().QueryContext(ctx, `SELECT change_ref FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id`, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var ref int64
+		if err := rows.Scan(&ref); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, ref)
+	}
+	rows.Close()
+	if !slices.Equal(made, []int64{first, second}) {
+		t.Fatalf("deliveries made of the changes %v; want %v, in commit order", made, []int64{first, second})
+	}
+	bodies := map[string]string{
+		event.DerivedID(event.Intent, first, firstAt):   string(Body(event.PaymentIntentRequiresAction, firstAt, firstData)),
+		event.DerivedID(event.Intent, second, secondAt): string(Body(event.PaymentIntentSucceeded, secondAt, secondData)),
+	}
+	got := rc.requests()
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
+	}
+	for _, r := range got {
+		id := r.Header.Get("webhook-id")
+		if want, ok := bodies[id]; !ok || r.Body != want {
+			t.Errorf("delivery %s body\n%s\nwant\n%s", id, r.Body, want)
 		}
 		if err := verifyIgnoringTimestamp(secret, r); err != nil {
 			t.Errorf("delivery %s does not verify: %v", id, err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
-	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -38,7 +37,7 @@ type Delivery struct {
 	NextAttempt time.Time // when a pending delivery is tried next
 	CreatedAt   time.Time
 
-	ref int64 // the transaction of a derived event (ledger.go); 0 for a row of events
+	ref derivedRef // the row of a derived event (ledger.go); zero for a row of events
 }
 
 // Attempt is one try at a delivery.
@@ -111,7 +110,7 @@ func (d Delivery) Wire(endpoint string) WireDelivery {
 }
 
 // deliveryColumns are the columns scanDelivery reads, from deliveryFrom.
-const deliveryColumns = `d.id, COALESCE(d.transaction_ref, 0), COALESCE(e.event_id, ''), COALESCE(e.type, ''), d.status, d.attempts,
+var deliveryColumns = `d.id, ` + derivedRefColumns() + `, COALESCE(e.event_id, ''), COALESCE(e.type, ''), d.status, d.attempts,
 	d.next_attempt, d.created_at`
 
 // deliveryFrom is the FROM clause of deliveryColumns: a delivery, with its row of events unless it
@@ -121,23 +120,24 @@ const deliveryFrom = ` FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.
 func scanDelivery(row interface{ Scan(...any) error }) (Delivery, error) {
 	var d Delivery
 	var next, created int64
-	err := row.Scan(&d.ID, &d.ref, &d.EventID, &d.EventType, &d.Status, &d.AttemptN, &next, &created)
-	d.NextAttempt, d.CreatedAt = time.UnixMilli(next), time.UnixMilli(created)
+	r := newScanRefs()
+	err := row.Scan(append(append([]any{&d.ID}, r.dest()...), &d.EventID, &d.EventType, &d.Status, &d.AttemptN, &next, &created)...)
+	d.NextAttempt, d.CreatedAt, d.ref = time.UnixMilli(next), time.UnixMilli(created), r.ref()
 	return d, err
 }
 
 // nameEvents fills the event id and type of the deliveries of ds that deliver derived events.
 func nameEvents(ctx context.Context, q store.Querier, ds []Delivery) error {
-	var refs []int64
+	var refs []derivedRef
 	for _, d := range ds {
-		if d.ref != 0 {
+		if d.ref.id != 0 {
 			refs = append(refs, d.ref)
 		}
 	}
 	if len(refs) == 0 {
 		return nil
 	}
-	derived, err := payment.EventsByRow(ctx, q, refs)
+	derived, err := derivedEvents(ctx, q, refs)
 	if err != nil {
 		return err
 	}
@@ -279,8 +279,8 @@ func (s *Endpoints) Resend(ctx context.Context, merchantID, endpointID, delivery
 			return fault.Conflict("endpoint_disabled", "Webhook endpoint %s is disabled: enable it, then resend.", e.EndpointID)
 		}
 		var newID int64
-		err = tx.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, transaction_ref, merchant_id, next_attempt,
-			created_at, updated_at) SELECT endpoint_id, event_id, transaction_ref, merchant_id, $3, $3, $3 FROM webhook_deliveries
+		err = tx.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, transaction_ref, change_ref, merchant_id,
+			next_attempt, created_at, updated_at) SELECT endpoint_id, event_id, transaction_ref, change_ref, merchant_id, $3, $3, $3 FROM webhook_deliveries
 			WHERE id = $1 AND endpoint_id = $2 RETURNING id`,
 			id, e.ID, now.UnixMilli()).Scan(&newID)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -1,5 +1,5 @@
 // Package eventtest reads the events a test's changes recorded, straight from the database (the events
-// table and the ledger's outcomes), and makes recording a row of events fail, to show that a change and
+// table, the ledger's outcomes and the changes of payment intents), and makes recording a row of events fail, to show that a change and
 // its event are one transaction.
 package eventtest
 
@@ -12,13 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// Log is the events of one merchant, of both sources — the events table and the ledger's outcomes —
-// read in the merchant's order of events (event.Key), the order the events API lists them in.
+// Log is the events of one merchant, of every source — the events table, the ledger's outcomes and
+// the changes of payment intents — read in the merchant's order of events (event.Key), the order the events API lists them in.
 type Log struct {
 	DB         *store.DB
 	MerchantID string
@@ -51,15 +52,16 @@ func (l *Log) read(t testing.TB) []event.Event {
 	t.Helper()
 	const most = 100_000
 	ctx, q := context.Background(), l.DB.Reader()
-	table, err := event.List(ctx, q, l.MerchantID, event.Filter{}, l.last, true, most)
-	if err != nil {
-		t.Fatal(err)
+	var all []event.Placed
+	for _, list := range []func(context.Context, store.Querier, string, event.Filter, event.Key, bool, int) ([]event.Placed, error){
+		event.List, payment.ListEvents, checkout.ListEvents,
+	} {
+		some, err := list(ctx, q, l.MerchantID, event.Filter{}, l.last, true, most)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, some...)
 	}
-	derived, err := payment.ListEvents(ctx, q, l.MerchantID, event.Filter{}, l.last, true, most)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := append(table, derived...)
 	slices.SortFunc(all, func(a, b event.Placed) int { return a.Key.Compare(b.Key) })
 	out := make([]event.Event, len(all))
 	for i, p := range all {
