@@ -22,9 +22,10 @@ import (
 // Tests of a commit whose answer was lost: PostgreSQL behind a pgproxy that cuts the connection at
 // one write of the payment path, with the write applied or not.
 
-// lostBounds are short store bounds, so that a database that does not answer costs seconds.
-var lostBounds = store.Bounds{ConnectTimeout: time.Second, TCPTimeout: 3 * time.Second,
-	WriteTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second}
+// lostBounds are short store bounds, so that a database that does not answer costs seconds, with a
+// margin for a machine shared with other test binaries under the race detector.
+var lostBounds = store.Bounds{ConnectTimeout: 2 * time.Second, TCPTimeout: 6 * time.Second,
+	WriteTimeout: 4 * time.Second, ReadTimeout: 4 * time.Second}
 
 // lostFixture is a fixture over a fresh PostgreSQL database reached through a proxy.
 func lostFixture(t *testing.T, cfg server.Config, wrap func(processor.Processor) processor.Processor) (*fixture, *pgproxy.Proxy) {
