@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/fault"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // The statuses of a session as the dashboard shows them: open while its page may still be paid, then
@@ -76,30 +77,42 @@ func (s *Service) List(ctx context.Context, merchantID string, f ListFilter) ([]
 		order = "ASC"
 	}
 	args = append(args, f.Limit)
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions WHERE `+where+
-		` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+	var out []Session
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		out = nil
+		rows, err := q.QueryContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions WHERE `+where+
+			` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ss, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, ss)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		ss, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ss)
 	}
 	if order == "ASC" {
 		slices.Reverse(out)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Get returns one of the merchant's sessions; another merchant's is not found.
 func (s *Service) Get(ctx context.Context, merchantID, sessionID string) (Session, error) {
-	ss, err := scanSession(s.db.Reader().QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions
-		WHERE merchant_id = $1 AND session_id = $2`, merchantID, sessionID))
+	var ss Session
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		ss, err = scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions
+			WHERE merchant_id = $1 AND session_id = $2`, merchantID, sessionID))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fault.NotFound("No hosted-page session %s.", sessionID)
 	}

@@ -132,7 +132,7 @@ func (s *Store) Middleware(next http.Handler) http.Handler {
 		rec := record{scope: p.String(), key: key}
 		mac := s.mac(rec, []byte(r.Method), []byte(r.URL.Path), []byte(r.URL.RawQuery), body)
 
-		replay, err := s.claim(r.Context(), rec, mac)
+		replay, err := s.claim(r.Context(), &rec, mac)
 		if err != nil {
 			httpapi.WriteError(w, r, err)
 			return
@@ -184,7 +184,7 @@ func (s *Store) Once(ctx context.Context, p httpapi.Principal, key string, reque
 		return nil, false, err
 	}
 	rec := record{scope: p.String(), key: key}
-	replay, err := s.claim(ctx, rec, s.mac(rec, request))
+	replay, err := s.claim(ctx, &rec, s.mac(rec, request))
 	switch {
 	case err != nil:
 		return nil, false, err
@@ -219,9 +219,11 @@ func validKey(k string) error {
 	return nil
 }
 
-// record names one idempotency record: the principal's scope (httpapi.Principal.String) and the key.
+// record names one idempotency record: the principal's scope (httpapi.Principal.String) and the key;
+// and, once claimed, until when the claim locks it (Unix milliseconds).
 type record struct {
-	scope, key string
+	scope, key  string
+	lockedUntil int64
 }
 
 // mac is the request's fingerprint: HMAC-SHA256, under a server secret sealed under the KEK, of the
@@ -259,8 +261,13 @@ type stored struct {
 // request still running. The record is taken by a compare-and-set, an upsert that changes only a
 // record expired or of a request that died, so that of requests that all found no record (on
 // PostgreSQL, where each reads before any inserts) one runs and the others are told it is running.
-func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, error) {
+//
+// A claim whose commit's answer was lost (store.ErrStorageUnavailable) may hold the key: it is
+// withdrawn (withdraw) before the request is answered 503, so that the retry runs rather than being
+// told the key is in use until the lock ends.
+func (s *Store) claim(ctx context.Context, rec *record, mac []byte) (*stored, error) {
 	now := s.now()
+	rec.lockedUntil = now.Add(s.lock).UnixMilli()
 	var replay *stored
 	err := s.db.Write(ctx, func(tx *store.Tx) error {
 		replay = nil
@@ -294,7 +301,7 @@ func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, err
 			ON CONFLICT (scope, idem_key) DO UPDATE SET request_mac = excluded.request_mac, status = NULL, body = NULL,
 				locked_until = excluded.locked_until, expires_at = excluded.expires_at
 			WHERE idempotency_keys.expires_at <= $6 OR (idempotency_keys.status IS NULL AND idempotency_keys.locked_until <= $6)`,
-			rec.scope, rec.key, mac, now.Add(s.lock).UnixMilli(), now.Add(s.retention).UnixMilli(), now.UnixMilli())
+			rec.scope, rec.key, mac, rec.lockedUntil, now.Add(s.retention).UnixMilli(), now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -305,7 +312,28 @@ func (s *Store) claim(ctx context.Context, rec record, mac []byte) (*stored, err
 		}
 		return err
 	})
+	if errors.Is(err, store.ErrStorageUnavailable) {
+		ctx := context.WithoutCancel(ctx)
+		s.settle(*rec, func() error {
+			return s.db.Write(ctx, func(tx *store.Tx) error {
+				// Only this claim's record: its request's MAC, still running, locked until this claim's time.
+				_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2
+					AND request_mac = $3 AND status IS NULL AND locked_until = $4`, rec.scope, rec.key, mac, rec.lockedUntil)
+				return err
+			})
+		})
+	}
 	return replay, err
+}
+
+// settle makes write, which changes nothing when made a second time, until the database answers it:
+// once now, and again while the database is not reached or its answer is lost, until rec's lock ends
+// (store.Again). A record left running (a claim, a response or a release whose commit is in doubt)
+// would tell the retry of its request the key is in use until then. The lock is read in the store's
+// time and waited for in real time. It returns the error of the last run.
+func (s *Store) settle(rec record, write func() error) error {
+	deadline := time.Now().Add(time.UnixMilli(rec.lockedUntil).Sub(s.now()))
+	return store.Again(deadline, write(), write)
 }
 
 // inUse is the refusal of a request whose key's first request is still running.
@@ -314,20 +342,27 @@ func inUse() error {
 }
 
 // complete records the response, its body sealed under the vault's envelope encryption: it may carry
-// an API key or a hosted page's URL.
+// an API key or a hosted page's URL. It and release change the record only while it is rec's claim
+// (locked until its time), so that made again after a commit whose answer was lost (settle) they
+// never touch a later request's claim of the key.
 func (s *Store) complete(ctx context.Context, rec record, status int, body []byte) error {
 	sealed := s.ring.Seal(body, rec.aad(status))
-	return s.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, body = $4 WHERE scope = $1 AND idem_key = $2`,
-			rec.scope, rec.key, status, sealed)
-		return err
+	return s.settle(rec, func() error {
+		return s.db.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, body = $4 WHERE scope = $1 AND idem_key = $2
+				AND locked_until = $5`, rec.scope, rec.key, status, sealed, rec.lockedUntil)
+			return err
+		})
 	})
 }
 
 func (s *Store) release(ctx context.Context, rec record) error {
-	return s.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2`, rec.scope, rec.key)
-		return err
+	return s.settle(rec, func() error {
+		return s.db.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND status IS NULL
+				AND locked_until = $3`, rec.scope, rec.key, rec.lockedUntil)
+			return err
+		})
 	})
 }
 

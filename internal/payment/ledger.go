@@ -185,6 +185,9 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 			return l.insert(ctx, tx, &t, now)
 		})
 	}
+	if lostAnswer(err) && t.TransactionID != "" {
+		l.withdraw(ctx, t, acct, err) // the attempt may be in the database: it is never sent
+	}
 	if err != nil || prior != nil {
 		return deref(prior), err
 	}
@@ -314,6 +317,9 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
 	var rejected *fault.Error
 	if errors.As(err, &rejected) && rejected.Status == http.StatusConflict && parent.ID != 0 {
 		l.auditRejection(ctx, f.Actor, kind, parent, f.Amount, rejected.Message)
+	}
+	if lostAnswer(err) && t.TransactionID != "" {
+		l.withdraw(ctx, t, acct, err) // the attempt may be in the database: it is never sent
 	}
 	if err != nil || prior != nil {
 		return deref(prior), err
@@ -527,8 +533,12 @@ func (l *Ledger) call(ctx context.Context, acct processor.Account, op string, f 
 // staff user at the dashboard: the outcome, the release of a declined follow-up's reservation, and
 // (for a staff user's) the audit record, in one transaction. Only the first finish of an attempt
 // counts: when recovery got there first, the recorded transaction is returned as it stands.
+//
+// An outcome whose write failed for want of the database — the connection lost, perhaps after its
+// COMMIT was sent — is written again on a new connection until the attempt's lease ends (reapply):
+// the processor has answered, and the client's retry should find that answer, not a pending attempt.
 func (l *Ledger) finish(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op string) (Transaction, error) {
-	return l.finishAs(ctx, t, acct, res, op, "")
+	return l.finishAs(ctx, t, acct, res, op, "", true)
 }
 
 // finishAs is finish with the audit record's outcome given (outcomeFailed for an interrupted attempt),
@@ -540,7 +550,12 @@ func (l *Ledger) finish(ctx context.Context, t Transaction, acct processor.Accou
 // all (audited): a staff user acted, whom the record names (with the address, where the request
 // was the dashboard's); the finish is the gateway's own work (op "recover", or a reversal's, whose outcome is always given); or the outcome
 // given is not the row's status (FAILED, REVERSED). An API's own finish writes none.
-func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op, outcome string) (Transaction, error) {
+//
+// With again, a write that fails for want of the database is made again (reapply) within the
+// attempt's lease. The write changes only a PENDING row, so a second one after a first whose answer
+// was lost changes nothing; the row then found final with this very outcome is this finish's, and
+// counts as won. Recovery and the reversals finish without again: their sweep comes back to the row.
+func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Account, res processor.Result, op, outcome string, again bool) (Transaction, error) {
 	ctx = context.WithoutCancel(ctx)
 	now := l.now()
 	t.Status, t.Message, t.DeclineCode, t.ProcessorRef, t.UpdatedAt = StatusApproved, res.Message, "", res.Reference, now
@@ -561,47 +576,56 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	outcomeArgs := []any{t.ID, t.Status, t.Message, nullable(t.DeclineCode), nullable(t.ProcessorRef), now.UnixMilli()}
 	// Events: the outcome's row is its transaction.* event (events.go), with its place (event_seq) and
 	// time (finished_at) set by outcomeSQL; nothing else is written for it.
-	var err error
 	won := false
-	if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
-		// The outcome, and its audit record where there is one, in one statement, a transaction of its
-		// own: one round trip. The record comes from done, and exists only when this finish won, which
-		// the rows affected say.
-		stmt, args := outcomeSQL[store.Postgres], outcomeArgs
-		if audited {
-			stmt = `WITH done AS (` + stmt + ` RETURNING id) ` + audit.SelectSQL(len(args)+1) + ` FROM done`
-			args = append(args, a.Args()...)
-		}
-		var r sql.Result
-		if r, err = l.db.Exec(ctx, stmt, args...); err == nil {
-			n, _ := r.RowsAffected()
-			won = n == 1
-		}
-	} else {
-		err = l.db.Write(ctx, func(tx *store.Tx) error {
-			stmt, args := outcomeSQL[tx.Dialect()], outcomeArgs
-			if tx.Dialect() == store.SQLite {
-				args = append(args[:len(args):len(args)], t.MerchantID)
+	write := func() (err error) {
+		won = false
+		if l.db.Dialect() == store.Postgres && !(t.Status == StatusDeclined && t.ParentID != 0) {
+			// The outcome, and its audit record where there is one, in one statement, a transaction of its
+			// own: one round trip. The record comes from done, and exists only when this finish won, which
+			// the rows affected say.
+			stmt, args := outcomeSQL[store.Postgres], outcomeArgs
+			if audited {
+				stmt = `WITH done AS (` + stmt + ` RETURNING id) ` + audit.SelectSQL(len(args)+1) + ` FROM done`
+				args = append(args, a.Args()...)
 			}
-			r, err := tx.ExecContext(ctx, stmt, args...)
-			if err != nil {
-				return err
+			var r sql.Result
+			if r, err = l.db.Exec(ctx, stmt, args...); err == nil {
+				n, _ := r.RowsAffected()
+				won = n == 1
 			}
-			if n, _ := r.RowsAffected(); n == 0 {
-				won = false
-				return nil
-			}
-			won = true
-			if t.Status == StatusDeclined {
-				if err := release(ctx, tx, t, now); err != nil {
+		} else {
+			err = l.db.Write(ctx, func(tx *store.Tx) error {
+				stmt, args := outcomeSQL[tx.Dialect()], outcomeArgs
+				if tx.Dialect() == store.SQLite {
+					args = append(args[:len(args):len(args)], t.MerchantID)
+				}
+				r, err := tx.ExecContext(ctx, stmt, args...)
+				if err != nil {
 					return err
 				}
-			}
-			if !audited {
-				return nil
-			}
-			return audit.Write(ctx, tx, a)
-		})
+				if n, _ := r.RowsAffected(); n == 0 {
+					won = false
+					return nil
+				}
+				won = true
+				if t.Status == StatusDeclined {
+					if err := release(ctx, tx, t, now); err != nil {
+						return err
+					}
+				}
+				if !audited {
+					return nil
+				}
+				return audit.Write(ctx, tx, a)
+			})
+		}
+		return err
+	}
+	err := write()
+	lost := false
+	if again && lostAnswer(err) {
+		lost = true
+		err = l.reapply(ctx, t, err, write)
 	}
 	if err != nil {
 		return Transaction{}, err
@@ -613,7 +637,10 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 			got, err = l.get(ctx, q, t.MerchantID, t.ID)
 			return err
 		})
-		return got, err
+		if err != nil || !lost || !sameOutcome(got, t) {
+			return got, err
+		}
+		// The first write was committed; only its answer was lost.
 	}
 	l.metrics.Payment(t.Kind, t.Status, t.DeclineCode, acct.Kind, t.TestMode)
 	return t, nil

@@ -59,11 +59,23 @@ type fixture struct {
 
 func newFixture(t *testing.T, db *store.DB, sim simulator.Config) *fixture {
 	t.Helper()
+	return newFixtureWith(t, db, sim, server.Config{}, nil)
+}
+
+// newFixtureWith is newFixture with the server configured by cfg, and the counted simulator wrapped
+// by wrap (nil: as it is).
+func newFixtureWith(t *testing.T, db *store.DB, sim simulator.Config, cfg server.Config,
+	wrap func(processor.Processor) processor.Processor) *fixture {
+	t.Helper()
 	// Noon UTC today: date filters in the tests never straddle midnight.
 	f := &fixture{clock: clock.NewManual(time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour))}
 	sim.Now = f.clock.Now
 	f.proc = &counting{Processor: simulator.New(sim)}
-	f.srv = servertest.Start(t, db, server.Config{Processor: f.proc, Now: f.clock.Now})
+	cfg.Processor, cfg.Now = f.proc, f.clock.Now
+	if wrap != nil {
+		cfg.Processor = wrap(f.proc)
+	}
+	f.srv = servertest.Start(t, db, cfg)
 	f.m = f.srv.NewMerchant(t)
 	return f
 }

@@ -75,7 +75,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 		var u *processor.Unanswered
 		switch {
 		case errors.Is(err, processor.ErrNotFound):
-			res = processor.Result{Code: processor.CodeProcessingError, Message: "Interrupted before the processor received it; nothing was charged"}
+			res = processor.Result{Code: processor.CodeProcessingError, Message: notSentMessage}
 			outcome = outcomeFailed
 		case errors.As(err, &u):
 			// The processor cannot ask, and undoes it: recorded, then sent now and until acknowledged.
@@ -94,7 +94,7 @@ func (l *Ledger) Recover(ctx context.Context, all bool) (int, error) {
 			l.log.WarnContext(ctx, "recovery lookup failed; will retry", "transaction_id", p.t.TransactionID, "err", err)
 			continue
 		}
-		t, err := l.finishAs(ctx, p.t, acct, res, opRecover, outcome)
+		t, err := l.finishAs(ctx, p.t, acct, res, opRecover, outcome, false)
 		if err != nil {
 			return done, err
 		}

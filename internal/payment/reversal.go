@@ -94,7 +94,7 @@ func (l *Ledger) sendReversal(ctx context.Context, t Transaction, acct processor
 	if completes {
 		res, outcome = processor.Result{Approved: true, Message: "Approved after a repeated request"}, StatusApproved
 	}
-	got, err := l.finishAs(ctx, t, acct, res, op, outcome)
+	got, err := l.finishAs(ctx, t, acct, res, op, outcome, false)
 	if err != nil {
 		return Transaction{}, err
 	}

@@ -184,3 +184,27 @@ func (db *DB) Writable(ctx context.Context) error {
 	_, err := db.Exec(ctx, `UPDATE readiness SET checked_at = $1 WHERE id = 1`, time.Now().UnixMilli())
 	return err
 }
+
+// Backoff of Again: the first wait, doubled after each failure up to the last.
+const (
+	againFirst = 50 * time.Millisecond
+	againLast  = time.Second
+)
+
+// Again runs write again after err, the error of its last run, while that error is
+// ErrStorageUnavailable — the database was not reached or did not answer, so that on PostgreSQL the
+// write may have been committed with only its answer lost — with a short backoff, until deadline; it
+// returns the error of the last run. Each run takes a new connection: the store drops one whose
+// answer was lost. Only a write whose second run after a committed first changes nothing may be run
+// again so: an UPDATE conditional on the state it changes, a DELETE of a row named whole. A run begun
+// before deadline may end after it, by the write bound at most.
+func Again(deadline time.Time, err error, write func() error) error {
+	for wait := againFirst; errors.Is(err, ErrStorageUnavailable); wait = min(2*wait, againLast) {
+		if !time.Now().Add(wait).Before(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		err = write()
+	}
+	return err
+}

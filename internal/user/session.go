@@ -113,7 +113,12 @@ func (s *Sessions) Start(ctx context.Context, u User, addr, userAgent string) (s
 		return "", Session{}, err
 	}
 	e := &entry{sess: Session{UserID: u.ID, MerchantID: u.MerchantID, Email: u.Email, Role: u.Role, CreatedAt: now, CSRF: csrfToken(cookie)}}
-	if e.sess.Merchants, err = s.merchantsOf(ctx, s.db.Reader(), u.ID); err != nil {
+	err = s.db.Read(ctx, func(q store.Querier) error {
+		var err error
+		e.sess.Merchants, err = s.merchantsOf(ctx, q, u.ID)
+		return err
+	})
+	if err != nil {
 		return "", Session{}, err
 	}
 	e.lastSeen.Store(now.UnixMilli())

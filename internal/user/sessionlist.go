@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"time"
+
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // ActiveSession is one of a user's sessions as the account page lists it, where the user sees its
@@ -27,26 +29,30 @@ func HandleOf(cookie string) string {
 func (s *Sessions) List(ctx context.Context, userID, cookie string) ([]ActiveSession, error) {
 	now := s.now()
 	cur := HandleOf(cookie)
-	rows, err := s.db.Reader().QueryContext(ctx, `SELECT id_hash, created_at, last_seen, addr, user_agent FROM dashboard_sessions
-		WHERE user_id = $1 AND ended_at IS NULL AND created_at > $2 AND last_seen > $3 ORDER BY created_at DESC`,
-		userID, now.Add(-AbsoluteTimeout).UnixMilli(), now.Add(-IdleTimeout-LastSeenEvery).UnixMilli())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []ActiveSession
-	for rows.Next() {
-		var id []byte
-		var created, seen int64
-		var a ActiveSession
-		if err := rows.Scan(&id, &created, &seen, &a.Addr, &a.UserAgent); err != nil {
-			return nil, err
+	err := s.db.Read(ctx, func(q store.Querier) error {
+		out = nil
+		rows, err := q.QueryContext(ctx, `SELECT id_hash, created_at, last_seen, addr, user_agent FROM dashboard_sessions
+			WHERE user_id = $1 AND ended_at IS NULL AND created_at > $2 AND last_seen > $3 ORDER BY created_at DESC`,
+			userID, now.Add(-AbsoluteTimeout).UnixMilli(), now.Add(-IdleTimeout-LastSeenEvery).UnixMilli())
+		if err != nil {
+			return err
 		}
-		a.Handle, a.CreatedAt, a.LastSeen = hex.EncodeToString(id), time.UnixMilli(created), time.UnixMilli(seen)
-		a.Current = a.Handle == cur
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		defer rows.Close()
+		for rows.Next() {
+			var id []byte
+			var created, seen int64
+			var a ActiveSession
+			if err := rows.Scan(&id, &created, &seen, &a.Addr, &a.UserAgent); err != nil {
+				return err
+			}
+			a.Handle, a.CreatedAt, a.LastSeen = hex.EncodeToString(id), time.UnixMilli(created), time.UnixMilli(seen)
+			a.Current = a.Handle == cur
+			out = append(out, a)
+		}
+		return rows.Err()
+	})
+	return out, err
 }
 
 // EndHandle ends the user's session named by handle (ActiveSession.Handle): at once on this node,
