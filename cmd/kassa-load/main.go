@@ -101,7 +101,8 @@ Scenarios:
   sale-250ms     the same through a kassa serve --simulator-latency 250ms of its own, compared with
                  min(clients ÷ 250 ms, sale)
 
-Other benchmarks: kassa-load dashboard -h, kassa-load webhooks -h, kassa-load drill -h.
+Other benchmarks: kassa-load dashboard -h, kassa-load webhooks -h, kassa-load drill -h,
+kassa-load drill-ha -h.
 
 Flags:
 `)
@@ -142,6 +143,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "drill" {
 		os.Exit(drillMain(os.Args[2:], os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "drill-ha" {
+		os.Exit(drillHAMain(os.Args[2:], os.Stdout))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
 		os.Exit(webhooksMain(os.Args[2:], os.Stdout))
