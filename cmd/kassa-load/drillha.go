@@ -24,7 +24,7 @@ import (
 // (target_session_attrs=read-write), and for --duration the clients make the drill's mixed load,
 // retrying each request with its Idempotency-Key. At --fail-at:
 //
-//	die      the primary's Patroni and PostgreSQL killed at once with SIGKILL (their process groups),
+//	die      every process of the primary (Patroni, PostgreSQL and its children) killed at once with SIGKILL,
 //	         as a machine that loses power; once the standby is primary, the old member is started
 //	         again and rejoins through pg_rewind, and (--second-failover) the new primary dies too
 //	hang     every process of the primary stopped with SIGSTOP, as a machine that freezes; once the
@@ -126,7 +126,11 @@ type haRun struct {
 	// For etcd: when it was lost, when writes were first refused, when it was back, and when writes
 	// were taken again.
 	etcdLost, writesStopped, etcdBack, writesResumed time.Time
-	log                                              []string
+	// rejoins counts the failed members brought back, and notRejoined says which did not become the
+	// synchronous standby again, and why.
+	rejoins     int
+	notRejoined []string
+	log         []string
 }
 
 func (r *haRun) logf(format string, args ...any) {
@@ -180,6 +184,7 @@ func drillHA(ctx context.Context, c drillConfig, h haConfig, mode string, progre
 	} else {
 		b.add(fmt.Sprintf("no stretch without an approved sale > %v", h.maxGap), 1, btoi(g.length() > h.maxGap), g.String(start))
 	}
+	b.add("each failed member rejoined as the synchronous standby", run.rejoins, len(run.notRejoined), strings.Join(run.notRejoined, "; "))
 	notReady := r.nodesReady(ctx, time.Minute)
 	b.add("both nodes ready again without a restart", len(r.nodes), len(notReady), strings.Join(notReady, "; "))
 
@@ -224,10 +229,9 @@ func faults(runCtx, ctx context.Context, r *rig, h haConfig, mode string, run *h
 		if err != nil || !h.second {
 			return err
 		}
-		if err := ha.waitSync(90 * time.Second); err != nil {
-			return err
+		if !rejoin(ha, primary, run) {
+			return nil // no second failover without a standby to fail over to; the books say what came of it
 		}
-		run.logf("%s rejoined as the synchronous standby (%s)", primary.name, primary.rewound())
 		if wait := time.Until(run.start.Add(h.duration * 2 / 3)); wait > 0 {
 			select {
 			case <-runCtx.Done():
@@ -235,7 +239,10 @@ func faults(runCtx, ctx context.Context, r *rig, h haConfig, mode string, run *h
 			case <-time.After(wait):
 			}
 		}
-		_, err = failPrimary(ctx, r, mode, run, probe)
+		second, err := failPrimary(ctx, r, mode, run, probe)
+		if err == nil {
+			rejoin(ha, second, run)
+		}
 		return err
 	case "etcd":
 		run.etcdLost = time.Now()
@@ -282,12 +289,22 @@ func faults(runCtx, ctx context.Context, r *rig, h haConfig, mode string, run *h
 		if err := standby.start(); err != nil {
 			return err
 		}
-		if err := ha.waitSync(90 * time.Second); err != nil {
-			return err
-		}
-		run.logf("%s back as the synchronous standby", standby.name)
+		rejoin(ha, standby, run)
 	}
 	return nil
+}
+
+// rejoin waits for m, brought back after its failure, to be the synchronous standby again, for at
+// most 90 s, and records whether it was.
+func rejoin(ha *haCluster, m *member, run *haRun) bool {
+	run.rejoins++
+	if err := ha.waitSync(90 * time.Second); err != nil {
+		run.notRejoined = append(run.notRejoined, fmt.Sprintf("%s: %s", m.name, strings.SplitN(err.Error(), "\n", 2)[0]))
+		run.logf("%s did not rejoin as the synchronous standby: %v", m.name, err)
+		return false
+	}
+	run.logf("%s rejoined as the synchronous standby (%s)", m.name, m.rewound())
+	return true
 }
 
 // failPrimary fails the primary's machine as mode says, waits for the standby to take over and writes
@@ -340,10 +357,11 @@ func (m *member) rewound() string {
 	return "no pg_rewind in its log"
 }
 
-// writes reports whether the cluster takes a write within 2 s: a transaction that commits an xid, which
-// on a primary in synchronous mode waits for the standby.
+// writes reports whether the cluster takes a write within 5 s (time to try each member within the URL's
+// connect_timeout of 2 s): a transaction that commits an xid, which on a primary in synchronous mode
+// waits for the standby.
 func writes(ctx context.Context, db *sql.DB) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := db.ExecContext(ctx, "SELECT txid_current()")
 	return err == nil

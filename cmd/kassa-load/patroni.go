@@ -49,6 +49,7 @@ type haCluster struct {
 type member struct {
 	name            string
 	dir             string // its configuration, data directory, socket and log
+	host            string // its loopback address, its own as a machine's is
 	pgPort, apiPort int
 	cred            *syscall.Credential
 	mu              sync.Mutex
@@ -104,7 +105,6 @@ func startHACluster() (_ *haCluster, err error) {
 	c := &haCluster{dir: dir, cred: cred}
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("%w%s", err, c.logTails())
 			c.stop()
 		}
 	}()
@@ -127,8 +127,11 @@ func startHACluster() (_ *haCluster, err error) {
 	}
 	var hosts []string
 	for i := range 2 {
+		// Each member on an address of its own: the driver bounds the connection to each host of a
+		// multi-host URL by connect_timeout, but counts one host's addresses as one, whatever their
+		// ports, so that members on one address would share a single connect_timeout.
 		m := &member{name: fmt.Sprintf("pg%d", i+1), dir: filepath.Join(dir, fmt.Sprintf("pg%d", i+1)),
-			pgPort: ports[2+2*i], apiPort: ports[3+2*i], cred: cred}
+			host: fmt.Sprintf("127.0.0.%d", i+2), pgPort: ports[2+2*i], apiPort: ports[3+2*i], cred: cred}
 		if err := os.Mkdir(m.dir, 0o700); err != nil {
 			return nil, err
 		}
@@ -141,7 +144,7 @@ func startHACluster() (_ *haCluster, err error) {
 			return nil, err
 		}
 		c.members = append(c.members, m)
-		hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", m.pgPort))
+		hosts = append(hosts, fmt.Sprintf("%s:%d", m.host, m.pgPort))
 		// The first member bootstraps the cluster; the second, started after, clones it.
 		if err := m.start(); err != nil {
 			return nil, err
@@ -155,7 +158,7 @@ func startHACluster() (_ *haCluster, err error) {
 	if err := c.waitSync(90 * time.Second); err != nil {
 		return nil, err
 	}
-	c.url = "postgres://kassa:drill@" + strings.Join(hosts, ",") + "/postgres?target_session_attrs=read-write&sslmode=disable&connect_timeout=5"
+	c.url = "postgres://kassa:drill@" + strings.Join(hosts, ",") + "/postgres?target_session_attrs=read-write&sslmode=disable&connect_timeout=2"
 	return c, nil
 }
 
@@ -168,8 +171,8 @@ name: %[1]s
 log:
   level: INFO
 restapi:
-  listen: 127.0.0.1:%[2]d
-  connect_address: 127.0.0.1:%[2]d
+  listen: %[10]s:%[2]d
+  connect_address: %[10]s:%[2]d
 etcd3:
   hosts: %[3]s
 bootstrap:
@@ -199,8 +202,8 @@ bootstrap:
     - encoding: UTF8
     - data-checksums
 postgresql:
-  listen: 127.0.0.1:%[7]d
-  connect_address: 127.0.0.1:%[7]d
+  listen: %[10]s:%[7]d
+  connect_address: %[10]s:%[7]d
   data_dir: %[8]s/data
   bin_dir: %[9]s
   pgpass: %[8]s/pgpass
@@ -215,9 +218,9 @@ postgresql:
     unix_socket_directories: %[8]s
   pg_hba:
     - local all all trust
-    - host all all 127.0.0.1/32 trust
-    - host replication all 127.0.0.1/32 trust
-`, m.name, m.apiPort, strings.TrimPrefix(etcd, "http://"), haTTL, haLoopWait, haRetryTimeout, m.pgPort, m.dir, bin)
+    - host all all 127.0.0.0/8 trust
+    - host replication all 127.0.0.0/8 trust
+`, m.name, m.apiPort, strings.TrimPrefix(etcd, "http://"), haTTL, haLoopWait, haRetryTimeout, m.pgPort, m.dir, bin, m.host)
 }
 
 // startEtcd starts etcd, on the data and ports of its first start.
@@ -265,9 +268,8 @@ func (m *member) start() error {
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Dir = m.dir
 	cmd.Env = append(os.Environ(), "HOME="+m.dir)
-	// Its own process group, which the drill signals as a machine's failure; PostgreSQL runs in a
-	// session of its own, which Patroni starts it in, and is signalled apart (groups).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Pdeathsig stops Patroni should the drill die without stopping the cluster.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start patroni %s: %w", m.name, err)
 	}
@@ -276,29 +278,67 @@ func (m *member) start() error {
 	return nil
 }
 
-// groups are the process groups of the member's processes: Patroni's, and PostgreSQL's (its
-// postmaster's, from the data directory's postmaster.pid, when it runs).
-func (m *member) groups() []int {
+// pids are the member's processes: its Patroni, its PostgreSQL's postmaster (from the data directory's
+// postmaster.pid, when it runs), and their descendants. No process group holds them all: Patroni
+// starts PostgreSQL in a session of its own, and each PostgreSQL process makes itself a session
+// leader.
+func (m *member) pids() []int {
+	var roots []int
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	var g []int
 	if m.cmd != nil {
-		g = append(g, m.cmd.Process.Pid)
+		roots = append(roots, m.cmd.Process.Pid)
 	}
+	m.mu.Unlock()
 	if b, err := os.ReadFile(filepath.Join(m.dir, "data", "postmaster.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil {
-			if pg, err := syscall.Getpgid(pid); err == nil && pg > 1 {
-				g = append(g, pg)
-			}
+		if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil && pid > 1 {
+			roots = append(roots, pid)
 		}
 	}
-	return g
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which is in parentheses and may contain spaces: the
+		// state, then the parent's pid.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 {
+			ppid, _ := strconv.Atoi(f[1])
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	seen := map[int]bool{}
+	for len(roots) > 0 {
+		pid := roots[0]
+		roots = roots[1:]
+		if !seen[pid] {
+			seen[pid] = true
+			roots = append(roots, children[pid]...)
+		}
+	}
+	pids := make([]int, 0, len(seen))
+	for pid := range seen {
+		pids = append(pids, pid)
+	}
+	return pids
 }
 
-// signal sends sig to every process of the member at once.
+// signal sends sig to every process of the member. To reach a process forked meanwhile too, it
+// stops them all first (SIGSTOP), looks again, and sends sig to every one found.
 func (m *member) signal(sig syscall.Signal) {
-	for _, g := range m.groups() {
-		syscall.Kill(-g, sig)
+	if sig != syscall.SIGCONT {
+		for _, pid := range m.pids() {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+	}
+	for _, pid := range m.pids() {
+		syscall.Kill(pid, sig)
 	}
 }
 
@@ -320,7 +360,7 @@ func (m *member) kill() {
 func (m *member) get(path string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://127.0.0.1:%d%s", m.apiPort, path), nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s:%d%s", m.host, m.apiPort, path), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
@@ -339,7 +379,7 @@ func (c *haCluster) waitPrimary(limit time.Duration, not *member) (*member, erro
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no primary after %v", limit)
+			return nil, fmt.Errorf("no primary after %v%s", limit, c.logTails())
 		}
 	}
 }
@@ -354,7 +394,7 @@ func (c *haCluster) waitSync(limit time.Duration) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no synchronous standby after %v", limit)
+			return fmt.Errorf("no synchronous standby after %v%s", limit, c.logTails())
 		}
 	}
 }
@@ -366,7 +406,7 @@ func (c *haCluster) logTails() string {
 	for _, m := range c.members {
 		log, _ := os.ReadFile(filepath.Join(m.dir, "patroni.log"))
 		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-		fmt.Fprintf(&b, "\n%s's log:\n  %s", m.name, strings.Join(lines[max(0, len(lines)-60):], "\n  "))
+		fmt.Fprintf(&b, "\n%s's log:\n  %s", m.name, strings.Join(lines[max(0, len(lines)-30):], "\n  "))
 	}
 	return b.String()
 }
@@ -379,13 +419,18 @@ func (c *haCluster) other(m *member) *member {
 	return c.members[0]
 }
 
-// stop kills every process of the cluster and removes its directory.
+// stop kills every process of the cluster and removes its directory, unless KASSA_LOAD_KEEP_HA=1
+// keeps it for its logs.
 func (c *haCluster) stop() {
 	for _, m := range c.members {
 		m.kill()
 	}
 	if c.etcd != nil && c.etcd.ProcessState == nil {
 		c.killEtcd()
+	}
+	if os.Getenv("KASSA_LOAD_KEEP_HA") == "1" {
+		fmt.Fprintf(os.Stderr, "kassa-load: the cluster's logs are kept in %s\n", c.dir)
+		return
 	}
 	if err := os.RemoveAll(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(os.Stderr, "kassa-load: remove %s: %v\n", c.dir, err)
