@@ -44,7 +44,7 @@ import (
 //
 // Usage:
 //
-//	kassa-load drill-ha [--fault die,hang,etcd,standby] [--clients 32] [--duration 60s] [--fail-at 15s]
+//	kassa-load drill-ha [--fault die,hang,etcd,standby] [--dcs etcd3] [--clients 32] [--duration 60s] [--fail-at 15s]
 //	           [--second-failover] [--max-gap 15s] [--kassa bin/kassa] [--acquirer bin/kassa-acquirer]
 func drillHAMain(args []string, out io.Writer) int {
 	fs := flag.NewFlagSet("kassa-load drill-ha", flag.ExitOnError)
@@ -53,6 +53,7 @@ func drillHAMain(args []string, out io.Writer) int {
 	var faults string
 	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
 	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
+	fs.StringVar(&h.dcs, "dcs", "etcd3", "the etcd API Patroni uses: etcd3 (as deploy/ha/patroni.yml), or etcd, the v2 API")
 	fs.StringVar(&faults, "fault", "die,hang,etcd,standby", "fault modes to drill, comma-separated: die, hang, etcd, standby")
 	fs.IntVar(&c.clients, "clients", 32, "concurrent clients")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the load lasts, per mode")
@@ -80,14 +81,18 @@ func drillHAMain(args []string, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "kassa-load drill-ha: --clients >= 1, 0 < --fail-at < --duration, --max-gap > 0, 0 <= --drop-rate <= 1")
 		return 2
 	}
+	if h.dcs != "etcd3" && h.dcs != "etcd" {
+		fmt.Fprintf(os.Stderr, "kassa-load drill-ha: unknown --dcs %q (etcd3 or etcd)\n", h.dcs)
+		return 2
+	}
 	if err := haAvailable(); err != nil {
 		fmt.Fprintln(os.Stderr, "kassa-load drill-ha:", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(out, "drill-ha: %d clients for %v per mode, the fault at %v; Patroni ttl %d s, loop_wait %d s, retry_timeout %d s; %.0f %% of the acquirer's answers dropped, seed %d\n",
-		c.clients, c.duration, h.failAt, haTTL, haLoopWait, haRetryTimeout, 100*c.dropRate, c.seed)
+	fmt.Fprintf(out, "drill-ha: %d clients for %v per mode, the fault at %v; Patroni on %s, ttl %d s, loop_wait %d s, retry_timeout %d s; %.0f %% of the acquirer's answers dropped, seed %d\n",
+		c.clients, c.duration, h.failAt, h.dcs, haTTL, haLoopWait, haRetryTimeout, 100*c.dropRate, c.seed)
 	var summaries []string
 	balanced := true
 	for _, mode := range modes {
@@ -113,6 +118,7 @@ func drillHAMain(args []string, out io.Writer) int {
 
 // haConfig is the failover drill's own flags.
 type haConfig struct {
+	dcs                   string        // the etcd API Patroni uses: etcd3 or etcd
 	duration              time.Duration // the load's, the drill's --duration
 	failAt                time.Duration
 	second                bool
@@ -139,7 +145,11 @@ func (r *haRun) logf(format string, args ...any) {
 
 // drillHA runs one mode and returns its books and its summary line.
 func drillHA(ctx context.Context, c drillConfig, h haConfig, mode string, progress io.Writer) (*books, string, error) {
-	r, err := newRig(ctx, c, "patroni", 2)
+	backend := "patroni"
+	if h.dcs == "etcd" {
+		backend = "patroni-etcd2"
+	}
+	r, err := newRig(ctx, c, backend, 2)
 	if err != nil {
 		return nil, "", err
 	}
@@ -168,7 +178,11 @@ func drillHA(ctx context.Context, c drillConfig, h haConfig, mode string, progre
 	if faultErr != nil {
 		return nil, "", faultErr
 	}
-	b, err := r.books(ctx, c, start)
+	// A cluster left without a standby to acknowledge its commits would hold the books' writes for
+	// good: they are bounded.
+	booksCtx, cancel := context.WithTimeout(ctx, c.settle+5*time.Minute)
+	defer cancel()
+	b, err := r.books(booksCtx, c, start)
 	if err != nil {
 		return nil, "", err
 	}
@@ -301,6 +315,17 @@ func rejoin(ha *haCluster, m *member, run *haRun) bool {
 	if err := ha.waitSync(90 * time.Second); err != nil {
 		run.notRejoined = append(run.notRejoined, fmt.Sprintf("%s: %s", m.name, strings.SplitN(err.Error(), "\n", 2)[0]))
 		run.logf("%s did not rejoin as the synchronous standby: %v", m.name, err)
+		// Until a standby is back, the primary's commits wait for one and the books cannot be
+		// written: the member that is not primary is copied anew from the primary, discarding
+		// what it had that the primary lacks, which the books then count.
+		if primary, err := ha.waitPrimary(10*time.Second, nil); err == nil {
+			stuck := ha.other(primary)
+			if err := stuck.reinitialize(); err == nil && ha.waitSync(3*time.Minute) == nil {
+				run.logf("%s copied anew from the primary %s (patronictl reinit), the synchronous standby again", stuck.name, primary.name)
+			} else {
+				run.logf("%s could not be copied anew from %s: %v", stuck.name, primary.name, err)
+			}
+		}
 		return false
 	}
 	run.logf("%s rejoined as the synchronous standby (%s)", m.name, m.rewound())

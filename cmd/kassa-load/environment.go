@@ -22,7 +22,8 @@ import (
 
 // environment is where a backend's databases live: temporary SQLite directories, a durable
 // throwaway PostgreSQL cluster ("postgres"), or a Patroni-managed primary and synchronous standby
-// ("patroni", the failover drill's: patroni.go).
+// (the failover drill's, patroni.go: "patroni" with Patroni on etcd's v3 API, "patroni-etcd2" on its
+// v2 API).
 type environment struct {
 	backend string
 	dir     string
@@ -48,8 +49,12 @@ func newEnvironment(backend string) (*environment, error) {
 			return nil, err
 		}
 		e.url = e.cluster.URL
-	case "patroni":
-		if e.ha, err = startHACluster(); err != nil {
+	case "patroni", "patroni-etcd2":
+		dcs := "etcd3"
+		if backend == "patroni-etcd2" {
+			dcs = "etcd"
+		}
+		if e.ha, err = startHACluster(dcs); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}

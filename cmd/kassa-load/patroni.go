@@ -85,8 +85,12 @@ func freePorts(n int) ([]int, error) {
 }
 
 // startHACluster starts etcd and both members and returns once one is primary and the other its
-// synchronous standby.
-func startHACluster() (_ *haCluster, err error) {
+// synchronous standby. dcs is the section of Patroni's configuration that names etcd, and so the API
+// Patroni uses: "etcd3" (deploy/ha's), or "etcd", etcd's v2 API, which etcd 3.4 serves when told to.
+func startHACluster(dcs string) (_ *haCluster, err error) {
+	if dcs != "etcd3" && dcs != "etcd" {
+		return nil, fmt.Errorf("unknown DCS %q (etcd3 or etcd)", dcs)
+	}
 	if err := haAvailable(); err != nil {
 		return nil, err
 	}
@@ -121,7 +125,7 @@ func startHACluster() (_ *haCluster, err error) {
 	c.etcdAddr = strings.TrimPrefix(client, "http://")
 	c.etcdArgs = []string{"--name", "drill", "--data-dir", filepath.Join(dir, "etcd"), "--listen-client-urls", client,
 		"--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "drill=" + peer}
+		"--initial-cluster", "drill=" + peer, "--enable-v2=" + strconv.FormatBool(dcs == "etcd")}
 	if err := c.startEtcd(); err != nil {
 		return nil, err
 	}
@@ -140,7 +144,7 @@ func startHACluster() (_ *haCluster, err error) {
 				return nil, err
 			}
 		}
-		if err := os.WriteFile(filepath.Join(m.dir, "patroni.yml"), []byte(m.config(bin, client)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(m.dir, "patroni.yml"), []byte(m.config(bin, dcs, client)), 0o644); err != nil {
 			return nil, err
 		}
 		c.members = append(c.members, m)
@@ -164,7 +168,7 @@ func startHACluster() (_ *haCluster, err error) {
 
 // config is the member's Patroni configuration: deploy/ha/patroni.yml's settings, with the drill's
 // timings, loopback addresses, trust authentication and no archiving.
-func (m *member) config(bin, etcd string) string {
+func (m *member) config(bin, dcs, etcd string) string {
 	return fmt.Sprintf(`scope: kassa-drill
 namespace: /kassa-drill/
 name: %[1]s
@@ -173,7 +177,7 @@ log:
 restapi:
   listen: %[10]s:%[2]d
   connect_address: %[10]s:%[2]d
-etcd3:
+%[11]s:
   hosts: %[3]s
 bootstrap:
   dcs:
@@ -220,7 +224,7 @@ postgresql:
     - local all all trust
     - host all all 127.0.0.0/8 trust
     - host replication all 127.0.0.0/8 trust
-`, m.name, m.apiPort, strings.TrimPrefix(etcd, "http://"), haTTL, haLoopWait, haRetryTimeout, m.pgPort, m.dir, bin, m.host)
+`, m.name, m.apiPort, strings.TrimPrefix(etcd, "http://"), haTTL, haLoopWait, haRetryTimeout, m.pgPort, m.dir, bin, m.host, dcs)
 }
 
 // startEtcd starts etcd, on the data and ports of its first start.
@@ -367,6 +371,20 @@ func (m *member) get(path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// reinitialize asks the member's Patroni to copy its data directory anew from the primary, as
+// "patronictl reinit" does.
+func (m *member) reinitialize() error {
+	resp, err := http.Post(fmt.Sprintf("http://%s:%d/reinitialize", m.host, m.apiPort), "application/json", strings.NewReader(`{"force": true}`))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST /reinitialize: %s", resp.Status)
+	}
+	return nil
 }
 
 // waitPrimary waits for a member other than not to answer GET /primary with 200 (Patroni's leader,
