@@ -50,3 +50,27 @@ func TestDrillHA(t *testing.T) {
 	}
 	t.Log(out.String())
 }
+
+// The longest gap is the longest stretch between approved sales' answers within the load, its ends
+// included; declined sales and other operations do not end it, and the 503s counted are those
+// answered within it.
+func TestLongestGap(t *testing.T) {
+	start := time.Now()
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	sale := func(s float64, result string) call {
+		return call{op: "sale", status: 200, end: at(s), body: []byte(`{"transaction_id":"t","transaction_result":"` + result + `"}`)}
+	}
+	calls := []call{
+		sale(1, "APPROVED"), sale(3, "APPROVED"), sale(6, "DECLINED"), sale(10, "APPROVED"),
+		{op: "authorize", status: 200, end: at(7), body: []byte(`{"transaction_id":"a","transaction_result":"APPROVED"}`)},
+		{op: "sale", failures: []failure{{status: 503, at: at(4)}, {status: 503, at: at(5)}, {status: 502, at: at(5)}, {status: 503, at: at(11)}}},
+	}
+	g := longestGap(calls, start, at(12))
+	if g.from != at(3) || g.to != at(10) || g.unavailable != 2 {
+		t.Fatalf("longestGap = %s, want from +3 s to +10 s with 2 × 503", g.String(start))
+	}
+	// With no approved sale after the first, the gap runs to the load's end.
+	if g := longestGap(calls[:1], start, at(12)); g.from != at(1) || g.to != at(12) {
+		t.Fatalf("longestGap = %s, want from +1 s to +12 s", g.String(start))
+	}
+}
