@@ -322,7 +322,11 @@ func rejoin(ha *haCluster, m *member, run *haRun) bool {
 		// what it had that the primary lacks, which the books then count.
 		if primary, err := ha.waitPrimary(10*time.Second, nil); err == nil {
 			stuck := ha.other(primary)
-			if err := stuck.reinitialize(); err == nil && ha.waitSync(3*time.Minute) == nil {
+			err := stuck.reinitialize()
+			if err == nil {
+				err = ha.waitSync(3 * time.Minute)
+			}
+			if err == nil {
 				run.logf("%s copied anew from the primary %s (patronictl reinit), the synchronous standby again", stuck.name, primary.name)
 			} else {
 				run.logf("%s could not be copied anew from %s: %v", stuck.name, primary.name, err)
