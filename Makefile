@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test check deps build fuzz bench microbench generate drill drill-upgrade
+.PHONY: run test check deps build fuzz bench microbench generate drill drill-ha drill-upgrade
 
 ## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
 run: build
@@ -71,6 +71,13 @@ drill-upgrade: build
 	$(GO) build -o bin/kassa-load ./cmd/kassa-load
 	@scripts/test-deps.sh
 	bin/kassa-load upgrade $(UPGRADE_FLAGS)
+
+## drill-ha: the failover drill — the drill's load from 32 clients for 60 s against a Patroni primary and synchronous standby while the primary's machine dies, hangs, loses etcd or its standby (see docs/guides/patroni.md); DRILL_HA_FLAGS=--fault die runs one mode
+DRILL_HA_FLAGS ?=
+drill-ha: build
+	$(GO) build -o bin/kassa-load ./cmd/kassa-load
+	@scripts/test-deps.sh
+	bin/kassa-load drill-ha $(DRILL_HA_FLAGS)
 
 ## microbench: go test -bench for the request decoder, money parsing, card validation, the token check, the velocity check and dashboard page views
 microbench:

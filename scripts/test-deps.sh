@@ -10,7 +10,11 @@
 #     user's cache directory like axe-core (internal/webhook, KASSA_STANDARDWEBHOOKS);
 #   - stripe-mock (with go install): the Stripe connector's tests of its requests against Stripe's API;
 #   - systemd-analyze (Debian's systemd): the check of deploy/kassa.service;
-#   - pdftotext (Debian's poppler-utils): the invoice PDF tests read the PDF's text back with it.
+#   - pdftotext (Debian's poppler-utils): the invoice PDF tests read the PDF's text back with it;
+#   - Patroni, etcd, pgBackRest and haproxy (Debian's patroni, etcd-server, etcd-client, pgbackrest,
+#     haproxy): the checks of deploy/ha and the short failover drill (cmd/kassa-load TestDrillHA).
+#     Debian enables their services on install; this machine runs them only under the tests, so
+#     they are disabled again.
 # Without them those tests skip, except under KASSA_REQUIRE_ALL=1, where they fail.
 set -u
 
@@ -71,6 +75,21 @@ if ! command -v pdftotext >/dev/null 2>&1; then
 test-deps: pdftotext is missing, and could not be installed here.
   On Debian or Ubuntu:  sudo apt-get install poppler-utils
   Without it the invoice PDF tests are skipped (and fail under KASSA_REQUIRE_ALL=1).
+MSG
+  fi
+fi
+if ! command -v patroni >/dev/null 2>&1 || ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1 ||
+  ! command -v pgbackrest >/dev/null 2>&1 || ! command -v haproxy >/dev/null 2>&1; then
+  if apt_install patroni etcd-server etcd-client pgbackrest haproxy; then
+    if command -v systemctl >/dev/null 2>&1; then
+      systemctl disable --now etcd haproxy patroni >/dev/null 2>&1
+    fi
+  else
+    cat >&2 <<'MSG'
+test-deps: Patroni, etcd, pgBackRest or haproxy is missing, and could not be installed here.
+  On Debian or Ubuntu:  sudo apt-get install patroni etcd-server etcd-client pgbackrest haproxy
+  Without them the checks of deploy/ha and the failover drill's test are skipped (and fail under
+  KASSA_REQUIRE_ALL=1).
 MSG
   fi
 fi

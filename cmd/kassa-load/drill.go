@@ -449,7 +449,7 @@ func (k *kassa) apiKey(ctx context.Context, m merchant) (string, error) {
 // open opens the database called name as the nodes do, for the drill's own reads and its schedule.
 func (e *environment) open(ctx context.Context, name string) (*store.DB, error) {
 	args := e.dbArgs(name)
-	if e.cluster != nil {
+	if e.url != "" {
 		return store.Open(ctx, store.Config{DatabaseURL: args[1]})
 	}
 	return store.Open(ctx, store.Config{DataDir: args[1]})

@@ -20,12 +20,17 @@ import (
 	"github.com/kassapay/kassa/internal/store"
 )
 
-// environment is where a backend's databases live: temporary SQLite directories, or a durable
-// throwaway PostgreSQL cluster.
+// environment is where a backend's databases live: temporary SQLite directories, a durable
+// throwaway PostgreSQL cluster ("postgres"), or a Patroni-managed primary and synchronous standby
+// (the failover drill's, patroni.go: "patroni" with Patroni on etcd's v3 API, "patroni-etcd2" on its
+// v2 API).
 type environment struct {
 	backend string
 	dir     string
 	cluster *pgcluster.Cluster
+	ha      *haCluster
+	// url connects to the PostgreSQL cluster's "postgres" database as its superuser; "" on SQLite.
+	url string
 }
 
 func newEnvironment(backend string) (*environment, error) {
@@ -37,17 +42,33 @@ func newEnvironment(backend string) (*environment, error) {
 	switch backend {
 	case "sqlite":
 	case "postgres":
-		if err := os.WriteFile(filepath.Join(dir, "vault.key"), []byte(envelope.NewKEKText()), 0o600); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
 		// Durable commits (fsync and synchronous_commit on, the defaults), as in production.
 		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: append([]string{"max_wal_size=1GB"}, strings.Fields(os.Getenv("KASSA_LOAD_PG_SETTINGS"))...)})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		db, err := sql.Open("pgx", e.cluster.URL)
+		e.url = e.cluster.URL
+	case "patroni", "patroni-etcd2":
+		dcs := "etcd3"
+		if backend == "patroni-etcd2" {
+			dcs = "etcd"
+		}
+		if e.ha, err = startHACluster(dcs); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		e.url = e.ha.url
+	default:
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("unknown backend %q (sqlite or postgres)", backend)
+	}
+	if e.url != "" {
+		if err := os.WriteFile(filepath.Join(dir, "vault.key"), []byte(envelope.NewKEKText()), 0o600); err != nil {
+			e.close()
+			return nil, err
+		}
+		db, err := sql.Open("pgx", e.url)
 		if err == nil {
 			for _, name := range []string{"kassa_api", "kassa_ceiling", "kassa_latency", "kassa_ledger"} {
 				if _, err = db.Exec("CREATE DATABASE " + name); err != nil {
@@ -60,17 +81,14 @@ func newEnvironment(backend string) (*environment, error) {
 			e.close()
 			return nil, err
 		}
-	default:
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("unknown backend %q (sqlite or postgres)", backend)
 	}
 	return e, nil
 }
 
 // dbArgs are kassa's flags for the database called name, and for PostgreSQL the key-encryption key.
 func (e *environment) dbArgs(name string) []string {
-	if e.cluster != nil {
-		return []string{"--database-url", strings.Replace(e.cluster.URL, "/postgres?", "/kassa_"+name+"?", 1),
+	if e.url != "" {
+		return []string{"--database-url", strings.Replace(e.url, "/postgres?", "/kassa_"+name+"?", 1),
 			"--vault-key-file", filepath.Join(e.dir, "vault.key")}
 	}
 	return []string{"--data-dir", filepath.Join(e.dir, name)}
@@ -100,7 +118,7 @@ func (e *environment) openStore(ctx context.Context, name string) (*store.DB, er
 // next one starts from tables as autovacuum keeps them in a running database. Otherwise a table that
 // the previous scenario grew from nothing in seconds would be planned as if it were still empty.
 func (e *environment) analyze(ctx context.Context, name string) error {
-	if e.cluster == nil {
+	if e.url == "" {
 		return nil
 	}
 	db, err := sql.Open("pgx", e.dbArgs(name)[1])
@@ -119,7 +137,7 @@ func (e *environment) analyze(ctx context.Context, name string) error {
 // would otherwise copy it back). db is a connection to it of this process.
 func (e *environment) settle(ctx context.Context, db *store.DB) error {
 	stmts := []string{"PRAGMA wal_checkpoint(TRUNCATE)"}
-	if e.cluster != nil {
+	if e.url != "" {
 		stmts = []string{"VACUUM (ANALYZE)", "CHECKPOINT"}
 	}
 	for _, stmt := range stmts {
@@ -133,6 +151,9 @@ func (e *environment) settle(ctx context.Context, db *store.DB) error {
 func (e *environment) close() {
 	if e.cluster != nil {
 		e.cluster.Stop()
+	}
+	if e.ha != nil {
+		e.ha.stop()
 	}
 	os.RemoveAll(e.dir)
 }

@@ -28,10 +28,10 @@ func (e *environment) storeConfig(name string) store.Config {
 // createDatabase makes the database called name of a PostgreSQL environment, which must exist before
 // kassa opens it (newEnvironment makes "api" and "ceiling"); SQLite's is made by kassa itself.
 func (e *environment) createDatabase(ctx context.Context, name string) error {
-	if e.cluster == nil {
+	if e.url == "" {
 		return nil
 	}
-	db, err := sql.Open("pgx", e.cluster.URL)
+	db, err := sql.Open("pgx", e.url)
 	if err != nil {
 		return err
 	}

@@ -38,9 +38,14 @@ type Options struct {
 	Settings []string
 }
 
-// binDir finds the directory of initdb and postgres: on PATH, or Debian's /usr/lib/postgresql/N/bin.
-func binDir() (string, error) {
+// BinDir finds the directory of initdb, postgres and the other server programs (pg_controldata,
+// pg_rewind, …): initdb's on PATH, followed through symbolic links (a link on PATH may stand for
+// initdb alone), or Debian's /usr/lib/postgresql/N/bin.
+func BinDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
 		return filepath.Dir(p), nil
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
@@ -61,20 +66,37 @@ func version(dir string) int {
 // Available reports why a cluster cannot be started here, or nil: the binaries are missing, or this
 // process runs as root and there is no postgres user to run them as.
 func Available() error {
-	if _, err := binDir(); err != nil {
+	if _, err := BinDir(); err != nil {
 		return err
 	}
-	if os.Geteuid() == 0 {
-		if _, err := user.Lookup("postgres"); err != nil {
-			return errors.New("running as root and there is no postgres user to run PostgreSQL as")
-		}
+	_, err := RunAs()
+	return err
+}
+
+// RunAs is the credential to run PostgreSQL with, which refuses to run as root: nil (this process's
+// own) unless this process is root, then the postgres user's, which must own the directories
+// PostgreSQL writes to.
+func RunAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
 	}
-	return nil
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("running as root and there is no postgres user to run PostgreSQL as")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // Start initializes and starts a cluster. Run as root, it runs PostgreSQL as the postgres user.
 func Start(o Options) (*Cluster, error) {
-	bin, err := binDir()
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	// PostgreSQL refuses to run as root: run it as the postgres user, which must own the directory.
+	cred, err := RunAs()
 	if err != nil {
 		return nil, err
 	}
@@ -83,21 +105,11 @@ func Start(o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{dir: dir}
-	// PostgreSQL refuses to run as root: run it as the postgres user, which must own the directory.
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, errors.New("running as root and there is no postgres user to run PostgreSQL as")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "kassa", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
@@ -160,7 +172,7 @@ func Tool(name string) (string, error) {
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
-	if bin, err := binDir(); err == nil {
+	if bin, err := BinDir(); err == nil {
 		dirs = append([]string{bin}, dirs...)
 	}
 	for _, d := range dirs {

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/store/storetest"
+)
+
+// TestDrillHA is the short version of "make drill-ha" that "make test" runs: the die mode once — a
+// Patroni primary and synchronous standby, two nodes on a multi-host URL, 8 clients for 30 s, the
+// primary's Patroni and PostgreSQL killed with SIGKILL at 8 s, one failover. The books must balance:
+// every request answered, every approved answer in the ledger, the ledger equal to the acquirer's
+// journal, no stretch without an approved sale beyond 15 s, both nodes ready again without a restart;
+// and the failover must have happened (the standby became primary and took writes).
+func TestDrillHA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, Patroni, PostgreSQL and servers")
+	}
+	if err := haAvailable(); err != nil {
+		storetest.Unavailable(t, "the failover drill's cluster: %v", err)
+	}
+	t.Parallel()
+	dir := buildKassa(t)
+	var out bytes.Buffer
+	code := drillHAMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--acquirer", filepath.Join(dir, "kassa-acquirer"),
+		"--fault", "die", "--clients", "8", "--duration", "30s", "--fail-at", "8s", "--second-failover=false",
+		"--subscriptions", "3", "--settle", "60s"}, &out)
+	if code != 0 {
+		t.Fatalf("the failover drill exited %d:\n%s", code, out.String())
+	}
+	if !regexp.MustCompile(`(?m)^ +\+ *\d+\.\d s  pg\d is primary, [\d.]+ s after$`).Match(out.Bytes()) ||
+		!regexp.MustCompile(`(?m)^drill-ha die: the books balance$`).Match(out.Bytes()) {
+		t.Fatalf("no failover or no verdict:\n%s", out.String())
+	}
+	// The summary's figures: a gap there was (the failover takes seconds), within the bound, and sales
+	// approved.
+	m := regexp.MustCompile(`(?m)^die +([\d.]+) s +(\d+) +(\d+) +(\d+) +(\d+) +yes$`).FindSubmatch(out.Bytes())
+	if m == nil {
+		t.Fatalf("no summary line:\n%s", out.String())
+	}
+	gapSeconds, _ := strconv.ParseFloat(string(m[1]), 64)
+	approvedSales, _ := strconv.Atoi(string(m[5]))
+	if gap := time.Duration(gapSeconds * float64(time.Second)); gap < time.Second || gap > 15*time.Second || approvedSales == 0 {
+		t.Fatalf("longest gap %v, %d sales approved: want a gap of 1 to 15 s and sales approved:\n%s", gap, approvedSales, out.String())
+	}
+	t.Log(out.String())
+}
+
+// The longest gap is the longest stretch between approved sales' answers within the load, its ends
+// included; declined sales and other operations do not end it, and the 503s counted are those
+// answered within it.
+func TestLongestGap(t *testing.T) {
+	start := time.Now()
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	sale := func(s float64, result string) call {
+		return call{op: "sale", status: 200, end: at(s), body: []byte(`{"transaction_id":"t","transaction_result":"` + result + `"}`)}
+	}
+	calls := []call{
+		sale(1, "APPROVED"), sale(3, "APPROVED"), sale(6, "DECLINED"), sale(10, "APPROVED"),
+		{op: "authorize", status: 200, end: at(7), body: []byte(`{"transaction_id":"a","transaction_result":"APPROVED"}`)},
+		{op: "sale", failures: []failure{{status: 503, at: at(4)}, {status: 503, at: at(5)}, {status: 502, at: at(5)}, {status: 503, at: at(11)}}},
+	}
+	g := longestGap(calls, start, at(12))
+	if g.from != at(3) || g.to != at(10) || g.unavailable != 2 {
+		t.Fatalf("longestGap = %s, want from +3 s to +10 s with 2 × 503", g.String(start))
+	}
+	// With no approved sale after the first, the gap runs to the load's end.
+	if g := longestGap(calls[:1], start, at(12)); g.from != at(1) || g.to != at(12) {
+		t.Fatalf("longestGap = %s, want from +1 s to +12 s", g.String(start))
+	}
+}
