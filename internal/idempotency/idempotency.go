@@ -262,7 +262,7 @@ type stored struct {
 // record expired or of a request that died, so that of requests that all found no record (on
 // PostgreSQL, where each reads before any inserts) one runs and the others are told it is running.
 //
-// A claim whose commit's answer was lost (store.ErrStorageUnavailable) may hold the key: it is
+// A claim whose commit's answer was lost (store.DB.InDoubt) may hold the key: it is
 // withdrawn (withdraw) before the request is answered 503, so that the retry runs rather than being
 // told the key is in use until the lock ends.
 func (s *Store) claim(ctx context.Context, rec *record, mac []byte) (*stored, error) {
@@ -312,7 +312,7 @@ func (s *Store) claim(ctx context.Context, rec *record, mac []byte) (*stored, er
 		}
 		return err
 	})
-	if errors.Is(err, store.ErrStorageUnavailable) {
+	if s.db.InDoubt(err) {
 		ctx := context.WithoutCancel(ctx)
 		s.settle(*rec, func() error {
 			return s.db.Write(ctx, func(tx *store.Tx) error {
@@ -328,12 +328,12 @@ func (s *Store) claim(ctx context.Context, rec *record, mac []byte) (*stored, er
 
 // settle makes write, which changes nothing when made a second time, until the database answers it:
 // once now, and again while the database is not reached or its answer is lost, until rec's lock ends
-// (store.Again). A record left running (a claim, a response or a release whose commit is in doubt)
+// (store.DB.Again). A record left running (a claim, a response or a release whose commit is in doubt)
 // would tell the retry of its request the key is in use until then. The lock is read in the store's
 // time and waited for in real time. It returns the error of the last run.
 func (s *Store) settle(rec record, write func() error) error {
 	deadline := time.Now().Add(time.UnixMilli(rec.lockedUntil).Sub(s.now()))
-	return store.Again(deadline, write(), write)
+	return s.db.Again(deadline, write(), write)
 }
 
 // inUse is the refusal of a request whose key's first request is still running.

@@ -185,7 +185,7 @@ func (l *Ledger) Charge(ctx context.Context, c Charge) (Transaction, error) {
 			return l.insert(ctx, tx, &t, now)
 		})
 	}
-	if lostAnswer(err) && t.TransactionID != "" {
+	if l.db.InDoubt(err) && t.TransactionID != "" {
 		l.withdraw(ctx, t, acct, err) // the attempt may be in the database: it is never sent
 	}
 	if err != nil || prior != nil {
@@ -318,7 +318,7 @@ func (l *Ledger) followUp(ctx context.Context, f FollowUp, kind string,
 	if errors.As(err, &rejected) && rejected.Status == http.StatusConflict && parent.ID != 0 {
 		l.auditRejection(ctx, f.Actor, kind, parent, f.Amount, rejected.Message)
 	}
-	if lostAnswer(err) && t.TransactionID != "" {
+	if l.db.InDoubt(err) && t.TransactionID != "" {
 		l.withdraw(ctx, t, acct, err) // the attempt may be in the database: it is never sent
 	}
 	if err != nil || prior != nil {
@@ -623,7 +623,7 @@ func (l *Ledger) finishAs(ctx context.Context, t Transaction, acct processor.Acc
 	}
 	err := write()
 	lost := false
-	if again && lostAnswer(err) {
+	if again && l.db.InDoubt(err) {
 		lost = true
 		err = l.reapply(ctx, t, err, write)
 	}

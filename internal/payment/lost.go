@@ -24,18 +24,14 @@ import (
 //
 // What the lease does not leave time for, recovery does once the lease has run out.
 
-// lostAnswer reports whether err leaves a write in doubt: the database was not reached or did not
-// answer, so the write may have been committed with only its answer lost.
-func lostAnswer(err error) bool { return errors.Is(err, store.ErrStorageUnavailable) }
-
 // reapply runs write again after err, the error of its last run, while that error leaves it in doubt,
-// until attempt t's lease ends (store.Again); it returns the error of the last run. The lease is read
+// until attempt t's lease ends (store.DB.Again); it returns the error of the last run. The lease is read
 // in the ledger's time and waited for in real time, so that a test's stopped clock still ends it.
 // The writes run so change only a PENDING row, so that of recovery's finish and this one, begun
 // around the lease's end, one counts.
 func (l *Ledger) reapply(ctx context.Context, t Transaction, err error, write func() error) error {
 	deadline := time.Now().Add(time.UnixMilli(l.lease(t.CreatedAt)).Sub(l.now()))
-	if err = store.Again(deadline, err, write); lostAnswer(err) {
+	if err = l.db.Again(deadline, err, write); l.db.InDoubt(err) {
 		l.log.WarnContext(ctx, "the database did not answer within the attempt's lease; recovery will settle it",
 			"transaction_id", t.TransactionID, "err", err)
 	}
@@ -48,7 +44,7 @@ func sameOutcome(got, t Transaction) bool {
 		got.Message == t.Message
 }
 
-// withdraw settles attempt t, whose write failed for want of the database (lostAnswer) before the
+// withdraw settles attempt t, whose write is in doubt (store.DB.InDoubt) before the
 // processor was asked: it may have been committed with only its answer lost. The processor is not
 // asked for it, ever. If the attempt is in the database it is declined as interrupted — what recovery
 // would record of it, the release of a follow-up's reservation included — and its idempotency key is

@@ -191,15 +191,23 @@ const (
 	againLast  = time.Second
 )
 
-// Again runs write again after err, the error of its last run, while that error is
-// ErrStorageUnavailable — the database was not reached or did not answer, so that on PostgreSQL the
-// write may have been committed with only its answer lost — with a short backoff, until deadline; it
-// returns the error of the last run. Each run takes a new connection: the store drops one whose
-// answer was lost. Only a write whose second run after a committed first changes nothing may be run
-// again so: an UPDATE conditional on the state it changes, a DELETE of a row named whole. A run begun
-// before deadline may end after it, by the write bound at most.
-func Again(deadline time.Time, err error, write func() error) error {
-	for wait := againFirst; errors.Is(err, ErrStorageUnavailable); wait = min(2*wait, againLast) {
+// InDoubt reports whether err, a write's error, leaves the write in doubt: on PostgreSQL a write that
+// failed with ErrStorageUnavailable — the database was not reached or did not answer — may have been
+// committed with only its answer lost. On SQLite never: a write that failed, for want of space or of
+// a working disk, was rolled back whole and is known not to be there, so there is nothing to settle
+// (and a settling write that found nothing to change would pass for the storage having come back).
+func (db *DB) InDoubt(err error) bool {
+	return db.dialect == Postgres && errors.Is(err, ErrStorageUnavailable)
+}
+
+// Again runs write again after err, the error of its last run, while that error leaves it in doubt
+// (InDoubt), with a short backoff, until deadline; it returns the error of the last run. Each run
+// takes a new connection: the store drops one whose answer was lost. Only a write whose second run
+// after a committed first changes nothing may be run again so: an UPDATE conditional on the state it
+// changes, a DELETE of a row named whole. A run begun before deadline may end after it, by the write
+// bound at most.
+func (db *DB) Again(deadline time.Time, err error, write func() error) error {
+	for wait := againFirst; db.InDoubt(err); wait = min(2*wait, againLast) {
 		if !time.Now().Add(wait).Before(deadline) {
 			return err
 		}
