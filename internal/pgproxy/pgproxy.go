@@ -30,6 +30,7 @@ import (
 type Proxy struct {
 	network, address string
 	ln               net.Listener
+	dial             func(network, address string) (net.Conn, error) // net.Dial; a test's own to hold the proxy's writes
 
 	mu     sync.Mutex
 	resume chan struct{} // closed while forwarding; open while hung
@@ -54,7 +55,8 @@ func Start(network, address string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{network: network, address: address, ln: ln, resume: make(chan struct{}), conns: map[*pair]struct{}{}}
+	p := &Proxy{network: network, address: address, ln: ln, dial: net.Dial, resume: make(chan struct{}),
+		conns: map[*pair]struct{}{}}
 	close(p.resume)
 	p.wg.Add(1)
 	go p.accept()
@@ -240,7 +242,10 @@ func (c *pair) run() {
 	if !c.p.wait(c) {
 		return
 	}
-	server, err := net.Dial(c.p.network, c.p.address)
+	c.p.mu.Lock()
+	dial := c.p.dial
+	c.p.mu.Unlock()
+	server, err := dial(c.p.network, c.p.address)
 	if err != nil {
 		return
 	}
@@ -290,11 +295,15 @@ func (c *pair) fromClient() {
 		if hit != nil && !hit.apply {
 			return // dropped: the server sees the connection end inside the transaction
 		}
+		if hit != nil {
+			// The answer is dropped from before the statement leaves: once written, the server may
+			// answer before this goroutine runs again, and fromServer would forward that answer.
+			close(c.cutting)
+		}
 		if _, err := c.server.Write(msg); err != nil {
 			return
 		}
 		if hit != nil {
-			close(c.cutting)
 			<-c.done // fromServer closes once the server answered
 			return
 		}

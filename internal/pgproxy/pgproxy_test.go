@@ -3,7 +3,9 @@ package pgproxy_test
 import (
 	"context"
 	"database/sql"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,5 +142,104 @@ func TestCutAtCommit(t *testing.T) {
 	}
 	if _, err := via.Exec(`INSERT INTO t VALUES (99)`); err != nil {
 		t.Fatalf("after the cuts: %v", err)
+	}
+}
+
+// late holds the proxy's write of a cut's statement to the server until the test releases it or the
+// proxy closes the connection, as a loaded machine may leave the goroutine that wrote it unscheduled
+// while the server answers.
+type late struct {
+	p       *pgproxy.Proxy
+	mu      sync.Mutex
+	held    int           // the cuts whose statement's write was held
+	release chan struct{} // closed by the test once its client has its answer or its error
+}
+
+// arm makes late hold the write that ends the next cut's statement (its Sync, or its simple query).
+func (l *late) arm() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release = make(chan struct{})
+	return l.release
+}
+
+func (l *late) dial(network, address string) (net.Conn, error) {
+	c, err := net.Dial(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &lateConn{Conn: c, l: l, closed: make(chan struct{})}, nil
+}
+
+type lateConn struct {
+	net.Conn
+	l      *late
+	once   sync.Once
+	closed chan struct{}
+}
+
+// Write writes b, and then holds on if b ends a statement that was cut since the last hold.
+func (c *lateConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil || len(b) == 0 || (b[0] != 'Q' && b[0] != 'S') {
+		return n, err
+	}
+	c.l.mu.Lock()
+	hold := c.l.p.Cuts() > c.l.held
+	if hold {
+		c.l.held = c.l.p.Cuts()
+	}
+	release := c.l.release
+	c.l.mu.Unlock()
+	if hold {
+		select {
+		case <-release:
+		case <-c.closed:
+		}
+	}
+	return n, err
+}
+
+func (c *lateConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// An applied cut drops the server's answer however late the proxy goes on after forwarding the
+// statement: the proxy's write of it is held until the client has had an answer or an error, and the
+// client gets the error, with the statement committed.
+func TestCutAppliedDropsAnEarlyAnswer(t *testing.T) {
+	p, via, direct := cluster(t)
+	l := &late{p: p}
+	p.SetDial(l.dial)
+	via.SetMaxIdleConns(0) // each case on a connection of its own
+	// Bounded: on a connection whose cut went wrong, the proxy forwards nothing more.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := l.arm()
+	p.CutAt(pgproxy.IsCommit, true)
+	tx, err := via.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO t VALUES ($1)`, 1); err != nil {
+		t.Fatal(err)
+	}
+	err = tx.Commit()
+	close(release)
+	if err == nil {
+		t.Error("explicit COMMIT: the answer reached the client")
+	}
+	release = l.arm()
+	p.CutAt(func(q string) bool { return strings.HasPrefix(q, "INSERT INTO t") }, true)
+	// With an argument, as Kassa's statements have: the extended protocol, which the batcher uses too.
+	_, err = via.ExecContext(ctx, `INSERT INTO t VALUES ($1)`, 2)
+	close(release)
+	if err == nil {
+		t.Error("single statement: the answer reached the client")
+	}
+	if p.Cuts() != 2 || count(t, direct, 1) != 1 || count(t, direct, 2) != 1 {
+		t.Errorf("%d cuts, rows 1 and 2 committed %d and %d times; want 2 cuts, each once",
+			p.Cuts(), count(t, direct, 1), count(t, direct, 2))
 	}
 }
