@@ -187,8 +187,14 @@ type factKey struct {
 // errRaced: another roller committed since this one read the rollup's state.
 var errRaced = errors.New("report: another roller rolled first")
 
+// rollWriteBound bounds a roll's write on PostgreSQL: a chunk of the ledger's ids is read and added in
+// one transaction of many statements, longer by design than a payment's write, whose bound would cut
+// it on a busy server.
+const rollWriteBound = 2 * time.Minute
+
 // step makes one roll and reports whether more is ready at once.
 func (r *Roller) step(ctx context.Context) (bool, error) {
+	ctx = store.WithWriteBound(ctx, rollWriteBound)
 	st, err := r.state(ctx)
 	if err != nil {
 		return false, err

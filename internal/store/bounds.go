@@ -97,6 +97,26 @@ func applyBounds(cfg *pgx.ConnConfig, settings map[string]string, b Bounds) {
 	}
 }
 
+// writeBoundKey keys a context's own write bound (WithWriteBound).
+type writeBoundKey struct{}
+
+// WithWriteBound returns ctx whose writes (Write, Exec, QueryRow) are bounded by d on PostgreSQL in
+// place of Bounds.WriteTimeout: for background work whose transactions are long by design, such as
+// the overview's roll of a chunk of the ledger, which a hung primary then holds up for d rather than
+// failing it at the payment path's bound. SQLite's writes stay unbounded.
+func WithWriteBound(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, writeBoundKey{}, d)
+}
+
+// writeBound is the bound of a write made with ctx: its own (WithWriteBound) or Bounds.WriteTimeout;
+// none on SQLite.
+func (db *DB) writeBound(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(writeBoundKey{}).(time.Duration); ok && d > 0 && db.bounds.WriteTimeout > 0 {
+		return d
+	}
+	return db.bounds.WriteTimeout
+}
+
 // scope bounds the statements of one write or read by the deadline of its context. Callers hand Write
 // and Read a context and run their statements with it, or with one derived from it: the context the
 // caller gave stands for the bounded one, and any other is given the bounded one's deadline when it

@@ -95,3 +95,28 @@ func TestHungServerIsBounded(t *testing.T) {
 		t.Errorf("health after the outage: %+v, want available, 1 reconnect and the outage's time", h)
 	}
 }
+
+// A write given its own bound (WithWriteBound) outlasts the default bound where a write without one is
+// cut at it: background work whose transactions are long by design is not cut at the payment path's
+// bound. A statement that takes longer than the default bound stands for the long transaction.
+func TestWriteBoundOfItsOwn(t *testing.T) {
+	_, url := storetest.Proxied(t)
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{DatabaseURL: url, Bounds: testBounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	long := func(ctx context.Context) error {
+		return db.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, `SELECT pg_sleep($1)`, (testBounds.WriteTimeout + time.Second).Seconds())
+			return err
+		})
+	}
+	if err := long(ctx); !errors.Is(err, store.ErrStorageUnavailable) {
+		t.Fatalf("a write longer than the default bound: %v, want ErrStorageUnavailable", err)
+	}
+	if err := long(store.WithWriteBound(ctx, 3*testBounds.WriteTimeout)); err != nil {
+		t.Fatalf("the same write with a bound of its own: %v", err)
+	}
+}

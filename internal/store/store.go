@@ -399,7 +399,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.batch != nil {
 		return db.written(db.batch.write(ctx, fn))
 	}
-	s, ctx, end := newScope(ctx, db.bounds.WriteTimeout)
+	s, ctx, end := newScope(ctx, db.writeBound(ctx))
 	defer end()
 	done, err := admit(ctx, db.gate)
 	if err != nil {
@@ -419,7 +419,7 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	db.notInWrite("Exec")
 	if db.pgBatch != nil {
-		s, ctx, end := newScope(ctx, db.bounds.WriteTimeout)
+		s, ctx, end := newScope(ctx, db.writeBound(ctx))
 		defer end()
 		r := &stmtReq{ctx: ctx, query: query, args: args}
 		if err := db.written(timedOut(s, db.pgBatch.do(r))); err != nil {
@@ -441,7 +441,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 func (db *DB) QueryRow(ctx context.Context, dest []any, query string, args ...any) error {
 	db.notInWrite("QueryRow")
 	if db.pgBatch != nil {
-		s, ctx, end := newScope(ctx, db.bounds.WriteTimeout)
+		s, ctx, end := newScope(ctx, db.writeBound(ctx))
 		defer end()
 		return db.written(timedOut(s, db.pgBatch.do(&stmtReq{ctx: ctx, query: query, args: args, dest: dest})))
 	}
