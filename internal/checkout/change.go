@@ -120,41 +120,17 @@ func GetEvent(ctx context.Context, q store.Querier, merchantID, id string) (even
 // of events: older ones, newest first, or with newer, newer ones, oldest first. It reads the
 // merchant's part of payment_intent_changes_seq in order, from bound on.
 func ListEvents(ctx context.Context, q store.Querier, merchantID string, f event.Filter, bound event.Key, newer bool, n int) ([]event.Placed, error) {
-	args := []any{merchantID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+	query, args := changeEvents.Query(merchantID, f, bound, newer, n)
+	if query == "" {
+		return nil, nil
 	}
-	where := `WHERE t.merchant_id = $1 AND t.type IS NOT NULL`
-	if len(f.Types) > 0 {
-		var in []string
-		for _, typ := range f.Types {
-			if strings.HasPrefix(typ, "payment_intent.") {
-				in = append(in, arg(typ))
-			}
-		}
-		if len(in) == 0 {
-			return nil, nil
-		}
-		where += ` AND t.type IN (` + strings.Join(in, ", ") + `)`
-	}
-	if !f.From.IsZero() {
-		where += ` AND t.created_at >= ` + arg(f.From.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		where += ` AND t.created_at < ` + arg(f.Until.UnixMilli())
-	}
-	order, cmp := "DESC", "<"
-	if newer {
-		order, cmp = "ASC", ">"
-	}
-	if !bound.IsZero() {
-		where += ` AND (t.event_seq ` + cmp + ` ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id ` + cmp + ` ` +
-			arg(bound.Tie(event.Intent)) + `))`
-	}
-	return queryAll(ctx, q, scanChangeEvent, `SELECT `+changeEventColumns+` FROM payment_intent_changes t `+where+
-		` ORDER BY t.event_seq `+order+`, t.id `+order+` LIMIT `+arg(n), args...)
+	return queryAll(ctx, q, scanChangeEvent, query, args...)
 }
+
+// changeEvents is how intents' changes are read as events: a change's place is (event_seq, Intent,
+// row id).
+var changeEvents = event.SourceQuery{From: `payment_intent_changes t`, Where: `t.type IS NOT NULL`, Type: `t.type`,
+	Prefix: "payment_intent.", Time: `t.created_at`, Columns: changeEventColumns, Source: event.Intent}
 
 // EventsByRow returns the events of the changes whose row ids are ids, by row id; a change without
 // an event is left out.

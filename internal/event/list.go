@@ -129,42 +129,69 @@ func List(ctx context.Context, q store.Querier, merchantID string, f Filter, bou
 	return out, rows.Err()
 }
 
-// listQuery is List's query, with its arguments. A row's place is (event_seq, Table, id), after a
-// derived event's of the same event_seq: an older one than bound has (event_seq, id) below
-// (bound.Seq, bound.Tie(Table)).
+// tableSource is how the events table is read in the merchant's order of events: a row's place is
+// (event_seq, Table, id), after a derived event's of the same event_seq.
+var tableSource = SourceQuery{From: `events t`, Where: `TRUE`, Type: `t.type`, Time: `t.created_at`,
+	Columns: placedColumns, Source: Table}
+
+// listQuery is List's query, with its arguments.
 func listQuery(merchantID string, f Filter, bound Key, newer bool, n int) (string, []any) {
+	return tableSource.Query(merchantID, f, bound, newer, n)
+}
+
+// SourceQuery says how one source of a merchant's events is read in the merchant's order of events:
+// the events table, or rows an event is derived from (the ledger's outcomes, intents' changes). Each
+// row has merchant_id, event_seq (its place) and id, under the alias t.
+type SourceQuery struct {
+	From    string // the table, aliased t ("transactions t")
+	Where   string // the condition on a row of From that it is an event
+	Type    string // SQL of a row's event type
+	Prefix  string // the prefix of every type the source has ("transaction."); "" for any type
+	Time    string // SQL of a row's event time, in epoch milliseconds
+	Columns string // the columns read
+	Source  int    // the source (Ledger, Intent, Table), which orders its rows among the others' of the same place (Key.Tie)
+}
+
+// Query is the statement, with its arguments, that reads up to n of the merchant's events of the
+// source that f selects (Types, From, Until), beyond bound: older ones, newest first, or with newer,
+// newer ones, oldest first; "" when f's types are none of the source's. A row is beyond bound when
+// its (event_seq, id) is beyond (bound.Seq, bound.Tie(Source)), so that the statement reads the
+// source's index by merchant and place in order, from bound on.
+func (s SourceQuery) Query(merchantID string, f Filter, bound Key, newer bool, n int) (string, []any) {
 	args := []any{merchantID}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	where := `WHERE merchant_id = $1`
+	where := `WHERE t.merchant_id = $1 AND ` + s.Where
 	if len(f.Types) > 0 {
-		in := make([]string, len(f.Types))
-		for i, t := range f.Types {
-			in[i] = arg(t)
+		var in []string
+		for _, typ := range f.Types {
+			if strings.HasPrefix(typ, s.Prefix) {
+				in = append(in, arg(typ))
+			}
 		}
-		where += ` AND type IN (` + strings.Join(in, ", ") + `)`
+		if len(in) == 0 {
+			return "", nil
+		}
+		where += ` AND ` + s.Type + ` IN (` + strings.Join(in, ", ") + `)`
 	}
 	if !f.From.IsZero() {
-		where += ` AND created_at >= ` + arg(f.From.UnixMilli())
+		where += ` AND ` + s.Time + ` >= ` + arg(f.From.UnixMilli())
 	}
 	if !f.Until.IsZero() {
-		where += ` AND created_at < ` + arg(f.Until.UnixMilli())
+		where += ` AND ` + s.Time + ` < ` + arg(f.Until.UnixMilli())
 	}
-	order := "DESC"
-	if !bound.IsZero() {
-		id := bound.Tie(Table)
-		if newer {
-			where += ` AND (event_seq > ` + arg(bound.Seq) + ` OR (event_seq = ` + arg(bound.Seq) + ` AND id > ` + arg(id) + `))`
-		} else {
-			where += ` AND (event_seq < ` + arg(bound.Seq) + ` OR (event_seq = ` + arg(bound.Seq) + ` AND id < ` + arg(id) + `))`
-		}
-	}
+	order, cmp := "DESC", "<"
 	if newer {
-		order = "ASC"
+		order, cmp = "ASC", ">"
 	}
-	query := `SELECT ` + placedColumns + ` FROM events ` + where + ` ORDER BY event_seq ` + order + `, id ` + order + ` LIMIT ` + arg(n)
+	if !bound.IsZero() {
+		where += ` AND (t.event_seq ` + cmp + ` ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id ` + cmp + ` ` +
+			arg(bound.Tie(s.Source)) + `))`
+	}
+	query := `SELECT ` + s.Columns + ` FROM ` + s.From + ` ` + where + ` ORDER BY t.event_seq ` + order + `, t.id ` + order +
+		` LIMIT ` + arg(n)
 	return query, args
 }
 

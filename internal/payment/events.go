@@ -123,49 +123,14 @@ func ListEvents(ctx context.Context, q store.Querier, merchantID string, f event
 	return out, rows.Err()
 }
 
-// listEventsQuery is ListEvents' query, or "" when f's types are none of a transaction's. The bound
-// is a place (Seq, Source, ID): a derived event's place is (event_seq, Ledger, row id), which sorts
-// before the other sources' of the same Seq; so an older one than bound has (event_seq, id) below
-// (bound.Seq, bound.Tie(Ledger)).
+// eventSource is how the ledger's outcomes are read as events: a derived event's place is (event_seq,
+// Ledger, row id), which sorts before the other sources' of the same place.
+var eventSource = event.SourceQuery{From: `transactions t`, Where: `t.event_seq IS NOT NULL`, Type: eventTypeSQL,
+	Prefix: "transaction.", Time: `t.finished_at`, Columns: derivedColumns, Source: event.Ledger}
+
+// listEventsQuery is ListEvents' query, or "" when f's types are none of a transaction's.
 func listEventsQuery(merchantID string, f event.Filter, bound event.Key, newer bool, n int) (string, []any) {
-	args := []any{merchantID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	where := `WHERE t.merchant_id = $1 AND t.event_seq IS NOT NULL`
-	if len(f.Types) > 0 {
-		var in []string
-		for _, typ := range f.Types {
-			if strings.HasPrefix(typ, "transaction.") {
-				in = append(in, arg(typ))
-			}
-		}
-		if len(in) == 0 {
-			return "", nil
-		}
-		where += ` AND ` + eventTypeSQL + ` IN (` + strings.Join(in, ", ") + `)`
-	}
-	if !f.From.IsZero() {
-		where += ` AND t.finished_at >= ` + arg(f.From.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		where += ` AND t.finished_at < ` + arg(f.Until.UnixMilli())
-	}
-	order := "DESC"
-	if !bound.IsZero() {
-		id := bound.Tie(event.Ledger)
-		if newer {
-			where += ` AND (t.event_seq > ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id > ` + arg(id) + `))`
-		} else {
-			where += ` AND (t.event_seq < ` + arg(bound.Seq) + ` OR (t.event_seq = ` + arg(bound.Seq) + ` AND t.id < ` + arg(id) + `))`
-		}
-	}
-	if newer {
-		order = "ASC"
-	}
-	query := `SELECT ` + derivedColumns + from + where + ` ORDER BY t.event_seq ` + order + `, t.id ` + order + ` LIMIT ` + arg(n)
-	return query, args
+	return eventSource.Query(merchantID, f, bound, newer, n)
 }
 
 // Committed is the condition, by dialect, on an outcome t that every outcome before it in its
