@@ -102,6 +102,8 @@ type Config struct {
 	// WebhooksAllowPrivate lets webhooks go to loopback and private addresses, and to http:// URLs
 	// (`kassa serve --webhooks-allow-private`: development and tests).
 	WebhooksAllowPrivate bool
+	// WebhookPoll is how often the delivery engine looks for due deliveries (default 500 ms).
+	WebhookPoll time.Duration
 	// Metrics, when not nil, is where the server's parts count what they do, and what the exposition
 	// reads from the database at every scrape (kassa serve --metrics-addr).
 	Metrics *metrics.Set
@@ -254,7 +256,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	load := &httpapi.Load{}
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate,
-		Metrics: cfg.Metrics, Requests: load.Requests})
+		Poll: cfg.WebhookPoll, Metrics: cfg.Metrics, Requests: load.Requests})
 	s.handler = load.Count(httpapi.Middleware(cfg.Logger, cfg.Metrics, r))
 	if cfg.TLS || httpsURL(cfg.PublicURL) {
 		s.handler = httpapi.StrictTransport(s.handler)

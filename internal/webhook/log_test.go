@@ -42,6 +42,11 @@ func deliver(t *testing.T, db *store.DB, merchantID, endpointID string) string {
 	return webhook.DeliveryID(id)
 }
 
+// quietEngine is the configuration of a server whose delivery engine looks for due deliveries only
+// as it starts, for the tests that write deliveries and attempts of their own, due or not, and read
+// them back as they wrote them: an engine sending them meanwhile would change them under the test.
+var quietEngine = server.Config{WebhookPoll: time.Hour}
+
 // exec runs a statement of the test's own, as the delivery engine would write it.
 func exec(t *testing.T, db *store.DB, query string, args ...any) {
 	t.Helper()
@@ -72,7 +77,7 @@ func ids(r servertest.Response) []string {
 // reads as the phrase it comes to, in the API and in the endpoint's summary, and names no address.
 func TestDeliveryLogShowsPhrasesOnly(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		srv := servertest.Start(t, db, server.Config{})
+		srv := servertest.Start(t, db, quietEngine)
 		a := newAccount(t, srv, checkout.WebhooksRead|checkout.WebhooksWrite)
 		id := a.create(t, "https://shop.example/hooks").Str("id")
 		// Leased to a node of the test's, the endpoint is left alone by the server's own deliverer:
@@ -126,7 +131,7 @@ func TestDeliveryLogShowsPhrasesOnly(t *testing.T) {
 // with cursors; a resend queues exactly one new delivery of the same event, due now.
 func TestDeliveryLogAndResend(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		srv := servertest.Start(t, db, server.Config{})
+		srv := servertest.Start(t, db, quietEngine)
 		a := newAccount(t, srv, checkout.WebhooksRead|checkout.WebhooksWrite)
 		ep := a.create(t, "https://shop.example/hooks").Str("id")
 		other := a.create(t, "https://shop.example/other").Str("id")
@@ -335,7 +340,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 // PostgreSQL by the delete's own statements, a delivery having no foreign key there (migration 00047).
 func TestDeletingAnEndpointDeletesItsDeliveries(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		srv := servertest.Start(t, db, server.Config{})
+		srv := servertest.Start(t, db, quietEngine)
 		a := newAccount(t, srv, checkout.WebhooksRead|checkout.WebhooksWrite)
 		gone, kept := a.create(t, "https://a.example/gone").Str("id"), a.create(t, "https://a.example/kept").Str("id")
 		deliver(t, db, a.id, gone) // one event: a delivery to each endpoint
