@@ -2,12 +2,14 @@ package deploy_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,14 +42,18 @@ func requireLines(t *testing.T, file string, patterns ...string) {
 	}
 }
 
-// The Patroni configuration passes "patroni --validate-config" (which also checks that etcd answers)
-// and keeps the settings that make a failover lose no acknowledged commit: synchronous mode, durable
-// commits, pg_rewind with hint bits logged, and WAL archived by pgBackRest. For the check the
-// machines' names become 127.0.0.2 (Patroni refuses 127.0.0.1 as an address other members connect
-// to) and etcd is a throwaway one on that address.
+// The Patroni configuration passes "patroni --validate-config" (which also checks that etcd's port
+// answers), Patroni's own client ("patronictl list") reads the cluster from an etcd run with
+// deploy/ha/etcd.env's settings through the API patroni.yml names (etcd's v2 API answers only when
+// etcd.env enables it), and the file keeps the settings that make a failover lose no acknowledged
+// commit: synchronous mode, durable commits, pg_rewind with hint bits logged, and WAL archived by
+// pgBackRest. For the check the machines' names become 127.0.0.2 (Patroni refuses 127.0.0.1 as an
+// address other members connect to) and etcd is a throwaway one on that address, with etcd.env's
+// settings that name no machine.
 func TestPatroniConfig(t *testing.T) {
 	t.Parallel()
 	patroni := tool(t, "patroni", "patroni")
+	patronictl := tool(t, "patronictl", "patroni")
 	etcd := tool(t, "etcd", "etcd-server")
 	const file = "deploy/ha/patroni.yml"
 	requireLines(t, file, `synchronous_mode: true`, `synchronous_mode_strict: (true|false)`, `use_pg_rewind: true`,
@@ -62,8 +68,17 @@ func TestPatroniConfig(t *testing.T) {
 	client := l.Addr().String()
 	l.Close()
 	dir := t.TempDir()
-	cmd := exec.Command(etcd, "--data-dir", filepath.Join(dir, "etcd"), "--listen-client-urls", "http://"+client,
-		"--advertise-client-urls", "http://"+client, "--listen-peer-urls", "http://127.0.0.2:0")
+	args := []string{"--data-dir", filepath.Join(dir, "etcd"), "--listen-client-urls", "http://" + client,
+		"--advertise-client-urls", "http://" + client, "--listen-peer-urls", "http://127.0.0.2:0"}
+	cmd := exec.Command(etcd, args...)
+	// etcd.env's other settings (the v2 API, timings, the cluster's token) are given as etcd's own
+	// environment variables; etcd refuses a variable that a flag also sets.
+	cmd.Env = os.Environ()
+	for _, v := range etcdEnv(t) {
+		if !machines.MatchString(v.value) && !slices.Contains(args, v.flag()) {
+			cmd.Env = append(cmd.Env, v.name+"="+v.value)
+		}
+	}
 	logs, _ := os.Create(filepath.Join(dir, "etcd.log"))
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -83,6 +98,14 @@ func TestPatroniConfig(t *testing.T) {
 	// A valid file is one it says nothing about.
 	if err != nil || len(out) > 0 {
 		t.Fatalf("patroni --validate-config: %v\n%s", err, out)
+	}
+	// patronictl retries an etcd that does not serve the API it asks for without end: bounded.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err = exec.CommandContext(ctx, patronictl, "-c", path, "list").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Cluster: kassa") {
+		b, _ := os.ReadFile(filepath.Join(dir, "etcd.log"))
+		t.Fatalf("patronictl list against etcd with etcd.env's settings: %v\n%s\netcd's log:\n%s", err, out, b)
 	}
 }
 
@@ -192,6 +215,32 @@ func TestEtcdEnv(t *testing.T) {
 	etcd := tool(t, "etcd", "etcd-server")
 	help, _ := exec.Command(etcd, "--help").CombinedOutput()
 	vars := map[string]string{}
+	for _, v := range etcdEnv(t) {
+		if !strings.HasPrefix(v.name, "ETCD_") || !regexp.MustCompile(`(?m)^\s+`+regexp.QuoteMeta(v.flag())+`\b`).Match(help) {
+			t.Errorf("etcd.env: %s=%s is not an etcd setting (no %s in etcd --help)", v.name, v.value, v.flag())
+		}
+		vars[v.name] = v.value
+	}
+	members := strings.Split(vars["ETCD_INITIAL_CLUSTER"], ",")
+	self := fmt.Sprintf("%s=%s", vars["ETCD_NAME"], vars["ETCD_INITIAL_ADVERTISE_PEER_URLS"])
+	if len(members) != 3 || !strings.Contains(","+vars["ETCD_INITIAL_CLUSTER"]+",", ","+self+",") {
+		t.Errorf("etcd.env: ETCD_INITIAL_CLUSTER=%s: want three members, %s among them", vars["ETCD_INITIAL_CLUSTER"], self)
+	}
+}
+
+// setting is one NAME=value line of deploy/ha/etcd.env.
+type setting struct{ name, value string }
+
+// flag is the etcd flag an ETCD_ variable stands for: ETCD_DATA_DIR for --data-dir.
+func (s setting) flag() string {
+	return "--" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.name, "ETCD_")), "_", "-")
+}
+
+// etcdEnv is deploy/ha/etcd.env's settings, in order; a line that is neither a comment nor NAME=value
+// fails t.
+func etcdEnv(t *testing.T) []setting {
+	t.Helper()
+	var settings []setting
 	sc := bufio.NewScanner(strings.NewReader(read(t, "deploy/ha/etcd.env")))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -199,15 +248,10 @@ func TestEtcdEnv(t *testing.T) {
 			continue
 		}
 		name, value, ok := strings.Cut(line, "=")
-		flag := "--" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "ETCD_")), "_", "-")
-		if !ok || !strings.HasPrefix(name, "ETCD_") || !regexp.MustCompile(`(?m)^\s+`+regexp.QuoteMeta(flag)+`\b`).Match(help) {
-			t.Errorf("etcd.env: %q is not an etcd setting (no %s in etcd --help)", line, flag)
+		if !ok || name == "" {
+			t.Fatalf("etcd.env: %q is not NAME=value", line)
 		}
-		vars[name] = value
+		settings = append(settings, setting{name, value})
 	}
-	members := strings.Split(vars["ETCD_INITIAL_CLUSTER"], ",")
-	self := fmt.Sprintf("%s=%s", vars["ETCD_NAME"], vars["ETCD_INITIAL_ADVERTISE_PEER_URLS"])
-	if len(members) != 3 || !strings.Contains(","+vars["ETCD_INITIAL_CLUSTER"]+",", ","+self+",") {
-		t.Errorf("etcd.env: ETCD_INITIAL_CLUSTER=%s: want three members, %s among them", vars["ETCD_INITIAL_CLUSTER"], self)
-	}
+	return settings
 }

@@ -44,7 +44,7 @@ import (
 //
 // Usage:
 //
-//	kassa-load drill-ha [--fault die,hang,etcd,standby] [--dcs etcd3] [--clients 32] [--duration 60s] [--fail-at 15s]
+//	kassa-load drill-ha [--fault die,hang,etcd,standby] [--dcs etcd] [--clients 32] [--duration 60s] [--fail-at 15s]
 //	           [--second-failover] [--max-gap 15s] [--kassa bin/kassa] [--acquirer bin/kassa-acquirer]
 func drillHAMain(args []string, out io.Writer) int {
 	fs := flag.NewFlagSet("kassa-load drill-ha", flag.ExitOnError)
@@ -53,7 +53,7 @@ func drillHAMain(args []string, out io.Writer) int {
 	var faults string
 	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
 	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
-	fs.StringVar(&h.dcs, "dcs", "etcd3", "the etcd API Patroni uses: etcd3 (as deploy/ha/patroni.yml), or etcd, the v2 API")
+	fs.StringVar(&h.dcs, "dcs", "etcd", "the etcd API Patroni uses: etcd, the v2 API (as deploy/ha/patroni.yml), or etcd3")
 	fs.StringVar(&faults, "fault", "die,hang,etcd,standby", "fault modes to drill, comma-separated: die, hang, etcd, standby")
 	fs.IntVar(&c.clients, "clients", 32, "concurrent clients")
 	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the load lasts, per mode")
@@ -118,7 +118,7 @@ func drillHAMain(args []string, out io.Writer) int {
 
 // haConfig is the failover drill's own flags.
 type haConfig struct {
-	dcs                   string        // the etcd API Patroni uses: etcd3 or etcd
+	dcs                   string        // the etcd API Patroni uses: etcd (v2) or etcd3
 	duration              time.Duration // the load's, the drill's --duration
 	failAt                time.Duration
 	second                bool

@@ -86,7 +86,7 @@ func freePorts(n int) ([]int, error) {
 
 // startHACluster starts etcd and both members and returns once one is primary and the other its
 // synchronous standby. dcs is the section of Patroni's configuration that names etcd, and so the API
-// Patroni uses: "etcd3" (deploy/ha's), or "etcd", etcd's v2 API, which etcd 3.4 serves when told to.
+// Patroni uses: "etcd" (deploy/ha's), etcd's v2 API, which etcd 3.4 serves when told to, or "etcd3".
 func startHACluster(dcs string) (_ *haCluster, err error) {
 	if dcs != "etcd3" && dcs != "etcd" {
 		return nil, fmt.Errorf("unknown DCS %q (etcd3 or etcd)", dcs)
