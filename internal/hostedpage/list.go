@@ -79,21 +79,10 @@ func (s *Service) List(ctx context.Context, merchantID string, f ListFilter) ([]
 	args = append(args, f.Limit)
 	var out []Session
 	err := s.db.Read(ctx, func(q store.Querier) error {
-		out = nil
-		rows, err := q.QueryContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions WHERE `+where+
+		var err error
+		out, err = querySessions(ctx, q, `SELECT `+sessionColumns+` FROM checkout_sessions WHERE `+where+
 			` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			ss, err := scanSession(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, ss)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -117,4 +106,22 @@ func (s *Service) Get(ctx context.Context, merchantID, sessionID string) (Sessio
 		return Session{}, fault.NotFound("No hosted-page session %s.", sessionID)
 	}
 	return ss, err
+}
+
+// querySessions runs query, which selects sessionColumns, and reads every session it returns.
+func querySessions(ctx context.Context, q store.Querier, query string, args ...any) ([]Session, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, rows.Err()
 }

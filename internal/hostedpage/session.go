@@ -369,20 +369,10 @@ func (s *Service) Sweep(ctx context.Context) error {
 		cutoff := s.now().Add(-expiryGrace).UnixMilli()
 		var due []Session
 		err := s.db.Read(ctx, func(q store.Querier) error {
-			rows, err := q.QueryContext(ctx, `SELECT `+sessionColumns+` FROM checkout_sessions
+			var err error
+			due, err = querySessions(ctx, q, `SELECT `+sessionColumns+` FROM checkout_sessions
 				WHERE outcome IS NULL AND expired_at IS NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, cutoff, sweepBatch)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				ss, err := scanSession(rows)
-				if err != nil {
-					return err
-				}
-				due = append(due, ss)
-			}
-			return rows.Err()
+			return err
 		})
 		if err != nil {
 			return err
