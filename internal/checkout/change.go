@@ -139,13 +139,8 @@ func EventsByRow(ctx context.Context, q store.Querier, ids []int64) (map[int64]e
 	if len(ids) == 0 {
 		return out, nil
 	}
-	in := make([]string, len(ids))
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		in[i], args[i] = "$"+strconv.Itoa(i+1), id
-	}
-	ps, err := queryAll(ctx, q, scanChangeEvent, `SELECT `+changeEventColumns+` FROM payment_intent_changes t WHERE t.id IN (`+
-		strings.Join(in, ", ")+`) AND t.type IS NOT NULL`, args...)
+	query, args := changeEvents.ByRows(ids)
+	ps, err := queryAll(ctx, q, scanChangeEvent, query, args...)
 	for _, p := range ps {
 		out[p.Key.ID] = p.Event
 	}

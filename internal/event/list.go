@@ -195,6 +195,17 @@ func (s SourceQuery) Query(merchantID string, f Filter, bound Key, newer bool, n
 	return query, args
 }
 
+// ByRows is the statement, with its arguments, that reads the source's events whose rows have the
+// ids ids (at least one); a row that is no event (Where) is left out.
+func (s SourceQuery) ByRows(ids []int64) (string, []any) {
+	in := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		in[i], args[i] = "$"+strconv.Itoa(i+1), id
+	}
+	return `SELECT ` + s.Columns + ` FROM ` + s.From + ` WHERE t.id IN (` + strings.Join(in, ", ") + `) AND ` + s.Where, args
+}
+
 // purgeBatch is how many events one statement of Purge deletes: a short transaction each, so that
 // the purge never holds the database's writer for long.
 const purgeBatch = 1000

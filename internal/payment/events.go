@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kassapay/kassa/internal/event"
@@ -62,12 +60,8 @@ func EventsByRow(ctx context.Context, q store.Querier, ids []int64) (map[int64]e
 	if len(ids) == 0 {
 		return out, nil
 	}
-	in := make([]string, len(ids))
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		in[i], args[i] = "$"+strconv.Itoa(i+1), id
-	}
-	rows, err := q.QueryContext(ctx, `SELECT `+derivedColumns+from+`WHERE t.id IN (`+strings.Join(in, ", ")+`) AND t.event_seq IS NOT NULL`, args...)
+	query, args := eventSource.ByRows(ids)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
