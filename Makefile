@@ -65,7 +65,7 @@ drill: build
 	@scripts/test-deps.sh
 	bin/kassa-load drill $(if $(SOAK),--soak $(SOAK)) $(DRILL_FLAGS)
 
-## drill-upgrade: the rolling-upgrade drill — two nodes of the previous release (the newest v* tag before HEAD, built from git) upgraded to this build one at a time under load on PostgreSQL, then the books (see docs/guides/upgrades.md)
+## drill-upgrade: the rolling-upgrade drill — two nodes of the previous release (the newest in deploy/releases before HEAD, built from git) upgraded to this build one at a time under load on PostgreSQL, then the books (see docs/guides/upgrades.md)
 UPGRADE_FLAGS ?=
 drill-upgrade: build
 	$(GO) build -o bin/kassa-load ./cmd/kassa-load

@@ -30,8 +30,8 @@ import (
 // a 5xx is counted against it. The acquirer answers every request, so that no 5xx is the
 // connector's own.
 //
-// The previous release is a git revision (--from; by default the newest release tag, v*, before the
-// checked-out commit), built from the repository's history into a temporary directory.
+// The previous release is a git revision (--from; by default the newest release that deploy/releases
+// lists before the checked-out commit), built from the repository's history into a temporary directory.
 //
 // Usage:
 //
@@ -41,7 +41,7 @@ func upgradeMain(args []string, out io.Writer) int {
 	fs := flag.NewFlagSet("kassa-load upgrade", flag.ExitOnError)
 	var c drillConfig
 	var from string
-	fs.StringVar(&from, "from", "", "the git revision of the previous release, which the nodes run first (default: the newest v* tag before HEAD)")
+	fs.StringVar(&from, "from", "", "the git revision of the previous release, which the nodes run first (default: the newest release in deploy/releases before HEAD)")
 	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary of the release the nodes are upgraded to")
 	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
 	fs.IntVar(&c.clients, "clients", 16, "concurrent clients")
@@ -140,34 +140,32 @@ func rollingUpgrade(ctx context.Context, c drillConfig, from string, progress io
 	return r.books(ctx, c, start)
 }
 
-// buildRelease builds the kassa of the git revision rev ("": the newest v* tag before HEAD) into dir
-// and returns its path. A clone without the tags, or a shallow one, fetches them from origin first.
+// releasesFile lists the releases, from the repository's root: one "tag commit" per line, oldest first.
+// The drill takes its previous release from it rather than from git tags, which a clone of one branch
+// does not carry.
+const releasesFile = "deploy/releases"
+
+// buildRelease builds the kassa of the git revision rev ("": the previous release, see previousRelease)
+// into dir and returns its path. A shallow clone fetches its history from origin first.
 func buildRelease(ctx context.Context, rev, dir string, progress io.Writer) (string, error) {
-	git := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, "git", args...).Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			return "", fmt.Errorf("git %s: %v %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr))
-		}
-		return strings.TrimSpace(string(out)), nil
+	git := gitIn(ctx, "")
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", err
 	}
 	resolve := func() (string, error) {
 		if rev != "" {
 			return git("rev-parse", "--verify", rev+"^{commit}")
 		}
-		return git("describe", "--tags", "--abbrev=0", "--match", "v*", "HEAD^")
+		return previousRelease(git, filepath.Join(top, releasesFile))
 	}
 	found, err := resolve()
 	if err != nil {
-		fetch := []string{"fetch", "--quiet", "--tags", "origin"}
-		if shallow, _ := git("rev-parse", "--is-shallow-repository"); shallow == "true" {
-			fetch = append(fetch, "--unshallow")
+		if shallow, _ := git("rev-parse", "--is-shallow-repository"); shallow != "true" {
+			return "", fmt.Errorf("no previous release: %v", err)
 		}
-		if _, ferr := git(fetch...); ferr != nil {
-			return "", fmt.Errorf("no previous release (%v), and fetching the tags failed: %v", err, ferr)
+		if _, ferr := git("fetch", "--quiet", "--unshallow", "origin"); ferr != nil {
+			return "", fmt.Errorf("no previous release (%v), and fetching the history failed: %v", err, ferr)
 		}
 		if found, err = resolve(); err != nil {
 			return "", fmt.Errorf("no previous release: %v", err)
@@ -178,10 +176,6 @@ func buildRelease(ctx context.Context, rev, dir string, progress io.Writer) (str
 	}
 	src := filepath.Join(dir, "src")
 	if err := os.MkdirAll(src, 0o700); err != nil {
-		return "", err
-	}
-	top, err := git("rev-parse", "--show-toplevel")
-	if err != nil {
 		return "", err
 	}
 	archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", top, rev, src)
@@ -196,6 +190,58 @@ func buildRelease(ctx context.Context, rev, dir string, progress io.Writer) (str
 	}
 	fmt.Fprintf(progress, "upgrade: the previous release is %s, built\n", rev)
 	return bin, nil
+}
+
+// previousRelease is the newest release listed in the file releases whose commit is in the history
+// of HEAD and is not HEAD itself: the release an operator upgrades from to the checked-out commit.
+func previousRelease(git func(args ...string) (string, error), releases string) (string, error) {
+	b, err := os.ReadFile(releases)
+	if err != nil {
+		return "", err
+	}
+	head, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if len(f) != 2 {
+			return "", fmt.Errorf("%s: %q is not \"tag commit\"", releases, lines[i])
+		}
+		commit, err := git("rev-parse", "--verify", "--quiet", f[1]+"^{commit}")
+		if err != nil {
+			return "", fmt.Errorf("%s: the commit of %s is not in this clone: %v", releases, f[0], err)
+		}
+		if commit == head {
+			continue
+		}
+		if _, err := git("merge-base", "--is-ancestor", commit, head); err == nil {
+			return commit, nil
+		}
+	}
+	return "", fmt.Errorf("%s lists no release before HEAD", releases)
+}
+
+// gitIn returns a runner of git in dir ("": the working directory) that answers git's output, trimmed,
+// or an error carrying its stderr.
+func gitIn(ctx context.Context, dir string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			return "", fmt.Errorf("git %s: %v %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr))
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
 }
 
 // replace stops the node as an operator does (SIGTERM: the requests it holds finish) and starts bin in

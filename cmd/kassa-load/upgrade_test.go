@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kassapay/kassa/internal/pgcluster"
@@ -11,7 +13,8 @@ import (
 )
 
 // TestRollingUpgrade is the rolling-upgrade drill that "make test" runs: two nodes of the previous
-// release (the newest v* tag before this commit, built from the repository's history) under load on
+// release (the newest release deploy/releases lists before this commit, built from the repository's
+// history) under load on
 // one PostgreSQL database, upgraded to this commit's build one at a time. Every request must be
 // answered with no 5xx, the books must balance, and each node must have been upgraded during the
 // load: a migration that an old node cannot run beside, or a node that needs the others stopped,
@@ -45,4 +48,59 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	}
 	t.Log(out.String())
+}
+
+// TestPreviousReleaseFromTheList resolves the previous release from the list of releases in a
+// repository without tags, as a clone of one branch is: the newest listed commit before HEAD, never
+// HEAD itself nor a commit off HEAD's history; a listed commit the clone lacks is an error.
+func TestPreviousReleaseFromTheList(t *testing.T) {
+	dir := t.TempDir()
+	git := gitIn(t.Context(), dir)
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := git(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	must("init", "--quiet", "--initial-branch=main")
+	must("config", "user.email", "drill@example.com")
+	must("config", "user.name", "drill")
+	commit := func(msg string) string {
+		must("commit", "--quiet", "--allow-empty", "-m", msg)
+		return must("rev-parse", "HEAD")
+	}
+	first, second := commit("first"), commit("second")
+	must("checkout", "--quiet", "-b", "side")
+	side := commit("side")
+	must("checkout", "--quiet", "main")
+	third := commit("third")
+	list := filepath.Join(dir, "releases")
+	write := func(lines string) {
+		if err := os.WriteFile(list, []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		got, err := previousRelease(git, list)
+		if err != nil || got != want {
+			t.Fatalf("previous release %q, %v; want %q", got, err, want)
+		}
+	}
+	write("# oldest first\nv1 " + first + "\nv2 " + second + "\nv3 " + side + "\n")
+	check(second) // v3 is off HEAD's history
+	write("v1 " + first + "\nv2 " + second + "\nv4 " + third + "\n")
+	check(second) // v4 is HEAD itself
+	must("checkout", "--quiet", second)
+	check(first)
+	must("checkout", "--quiet", first)
+	if got, err := previousRelease(git, list); err == nil {
+		t.Fatalf("a release before the first: %q", got)
+	}
+	write("v1 0123456789012345678901234567890123456789\n")
+	if got, err := previousRelease(git, list); err == nil || !strings.Contains(err.Error(), "not in this clone") {
+		t.Fatalf("a commit the clone lacks: %q, %v", got, err)
+	}
 }
