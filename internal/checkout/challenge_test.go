@@ -385,11 +385,11 @@ func TestChallengeAfterCrash(t *testing.T) {
 			t.Fatalf("challenge after a claim the ledger never saw: %+v %v", done, err)
 		}
 
-		// Died after the ledger approved the challenge's charge, before the intent recorded it: the
-		// sweep settles it from the ledger.
+		// Died after the ledger approved the challenge's charge, before the intent recorded it:
+		// recovery settles it from the ledger.
 		exec(`UPDATE payment_intents SET status = 'processing', pending_op = 'challenge', lease_until = $2, amount_received = 0,
 			charge_id = NULL, latest_charge = NULL WHERE intent_id = $1`, id, expired())
-		if err := srv.Checkout().Sweep(ctx); err != nil {
+		if err := srv.Checkout().Recover(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got := status(t, a.ok(t, "GET", path(id), nil), "succeeded")

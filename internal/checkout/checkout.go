@@ -112,16 +112,18 @@ func (s *Service) Routes(r *httpapi.Router) {
 	r.Handle("GET", "/v1/refunds/{id}", h(RefundsRead, s.handleGetRefund))
 }
 
-// Sweep does the periodic work of the v1 API: it deletes the sealed card numbers of payment methods
-// that expired unused, ends the 3-D Secure challenges that nobody completed (ChallengeLifetime), and
-// settles operations on intents whose node died while running them.
+// Sweep does the periodic expiry of the v1 API: it deletes the sealed card numbers of payment methods
+// that expired unused, and ends the 3-D Secure challenges that nobody completed (ChallengeLifetime).
 func (s *Service) Sweep(ctx context.Context) error {
 	if _, err := s.vault.ExpireMethods(ctx); err != nil {
 		return err
 	}
-	if err := s.expireChallenges(ctx); err != nil {
-		return err
-	}
+	return s.expireChallenges(ctx)
+}
+
+// Recover settles the operations on intents whose node died while running them (their lease ran
+// out), from the ledger: the intents' part of recovery, run as often as the ledger's.
+func (s *Service) Recover(ctx context.Context) error {
 	_, err := s.settleAbandoned(ctx)
 	return err
 }

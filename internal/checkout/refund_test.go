@@ -341,7 +341,7 @@ func TestConcurrentRefunds(t *testing.T) {
 }
 
 // A node that dies during a refund leaves it pending. Once its lease has run out, reading the refund
-// (or the sweep) settles it from the ledger: a refund the ledger approved is recorded, never made
+// (or recovery) settles it from the ledger: a refund the ledger approved is recorded, never made
 // again; one the ledger never saw is canceled, and the money stays refundable.
 func TestRefundAfterCrash(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -362,14 +362,14 @@ func TestRefundAfterCrash(t *testing.T) {
 			t.Fatalf("after the crash: %s", got.Raw)
 		}
 
-		// Died after claiming, before the ledger saw the attempt: the sweep cancels the refund.
+		// Died after claiming, before the ledger saw the attempt: recovery cancels the refund.
 		var row, attempts int64
 		db.Reader().QueryRowContext(ctx, `SELECT id, attempts FROM payment_intents WHERE intent_id = $1`, id).Scan(&row, &attempts)
 		exec(`UPDATE payment_intents SET pending_op = 'refund', attempts = $2, lease_until = $3 WHERE intent_id = $1`, id, attempts+1, expired)
 		const lostID = "re_LOSTLOSTLOSTLOSTLOSTLOST"
 		exec(`INSERT INTO refunds (refund_id, merchant_id, intent_id, attempt, amount, currency, metadata, status, charge, created_at, updated_at)
 			VALUES ($5, $1, $2, $3, 4000, 'CAD', '{}', 'pending', $6, $4, $4)`, a.m.ID, row, attempts+1, expired, lostID, done.Str("charge"))
-		if err := srv.Checkout().Sweep(ctx); err != nil {
+		if err := srv.Checkout().Recover(ctx); err != nil {
 			t.Fatal(err)
 		}
 		lost := a.ok(t, "GET", "/v1/refunds/"+lostID, nil)

@@ -254,19 +254,19 @@ func TestConfirmAfterCrash(t *testing.T) {
 			t.Fatalf("%d charges for the intent, want 1", n)
 		}
 
-		// The sweep settles what nobody asks about.
+		// Recovery settles what nobody asks about.
 		swept := a.intent(t, map[string]any{"amount": 900, "currency": "cad", "capture_method": "manual"}).Str("id")
 		held := status(t, a.do(t, "POST", path(swept, "confirm"), map[string]any{"payment_method_id": a.method(t, cardtest.Visa)}), "requires_capture")
 		exec(`UPDATE payment_intents SET status = 'processing', pending_op = 'confirm', lease_until = $2, amount_capturable = 0,
 			charge_id = NULL, latest_charge = NULL WHERE intent_id = $1`, swept, expired)
-		if err := srv.Checkout().Sweep(ctx); err != nil {
+		if err := srv.Checkout().Recover(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var st string
 		var capturable int64
 		db.Reader().QueryRowContext(ctx, `SELECT status, amount_capturable FROM payment_intents WHERE intent_id = $1`, swept).Scan(&st, &capturable)
 		if st != checkout.StatusRequiresCapture || capturable != 900 {
-			t.Fatalf("after the sweep: %s %d", st, capturable)
+			t.Fatalf("after recovery: %s %d", st, capturable)
 		}
 		captured := status(t, a.do(t, "POST", path(swept, "capture"), nil), "succeeded")
 		if got := a.ok(t, "GET", path(swept), nil); got.Str("latest_charge") != captured.Str("latest_charge") ||
@@ -369,8 +369,8 @@ func TestRolledBackChangeLeavesNoEvent(t *testing.T) {
 		for _, q := range allow {
 			exec(q)
 		}
-		clk.Advance(time.Hour) // the operation's lease has run out: the sweep settles it from the ledger
-		if err := srv.Checkout().Sweep(ctx); err != nil {
+		clk.Advance(time.Hour) // the operation's lease has run out: recovery settles it from the ledger
+		if err := srv.Checkout().Recover(ctx); err != nil {
 			t.Fatal(err)
 		}
 		status(t, a.ok(t, "GET", path(id), nil), "succeeded")

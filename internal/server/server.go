@@ -2,6 +2,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,8 @@ type Config struct {
 	ProcessorRefresh time.Duration
 	// ProcessorTimeout bounds one processor call (default 30 s).
 	ProcessorTimeout time.Duration
-	// RecoveryInterval is how often abandoned attempts are looked for (default 30 s).
+	// RecoveryInterval is how often abandoned attempts, and abandoned operations on payment intents,
+	// are looked for (default 30 s).
 	RecoveryInterval time.Duration
 	// MerchantCacheTTL is how long merchant settings are served from memory (default 5 s).
 	MerchantCacheTTL time.Duration
@@ -92,9 +94,9 @@ type Config struct {
 	// revocation poll and is never longer, so that revoking a partner's client stops its keys within
 	// the poll, as it stops its tokens.
 	APIKeyCacheTTL time.Duration
-	// SweepInterval is how often expired payment methods lose their card numbers and abandoned
-	// operations on payment intents are settled, velocity counts of ended windows dropped, and the
-	// expiry of hosted-page sessions recorded (default 1 minute).
+	// SweepInterval is how often expired payment methods lose their card numbers, velocity counts of
+	// ended windows are dropped, and the expiry of hosted-page sessions is recorded (default 1
+	// minute). Abandoned operations on payment intents are settled every RecoveryInterval.
 	SweepInterval time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For names the client (httpapi.Proxies);
 	// default none.
@@ -441,6 +443,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error
 		clock.Every(bg, time.Hour, s.cfg.Logger, "purge dashboard sessions and links", s.sessions.Purge)
 	})
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "payments API sweep", s.checkout.Sweep) })
+	wg.Go(func() {
+		clock.Every(bg, cmp.Or(s.cfg.RecoveryInterval, payment.DefaultRecoveryInterval), s.cfg.Logger, "payments API recovery", s.checkout.Recover)
+	})
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "velocity sweep", s.velocity.Sweep) })
 	wg.Go(func() { clock.Every(bg, s.cfg.SweepInterval, s.cfg.Logger, "hosted page sweep", s.pages.Sweep) })
 	wg.Go(func() { clock.Every(bg, time.Hour, s.cfg.Logger, "purge events", s.purgeEvents) })
