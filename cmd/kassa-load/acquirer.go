@@ -2,17 +2,20 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	acqhost "github.com/kassapay/kassa/internal/acquirer"
 )
 
 // acquirer is a running kassa-acquirer: the ISO 8583 host the iso8583 scenarios take their sales to.
@@ -75,8 +78,12 @@ func startAcquirer(ctx context.Context, bin, dir string, extra ...string) (*acqu
 
 // setLatency makes the host wait d before each answer.
 func (a *acquirer) setLatency(ctx context.Context, d time.Duration) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+a.web+"/control",
-		bytes.NewReader([]byte(fmt.Sprintf(`{"latency":%q}`, d.String()))))
+	return a.control(ctx, fmt.Sprintf(`{"latency":%q}`, d.String()))
+}
+
+// control sets the host's controls (POST /control: drop_next, latency, drop_rate).
+func (a *acquirer) control(ctx context.Context, body string) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+a.web+"/control", strings.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -89,6 +96,16 @@ func (a *acquirer) setLatency(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("kassa-acquirer /control: %s", resp.Status)
 	}
 	return nil
+}
+
+// journal is what the host received with the reference ref (field 62), oldest first.
+func (a *acquirer) journal(ctx context.Context, ref string) ([]acqhost.Entry, error) {
+	b, err := fetch(ctx, "http://"+a.web+"/journal?reference="+url.QueryEscape(ref))
+	if err != nil {
+		return nil, err
+	}
+	var entries []acqhost.Entry
+	return entries, json.Unmarshal(b, &entries)
 }
 
 func (a *acquirer) stop() {

@@ -249,7 +249,7 @@ func drill(ctx context.Context, c drillConfig, backend string, progress io.Write
 	faultErr := make(chan error, 4)
 	killRNG := rand.New(rand.NewPCG(r.rng.Uint64(), 1)) // drawn here: rng is this goroutine's alone
 	wg.Go(func() { faultErr <- killNodes(runCtx, r.nodes, c, killRNG) })
-	wg.Go(func() { faultErr <- once(runCtx, c.duration/2, func() error { return r.acq.restart(ctx) }) })
+	wg.Go(func() { faultErr <- once(runCtx, c.duration/2, func() error { return r.acq.restart(ctx, nil) }) })
 	if r.env.cluster != nil {
 		wg.Go(func() {
 			faultErr <- once(runCtx, c.duration*6/10, func() error {
@@ -417,12 +417,17 @@ func (n *acquirerNode) start(ctx context.Context, flags ...string) error {
 	return nil
 }
 
-// restart stops the acquirer (SIGTERM) and starts it again on the same addresses and journal.
-func (n *acquirerNode) restart(ctx context.Context) error {
+// restart stops the acquirer (SIGTERM), runs while (when not nil) while it is stopped, and starts it
+// again on the same addresses and journal.
+func (n *acquirerNode) restart(ctx context.Context, while func() error) error {
 	return n.outages.during(ctx, "acquirer", func() error {
 		old := n.a
 		old.stop()
-		return n.start(ctx, append(n.flags, "--addr", old.addr, "--http", old.web)...)
+		var err error
+		if while != nil {
+			err = while()
+		}
+		return errors.Join(err, n.start(ctx, append(n.flags, "--addr", old.addr, "--http", old.web)...))
 	})
 }
 

@@ -55,6 +55,7 @@ func newFleet(ctx context.Context, nodes []*node, m merchant, apiKey string, bou
 // call is one request of a client, with its retries: what the books check.
 type call struct {
 	flow, op, key string
+	req           []byte // the request's body
 	tries         int
 	status        int    // the answer's status; 0 when none came within the bound
 	body          []byte // the answer
@@ -99,7 +100,7 @@ func (f *fleet) call(ctx context.Context, flow, op, method, path string, body []
 	if f.pace != nil {
 		f.pace.Wait(ctx) // an error is ctx's end: the call goes ahead unpaced, as the flow finishes
 	}
-	c := call{flow: flow, op: op, key: key}
+	c := call{flow: flow, op: op, key: key, req: body}
 	begin := time.Now()
 	deadline := begin.Add(f.bound)
 	pause := 50 * time.Millisecond

@@ -21,7 +21,8 @@ import (
 )
 
 // environment is where a backend's databases live: temporary SQLite directories, a durable
-// throwaway PostgreSQL cluster ("postgres"), or a Patroni-managed primary and synchronous standby
+// throwaway PostgreSQL cluster ("postgres"; "postgres-archived" with its WAL archived by pgBackRest and
+// commit timestamps tracked, for the point-in-time recovery drill), or a Patroni-managed primary and synchronous standby
 // (the failover drill's, patroni.go: "patroni" with Patroni on etcd's v3 API, "patroni-etcd2" on its
 // v2 API).
 type environment struct {
@@ -29,6 +30,8 @@ type environment struct {
 	dir     string
 	cluster *pgcluster.Cluster
 	ha      *haCluster
+	// backrest archives the cluster's WAL, on "postgres-archived".
+	backrest *pgBackRest
 	// url connects to the PostgreSQL cluster's "postgres" database as its superuser; "" on SQLite.
 	url string
 }
@@ -41,11 +44,22 @@ func newEnvironment(backend string) (*environment, error) {
 	e := &environment{backend: backend, dir: dir}
 	switch backend {
 	case "sqlite":
-	case "postgres":
+	case "postgres", "postgres-archived":
 		// Durable commits (fsync and synchronous_commit on, the defaults), as in production.
-		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: append([]string{"max_wal_size=1GB"}, strings.Fields(os.Getenv("KASSA_LOAD_PG_SETTINGS"))...)})
+		settings := append([]string{"max_wal_size=1GB"}, strings.Fields(os.Getenv("KASSA_LOAD_PG_SETTINGS"))...)
+		if backend == "postgres-archived" {
+			if e.backrest, err = newPgBackRest(); err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			}
+			settings = append(settings, "archive_mode=on", "archive_command="+e.backrest.archiveCommand(), "track_commit_timestamp=on")
+		}
+		e.cluster, err = pgcluster.Start(pgcluster.Options{Durable: true, Settings: settings})
+		if err == nil && e.backrest != nil {
+			err = e.backrest.configure(context.Background(), e.cluster)
+		}
 		if err != nil {
-			os.RemoveAll(dir)
+			e.close()
 			return nil, err
 		}
 		e.url = e.cluster.URL
@@ -154,6 +168,9 @@ func (e *environment) close() {
 	}
 	if e.ha != nil {
 		e.ha.stop()
+	}
+	if e.backrest != nil {
+		e.backrest.close()
 	}
 	os.RemoveAll(e.dir)
 }

@@ -102,7 +102,7 @@ Scenarios:
                  min(clients ÷ 250 ms, sale)
 
 Other benchmarks: kassa-load dashboard -h, kassa-load webhooks -h, kassa-load drill -h,
-kassa-load drill-ha -h, kassa-load upgrade -h.
+kassa-load drill-ha -h, kassa-load drill-pitr -h, kassa-load upgrade -h.
 
 Flags:
 `)
@@ -149,6 +149,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "drill-ha" {
 		os.Exit(drillHAMain(os.Args[2:], os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "drill-pitr" {
+		os.Exit(drillPITRMain(os.Args[2:], os.Stdout))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
 		os.Exit(webhooksMain(os.Args[2:], os.Stdout))

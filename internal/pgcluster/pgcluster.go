@@ -36,6 +36,10 @@ type Options struct {
 	Durable bool
 	// Settings are extra "name=value" server settings.
 	Settings []string
+	// Fill, when set, fills the data directory data (not yet created) instead of initdb: a restore
+	// from a backup, as the point-in-time recovery drill makes. Commands that write to it must run
+	// with the credential cred (see RunAs).
+	Fill func(data string, cred *syscall.Credential) error
 }
 
 // BinDir finds the directory of initdb, postgres and the other server programs (pg_controldata,
@@ -112,11 +116,18 @@ func Start(o Options) (*Cluster, error) {
 		}
 	}
 	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "kassa", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	if o.Fill != nil {
+		if err := o.Fill(data, cred); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	} else {
+		initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "kassa", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if out, err := initdb.CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("initdb: %v: %s", err, out)
+		}
 	}
 	args := []string{"-D", data, "-k", dir, "-c", "listen_addresses=", "-c", "max_connections=300", "-c", "shared_buffers=128MB"}
 	if !o.Durable {
@@ -182,6 +193,12 @@ func Tool(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%s not found on PATH or in /usr/lib/postgresql/*/bin", name)
 }
+
+// Dir is the cluster's directory: its Unix socket's, with the data directory DataDir inside.
+func (c *Cluster) Dir() string { return c.dir }
+
+// DataDir is the cluster's data directory.
+func (c *Cluster) DataDir() string { return filepath.Join(c.dir, "data") }
 
 // Socket is the path of the cluster's Unix socket, for a proxy in front of it (internal/pgproxy).
 func (c *Cluster) Socket() string { return filepath.Join(c.dir, ".s.PGSQL.5432") }
