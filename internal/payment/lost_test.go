@@ -330,3 +330,43 @@ func TestLostFollowUpReservation(t *testing.T) {
 		}
 	}
 }
+
+// Two sales' attempts sent as one batch of the group commit (requests without a key: their attempt is
+// a statement of its own) whose answer is lost, applied or not, are each settled as a lone attempt
+// whose answer was lost: neither is followed by a processor call, both clients get 503, and, applied,
+// both attempts are withdrawn — declined as never sent — rather than left pending. A retry of each
+// makes its one processor call.
+func TestLostBatchOfAttemptsIsNeverSent(t *testing.T) {
+	for _, apply := range []bool{true, false} {
+		t.Run(fmt.Sprintf("applied=%v", apply), func(t *testing.T) {
+			f, p := lostFixture(t, server.Config{}, nil)
+			var first, second servertest.Response
+			storetest.OneBatch(t, f.srv.DB, func() { p.CutAt(attemptInsert, apply) },
+				func() error { first = post(t, f.m, "sale", card(cardtest.Visa)); return nil },
+				func() error { second = post(t, f.m, "sale", card(cardtest.Visa)); return nil })
+			unavailable(t, first)
+			unavailable(t, second)
+			if p.Cuts() != 1 || f.proc.calls.Load() != 0 {
+				t.Fatalf("%d cuts and %d processor calls, want 1 and 0", p.Cuts(), f.proc.calls.Load())
+			}
+			rows := f.ledger(t)
+			withdrawn := map[bool]int{true: 2, false: 0}[apply]
+			if len(rows) != withdrawn {
+				t.Fatalf("ledger %v after the cut, want %d rows", rows, withdrawn)
+			}
+			for _, w := range rows {
+				if w.status != "DECLINED" || w.decline != processor.CodeProcessingError {
+					t.Errorf("a withdrawn attempt: %v, want declined processing_error", w)
+				}
+			}
+			ok(t, post(t, f.m, "sale", card(cardtest.Visa)), "SALE", "10.00")
+			ok(t, post(t, f.m, "sale", card(cardtest.Visa)), "SALE", "10.00")
+			if n := f.proc.calls.Load(); n != 2 {
+				t.Errorf("%d processor calls after the retries, want 2", n)
+			}
+			if rows := f.ledger(t); len(rows) != withdrawn+2 || rows[withdrawn].status != "APPROVED" || rows[withdrawn+1].status != "APPROVED" {
+				t.Errorf("ledger %v, want %d rows, the last two approved", rows, withdrawn+2)
+			}
+		})
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -19,8 +21,13 @@ import (
 // commit and a wake-up: half of the machine's CPU at two thousand sales a second. DB.Exec and
 // DB.QueryRow therefore queue them, and a sender takes everything queued and sends it as one pgx batch:
 // one round trip, run by the server as one implicit transaction, with one commit. A batch commits
-// all or nothing; when it fails, nothing of it was committed, and each statement is run again on its
-// own, so that one statement's failure is its own.
+// all or nothing. When one of its statements fails on its own (the server's error about it: a key
+// violated, a serialization failure), the server rolled the batch back, nothing of it was committed,
+// and each statement is run again on its own, so that one statement's failure is its own. When the
+// batch fails on its connection (cut, reset, no answer in time, the server shutting down), its answer
+// is lost and the server may have committed it: each of its statements fails as a single write whose
+// answer was lost does, with ErrStorageUnavailable (in doubt, DB.InDoubt), and none is run again, so
+// that nothing is applied twice and each caller settles its own write as it would a single one.
 //
 // pgSenders send batches at once, each on a connection of its own. PostgreSQL runs a connection's
 // statements in one process: with one sender, that process was the busiest of the machine (56–85 %
@@ -116,6 +123,15 @@ func (b *pgBatcher) do(r *stmtReq) error {
 	}
 }
 
+// Queued is how many single statements (Exec, QueryRow) wait for a sender of PostgreSQL's group
+// commit, none taken yet; 0 on SQLite. For a look at the queue, and for tests that arrange a batch.
+func (db *DB) Queued() int {
+	if db.pgBatch == nil {
+		return 0
+	}
+	return len(db.pgBatch.queue)
+}
+
 func (b *pgBatcher) close() {
 	b.mu.Lock()
 	if !b.closed {
@@ -159,7 +175,8 @@ func (s *pgSender) run(queue chan *stmtReq) {
 	}
 }
 
-// send runs a batch as one implicit transaction, or each statement alone when that fails.
+// send runs a batch as one implicit transaction; when one of its statements failed on its own, each
+// statement alone; when its connection failed, none again, each failing in doubt (inDoubt).
 func (s *pgSender) send(batch []*stmtReq) {
 	live := batch[:0:0]
 	for _, r := range batch {
@@ -187,13 +204,23 @@ func (s *pgSender) send(batch []*stmtReq) {
 	if err == nil {
 		return
 	}
-	if s.conn != nil && !isStatementError(err) {
-		s.conn.Close() // the connection may be broken: take another next time
-		s.conn = nil
+	if !isStatementError(err) {
+		if s.conn != nil {
+			s.conn.Close() // the connection may be broken: take another next time
+			s.conn = nil
+		}
+		// The batch may have been committed with its answer lost: running a statement again could
+		// apply it twice, or fail it on what its first run wrote (a key it inserted).
+		for _, r := range live {
+			r.rows, r.err = 0, inDoubt(err)
+		}
+		return
 	}
 	if len(live) == 1 {
 		return // its own error, set by sendBatch
 	}
+	// Rolled back whole: none of the statements was applied, and each runs again as a transaction of
+	// its own, the one that failed failing alone.
 	for _, r := range live {
 		r.rows, r.err = 0, s.db.runAlone(r)
 	}
@@ -212,9 +239,6 @@ func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
 	if s.conn == nil {
 		c, err := s.db.writer.Conn(ctx)
 		if err != nil {
-			for _, r := range live {
-				r.err = err
-			}
 			return err
 		}
 		s.conn = c
@@ -254,11 +278,25 @@ func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
 	})
 }
 
-// isStatementError reports whether err came from the server about a statement (the connection is
-// fine), rather than from the connection.
+// isStatementError reports whether err, a batch's error, is one of its statements' own: the server's
+// error about a statement (a key violated, a serialization failure), after which the server rolled
+// the batch's implicit transaction back and the connection is fine. Any other error — the connection
+// cut or reset, no answer within the batch's bound, or an error of the server that says the connection
+// or the server itself failed (a shutdown, a full disk, a standby: isStorageFault) — leaves the batch's
+// outcome unknown.
 func isStatementError(err error) bool {
-	var pg interface{ SQLState() string }
-	return errors.As(err, &pg) || errors.Is(err, sql.ErrNoRows)
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && !isStorageFault(err)
+}
+
+// inDoubt is the error of each statement of a batch that failed with err on its connection: the
+// storage error of a write whose answer was lost (ErrStorageUnavailable, which DB.InDoubt reports
+// in doubt), as a single write gets, so that its caller settles it the same way.
+func inDoubt(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
+	return &storageError{cause: err}
 }
 
 // runAlone runs one queued statement on its own, as a transaction of its own.
