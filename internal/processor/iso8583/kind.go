@@ -124,15 +124,16 @@ func (k *Kind) Open(config []byte) (processor.Processor, error) {
 		k.hosts[key] = h
 	}
 	return &Processor{host: h, account: a, now: k.cfg.Now,
-		stans: k.seriesLocked("stan " + a.acquirerID + " " + a.terminalID),
-		rrns:  k.seriesLocked("rrn " + a.acquirerID)}, nil
+		stans: k.seriesLocked("stan "+a.acquirerID+" "+a.terminalID, stanSkip),
+		rrns:  k.seriesLocked("rrn "+a.acquirerID, rrnSkip)}, nil
 }
 
-// seriesLocked returns the series of that name, shared by every account that numbers from it.
-func (k *Kind) seriesLocked(name string) *series {
+// seriesLocked returns the series of that name, shared by every account that numbers from it, which
+// moves on by skip after a promotion of the database.
+func (k *Kind) seriesLocked(name string, skip int64) *series {
 	s, ok := k.series[name]
 	if !ok {
-		s = &series{name: name, db: k.cfg.DB, size: int64(k.cfg.Block)}
+		s = &series{name: name, db: k.cfg.DB, size: int64(k.cfg.Block), skip: skip}
 		k.series[name] = s
 	}
 	return s

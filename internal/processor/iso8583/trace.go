@@ -27,6 +27,7 @@ type series struct {
 	name string
 	db   *store.DB
 	size int64
+	skip int64 // how far a block reserved after a promotion moves on (reserveSQL)
 
 	mu        sync.Mutex
 	next, end int64         // the block in use: [next, end)
@@ -35,10 +36,30 @@ type series struct {
 }
 
 // reserveSQL reserves a block of $2 numbers of series $1, numbered from 1; $3 is 1 + $2, the end of
-// a series' first block.
-const reserveSQL = `INSERT INTO iso8583_series (name, reserved) VALUES ($1, $3)
-	ON CONFLICT (name) DO UPDATE SET reserved = iso8583_series.reserved + $2
+// a series' first block. When the series was last reserved on another PostgreSQL timeline than the
+// current one (%s: the timeline, 0 on SQLite), the database was promoted since — a failover, or a
+// restore to a point in time, which forgets the blocks reserved after that point while the acquirer
+// remembers the numbers — and the block starts $4 further on: past what the lost blocks could have
+// handed out, unless more than $4 numbers of the series were used between the point restored to and
+// the restore.
+const reserveSQL = `INSERT INTO iso8583_series (name, reserved, timeline) VALUES ($1, $3, %s)
+	ON CONFLICT (name) DO UPDATE SET timeline = EXCLUDED.timeline,
+		reserved = iso8583_series.reserved + $2 +
+			CASE WHEN iso8583_series.timeline NOT IN (0, EXCLUDED.timeline) THEN $4 ELSE 0 END
 	RETURNING reserved`
+
+// timelineSQL is the current timeline of a PostgreSQL primary: the first eight hexadecimal digits of
+// the name of the WAL file it writes, which a promotion increments at once (pg_control_checkpoint's
+// timeline waits for the next checkpoint).
+const timelineSQL = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint`
+
+// Skips after a promotion: a STAN series (6 digits, unique per terminal per day) moves on by a quarter
+// of its cycle, so that up to three promotions in a day do not bring it back to the day's first
+// numbers; an RRN series (12 digits, unique per acquirer) by a thousandth of its range.
+const (
+	stanSkip = 250_000
+	rrnSkip  = 1_000_000_000
+)
 
 // take returns the next number of the series.
 func (s *series) take(ctx context.Context) (int64, error) {
@@ -86,7 +107,11 @@ func (s *series) take(ctx context.Context) (int64, error) {
 // reserve reserves a block and returns its end.
 func (s *series) reserve(ctx context.Context) (int64, error) {
 	var end int64
-	if err := s.db.QueryRow(ctx, []any{&end}, reserveSQL, s.name, s.size, 1+s.size); err != nil {
+	timeline := "0"
+	if s.db.Dialect() == store.Postgres {
+		timeline = timelineSQL
+	}
+	if err := s.db.QueryRow(ctx, []any{&end}, fmt.Sprintf(reserveSQL, timeline), s.name, s.size, 1+s.size, s.skip); err != nil {
 		return 0, fmt.Errorf("iso8583: reserve numbers of %s: %w", s.name, err)
 	}
 	return end, nil

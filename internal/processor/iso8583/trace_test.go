@@ -2,6 +2,7 @@ package iso8583_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -149,4 +150,67 @@ func TestNextBlockIsReservedAhead(t *testing.T) {
 	if len(c.rrns) != 20 {
 		t.Errorf("%d traces, want 20", len(c.rrns))
 	}
+}
+
+// TestSeriesMovesOnAfterAPromotion: a series last reserved on another PostgreSQL timeline than the
+// current one — the database was promoted since, by a failover or a restore to a point in time that
+// forgot the blocks reserved after it — moves on by a quarter of the STAN cycle and a thousandth of
+// the RRN range, so that the numbers those blocks handed out, which the acquirer remembers, are not
+// handed out again. A reservation records the current timeline; SQLite has none and never skips.
+func TestSeriesMovesOnAfterAPromotion(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		first := func() (stan, rrn int) {
+			k, _ := newKind(t, db, iso8583.KindConfig{Block: 10})
+			p := open(t, k, config(closedAddress(t), "TERM0001", "1s"))
+			tr, err := p.Prepare(ctx, processor.Merchant{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := strings.Split(tr, ":")
+			stan, _ = strconv.Atoi(parts[0])
+			rrn, _ = strconv.Atoi(parts[2])
+			return stan, rrn
+		}
+		stan, rrn := first()
+		var timelines []int64
+		rows, err := db.Reader().QueryContext(ctx, `SELECT DISTINCT timeline FROM iso8583_series`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var tl int64
+			rows.Scan(&tl)
+			timelines = append(timelines, tl)
+		}
+		rows.Close()
+		want := int64(0)
+		if db.Dialect() == store.Postgres {
+			want = 1 // a new cluster's first timeline
+		}
+		if len(timelines) != 1 || timelines[0] != want {
+			t.Fatalf("the series' timelines %v, want [%d]", timelines, want)
+		}
+		// A restart on the same timeline goes on from the blocks reserved (two per series: one in use,
+		// one ahead), skipping nothing more.
+		again, againRRN := first()
+		if again <= stan || again > stan+30 || againRRN <= rrn || againRRN > rrn+30 {
+			t.Fatalf("after a restart: STAN %d, RRN %d; want just past %d, %d", again, againRRN, stan, rrn)
+		}
+		// The row says it was last reserved on another timeline: a promotion since.
+		if _, err := db.Exec(ctx, `UPDATE iso8583_series SET timeline = 7 WHERE timeline <> 0`); err != nil {
+			t.Fatal(err)
+		}
+		moved, movedRRN := first()
+		if db.Dialect() == store.SQLite {
+			if moved > again+30 || movedRRN > againRRN+30 {
+				t.Fatalf("SQLite skipped: STAN %d, RRN %d after %d, %d", moved, movedRRN, again, againRRN)
+			}
+			return
+		}
+		if moved < again+250_000 || moved > again+250_030 || movedRRN < againRRN+1_000_000_000 || movedRRN > againRRN+1_000_000_030 {
+			t.Fatalf("after a promotion: STAN %d, RRN %d; want a quarter cycle and a thousandth of the range past %d, %d", moved, movedRRN, again, againRRN)
+		}
+	})
 }
