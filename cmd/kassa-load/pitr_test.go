@@ -32,7 +32,7 @@ func TestDrillPITR(t *testing.T) {
 	dir := buildKassa(t)
 	var out bytes.Buffer
 	code := drillPITRMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--acquirer", filepath.Join(dir, "kassa-acquirer"),
-		"--clients", "6", "--duration", "24s", "--subscriptions", "3", "--sample", "40"}, &out)
+		"--clients", "6", "--duration", "24s", "--subscriptions", "3", "--sample", "40", "--settle", "30s"}, &out)
 	if code != 0 {
 		t.Fatalf("the point-in-time recovery drill exited %d:\n%s", code, out.String())
 	}
