@@ -20,6 +20,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/private"
+	"github.com/kassapay/kassa/internal/processor/iso8583"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -110,8 +111,9 @@ const vaultKeyFile = "vault.key"
 
 // Restore makes the backup from the database of dataDir, which must be empty but for a vault.key
 // (it is created when missing, and made 0700 either way). The backup is copied into the directory under a temporary name,
-// verified there (integrity, Kassa's schema, and that kek opens every data key), synced, and only
-// then linked to the database's name; on any failure nothing is left of it, nor the directory when
+// verified there (integrity, Kassa's schema, and that kek opens every data key), its ISO 8583 number
+// series moved on past what the acquirer may have seen since the backup, synced, and only then linked
+// to the database's name; on any failure nothing is left of it, nor the directory when
 // Restore made it.
 func Restore(ctx context.Context, from, dataDir string, kek *envelope.KEK) (info Info, err error) {
 	entries, err := os.ReadDir(dataDir)
@@ -151,6 +153,9 @@ func Restore(ctx context.Context, from, dataDir string, kek *envelope.KEK) (info
 	if info, err = verify(ctx, tmp, kek); err != nil {
 		return Info{}, err
 	}
+	if err := moveSeriesOn(ctx, tmp); err != nil {
+		return Info{}, err
+	}
 	// A link, not a rename: it fails rather than replace a database that appeared meanwhile.
 	if err := os.Link(tmp, dst); err != nil {
 		return Info{}, err
@@ -161,6 +166,21 @@ func Restore(ctx context.Context, from, dataDir string, kek *envelope.KEK) (info
 	}
 	info.Path = dst
 	return info, nil
+}
+
+// moveSeriesOn moves the ISO 8583 connector's number series of the database at path on
+// (iso8583.RestoredSQL): the acquirer has seen the STANs and RRNs handed out since the backup, and
+// refuses one reused. The change is synced before Restore links the copy.
+func moveSeriesOn(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=synchronous(FULL)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, iso8583.RestoredSQL); err != nil {
+		return fmt.Errorf("move the ISO 8583 number series on: %w", err)
+	}
+	return db.Close()
 }
 
 // copyInto copies the file from into a new file of dir, mode 0600 whatever the umask, synced, and
