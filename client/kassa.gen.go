@@ -4728,7 +4728,11 @@ type ClientInterface interface {
 	// Corresponds with PUT /plan-service/plan/{p} (the `UpdatePlan` operationId).
 	UpdatePlan(ctx context.Context, p string, body UpdatePlanJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Readyz The database answers
+	// Readyz The database takes writes
+	//
+	// 200 when a session of the database takes writes within the connect bound: on PostgreSQL a
+	// writable primary answered (not a standby, not a primary that stopped answering); 503 otherwise,
+	// and 200 again by itself once one answers. A load balancer sends requests to ready nodes only.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6345,7 +6349,11 @@ func (c *Client) UpdatePlan(ctx context.Context, p string, body UpdatePlanJSONRe
 	return c.Client.Do(req)
 }
 
-// Readyz The database answers
+// Readyz The database takes writes
+//
+// 200 when a session of the database takes writes within the connect bound: on PostgreSQL a
+// writable primary answered (not a standby, not a primary that stopped answering); 503 otherwise,
+// and 200 again by itself once one answers. A load balancer sends requests to ready nodes only.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12835,7 +12843,11 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /plan-service/plan/{p} (the `UpdatePlan` operationId).
 	UpdatePlanWithResponse(ctx context.Context, p string, body UpdatePlanJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePlanResponse, error)
 
-	// ReadyzWithResponse The database answers
+	// ReadyzWithResponse The database takes writes
+	//
+	// 200 when a session of the database takes writes within the connect bound: on PostgreSQL a
+	// writable primary answered (not a standby, not a primary that stopped answering); 503 otherwise,
+	// and 200 again by itself once one answers. A load balancer sends requests to ready nodes only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21709,7 +21721,11 @@ func (c *ClientWithResponses) UpdatePlanWithResponse(ctx context.Context, p stri
 	return ParseUpdatePlanResponse(rsp)
 }
 
-// ReadyzWithResponse The database answers
+// ReadyzWithResponse The database takes writes
+//
+// 200 when a session of the database takes writes within the connect bound: on PostgreSQL a
+// writable primary answered (not a standby, not a primary that stopped answering); 503 otherwise,
+// and 200 again by itself once one answers. A load balancer sends requests to ready nodes only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
