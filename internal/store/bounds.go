@@ -168,12 +168,20 @@ func (s *scope) timedOut(err error) bool {
 	return s != nil && s.caller.Err() == nil && (s.ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded))
 }
 
-// checkIdle checks a pooled connection idle for over a second before it is reused, as pgx does by
-// default, but within the ping bound rather than the caller's whole deadline: a connection to a
-// primary that hangs costs its caller that long, not its write. It returns true, for pgx to ping
-// again, only when the ping failed: the failed ping closed the connection, so pgx's own fails at once
-// and database/sql takes another connection.
+// checkIdle checks a pooled connection before it is reused. One opened before the latest outage
+// began (the first write or readiness check that found no primary) is closed, whatever it answers
+// now: its server may be a primary that stopped answering and came back (a frozen machine continued)
+// before Patroni demoted it, whose data is from before the failover. A connection opened during the
+// outage was opened to a server taking writes then: the new primary. One idle
+// for over a second is pinged, as pgx does by default, but within the ping bound rather than the
+// caller's whole deadline: a connection to a primary that hangs costs its caller that long, not its
+// write. It returns true, for pgx to ping again, only when it closed the connection: pgx's own ping
+// then fails at once and database/sql takes another connection.
 func (db *DB) checkIdle(ctx context.Context, p stdlib.ShouldPingParams) bool {
+	if opened, _ := p.Conn.PgConn().CustomData()[openedKey].(int64); opened < db.health.outageBegan.Load() {
+		p.Conn.PgConn().Close(ctx)
+		return true
+	}
 	if p.IdleDuration <= time.Second {
 		return false
 	}
@@ -182,8 +190,13 @@ func (db *DB) checkIdle(ctx context.Context, p stdlib.ShouldPingParams) bool {
 	return p.Conn.PgConn().Ping(ctx) != nil
 }
 
-// connected counts a connection opened.
-func (db *DB) connected(context.Context, *pgx.Conn) error {
+// openedKey is a connection's custom data (pgconn.PgConn.CustomData): when it was opened, in Unix
+// nanoseconds.
+const openedKey = "kassa.opened"
+
+// connected counts a connection opened, and records when.
+func (db *DB) connected(_ context.Context, c *pgx.Conn) error {
+	c.PgConn().CustomData()[openedKey] = time.Now().UnixNano()
 	db.health.opened.Add(1)
 	return nil
 }

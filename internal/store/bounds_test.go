@@ -96,6 +96,67 @@ func TestHungServerIsBounded(t *testing.T) {
 	}
 }
 
+// A connection opened before an outage began is not used after it, however well it answers then: its
+// server may be a primary that froze and came back before Patroni demoted it, serving data from
+// before the failover. The outage here is the server hanging, then answering again on the same
+// sockets; the server's process id of each session tells the connections apart.
+func TestNoConnectionFromBeforeAnOutage(t *testing.T) {
+	p, url := storetest.Proxied(t)
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{DatabaseURL: url, Bounds: testBounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// sessions are the server processes of 8 reads at once, and of the batcher's statement.
+	sessions := func() (map[int]bool, error) {
+		var mu sync.Mutex
+		pids := map[int]bool{}
+		var wg sync.WaitGroup
+		var errs []error
+		for range 8 {
+			wg.Go(func() {
+				var pid int
+				err := db.Read(ctx, func(q store.Querier) error {
+					return q.QueryRowContext(ctx, `SELECT pg_backend_pid() FROM pg_sleep(0.05)`).Scan(&pid)
+				})
+				mu.Lock()
+				pids[pid], errs = true, append(errs, err)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		var pid int
+		errs = append(errs, db.QueryRow(ctx, []any{&pid}, `SELECT pg_backend_pid()`))
+		pids[pid] = true
+		return pids, errors.Join(errs...)
+	}
+	before, err := sessions()
+	if err != nil || len(before) < 2 {
+		t.Fatalf("sessions before the outage: %v, %v", before, err)
+	}
+	p.Hang()
+	if _, err := db.Exec(ctx, `UPDATE readiness SET checked_at = $1 WHERE id = 1`, time.Now().UnixMilli()); !errors.Is(err, store.ErrStorageUnavailable) {
+		t.Fatalf("a write on a hung server: %v, want ErrStorageUnavailable", err)
+	}
+	p.Forward()
+	time.Sleep(1100 * time.Millisecond) // idle long enough for the ping that would pass them again
+	for deadline := time.Now().Add(3 * testBounds.WriteTimeout); ; time.Sleep(100 * time.Millisecond) {
+		after, err := sessions()
+		if err == nil {
+			for pid := range after {
+				if before[pid] {
+					t.Fatalf("session %d, opened before the outage, used after it (before %v, after %v)", pid, before, after)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database answers again, but Kassa does not: %v", err)
+		}
+	}
+}
+
 // A write given its own bound (WithWriteBound) outlasts the default bound where a write without one is
 // cut at it: background work whose transactions are long by design is not cut at the payment path's
 // bound. A statement that takes longer than the default bound stands for the long transaction.

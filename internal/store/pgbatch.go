@@ -69,9 +69,10 @@ type pgBatcher struct {
 
 // pgSender sends batches on a connection of its own.
 type pgSender struct {
-	db   *DB
-	conn *sql.Conn
-	used time.Time // when conn last answered
+	db    *DB
+	conn  *sql.Conn
+	taken time.Time // when conn was taken from the pool
+	used  time.Time // when conn last answered
 }
 
 // idleCheck is how long the sender's connection may sit idle before the next batch pings it first.
@@ -227,6 +228,12 @@ func (s *pgSender) send(batch []*stmtReq) {
 }
 
 func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
+	// A connection taken before the latest outage began goes back to the pool, which closes it
+	// (checkIdle): its server may be a primary that stopped answering and came back.
+	if s.conn != nil && s.taken.UnixNano() < s.db.health.outageBegan.Load() {
+		s.conn.Close()
+		s.conn = nil
+	}
 	if s.conn != nil && time.Since(s.used) > idleCheck {
 		pctx, cancel := context.WithTimeout(ctx, s.db.bounds.pingTimeout())
 		err := s.conn.PingContext(pctx)
@@ -241,7 +248,7 @@ func (s *pgSender) sendBatch(ctx context.Context, live []*stmtReq) error {
 		if err != nil {
 			return err
 		}
-		s.conn = c
+		s.conn, s.taken = c, time.Now()
 	}
 	return s.conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()

@@ -45,11 +45,13 @@ func (e *storageError) Unwrap() []error { return []error{ErrStorageUnavailable, 
 // health remembers whether the last write failed for want of storage, for readiness, and how the
 // connection to the primary has fared, for the metrics (Health).
 type health struct {
-	faulted    atomic.Bool
-	lostAt     atomic.Int64 // Unix nanoseconds since when no primary answered; 0 while one does
-	lostNanos  atomic.Int64 // time without a primary, outages that ended
-	reconnects atomic.Int64
-	opened     atomic.Int64
+	faulted atomic.Bool
+	lostAt  atomic.Int64 // Unix nanoseconds since when no primary answered; 0 while one does
+	// outageBegan is when the latest outage began (lostAt's value then), in Unix nanoseconds; 0 if none.
+	outageBegan atomic.Int64
+	lostNanos   atomic.Int64 // time without a primary, outages that ended
+	reconnects  atomic.Int64
+	opened      atomic.Int64
 }
 
 // Health is how Kassa's connection to its database has fared since it was opened.
@@ -78,7 +80,11 @@ func (db *DB) Health() Health {
 }
 
 // lost records that no primary answered, from now unless that was already known.
-func (h *health) lost() { h.lostAt.CompareAndSwap(0, time.Now().UnixNano()) }
+func (h *health) lost() {
+	if now := time.Now().UnixNano(); h.lostAt.CompareAndSwap(0, now) {
+		h.outageBegan.Store(now)
+	}
+}
 
 // found records that a primary answered, ending the outage, if there was one, as a reconnect.
 func (h *health) found() {
