@@ -213,23 +213,28 @@ func (b *books) bounded(ctx context.Context, db *store.DB, check, kinds, child s
 
 // ledgerKeys reads the idempotency key (or order_id) of the approved transactions that where selects.
 func ledgerKeys(ctx context.Context, db *store.DB, column, where string) ([]string, error) {
-	var keys []string
+	return texts(ctx, db, `SELECT `+column+` FROM transactions WHERE status = 'APPROVED' AND `+where)
+}
+
+// texts reads the one text column of query's rows.
+func texts(ctx context.Context, db *store.DB, query string, args ...any) ([]string, error) {
+	var out []string
 	err := db.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT `+column+` FROM transactions WHERE status = 'APPROVED' AND `+where)
+		rows, err := q.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
+			var s string
+			if err := rows.Scan(&s); err != nil {
 				return err
 			}
-			keys = append(keys, k)
+			out = append(out, s)
 		}
 		return rows.Err()
 	})
-	return keys, err
+	return out, err
 }
 
 // chargedOnce checks that every client request that charges a card was charged at most once, whether

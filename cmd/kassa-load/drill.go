@@ -47,23 +47,15 @@ func drillMain(args []string, out io.Writer) int {
 	fs := flag.NewFlagSet("kassa-load drill", flag.ExitOnError)
 	var c drillConfig
 	var backends string
-	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
-	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
+	c.sharedFlags(fs, drillConfig{clients: 64, duration: 2 * time.Minute, dropRate: 0.02, subscriptions: 40, settle: 2 * time.Minute},
+		"how long the load and the faults last, per backend")
 	fs.StringVar(&backends, "backends", "sqlite,postgres", "storage backends to drill, comma-separated")
-	fs.IntVar(&c.clients, "clients", 64, "concurrent clients")
-	fs.DurationVar(&c.duration, "duration", 2*time.Minute, "how long the load and the faults last, per backend")
 	fs.DurationVar(&c.killMin, "kill-min", 2*time.Second, "shortest time between two kills of a node")
 	fs.DurationVar(&c.killMax, "kill-max", 5*time.Second, "longest time between two kills of a node")
-	fs.Float64Var(&c.dropRate, "drop-rate", 0.02, "share of the acquirer's answers it never sends")
-	fs.IntVar(&c.subscriptions, "subscriptions", 40, "subscriptions the billing engine charges during the run")
-	fs.DurationVar(&c.warpEvery, "warp-every", 3*time.Second, "how often a day passes for the subscriptions")
-	fs.DurationVar(&c.retryBound, "retry-bound", time.Minute, "how long a client retries one request before it gives up")
-	fs.DurationVar(&c.settle, "settle", 2*time.Minute, "how long recovery may take after the run")
 	fs.DurationVar(&c.soak.duration, "soak", 0, "instead of the drill, the soak: the mixed load without faults at half its measured maximum for this long, the server sampled (make drill SOAK=10m)")
 	fs.DurationVar(&c.soak.interval, "soak-interval", time.Minute, "how often the soak samples the server")
 	fs.DurationVar(&c.soak.probe, "soak-probe", 30*time.Second, "how long the soak's unpaced load runs to find the maximum")
 	fs.Float64Var(&c.soak.growth, "soak-growth", 10, "the most, in per cent, the server's resident memory or goroutines may grow over the soak")
-	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the kill times and of the clients' choices")
 	fs.Parse(args)
 	c.backends = split(backends)
 	if c.soak.duration > 0 {
@@ -114,6 +106,23 @@ type drillConfig struct {
 	settle           time.Duration
 	seed             uint64
 	soak             soakConfig
+}
+
+// sharedFlags registers on fs the flags every drill takes, into c: the binaries, the clients, the
+// load's --duration (durationUsage says what it spans in that drill), the acquirer's dropped answers,
+// the subscriptions and their fast schedule, the clients' retries, recovery's bound and the seed; d
+// gives the defaults that differ between drills.
+func (c *drillConfig) sharedFlags(fs *flag.FlagSet, d drillConfig, durationUsage string) {
+	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
+	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
+	fs.IntVar(&c.clients, "clients", d.clients, "concurrent clients")
+	fs.DurationVar(&c.duration, "duration", d.duration, durationUsage)
+	fs.Float64Var(&c.dropRate, "drop-rate", d.dropRate, "share of the acquirer's answers it never sends during the load")
+	fs.IntVar(&c.subscriptions, "subscriptions", d.subscriptions, "customers with a stored card, subscribed to a daily plan that the billing engine charges during the run")
+	fs.DurationVar(&c.warpEvery, "warp-every", 3*time.Second, "how often a day passes for the subscriptions")
+	fs.DurationVar(&c.retryBound, "retry-bound", time.Minute, "how long a client retries one request before it gives up")
+	fs.DurationVar(&c.settle, "settle", d.settle, "how long recovery may take after the run")
+	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the run's random choices: the clients', the kills'")
 }
 
 // drillServeArgs are the nodes' flags: abandoned attempts are looked for every second and due

@@ -51,23 +51,15 @@ func drillHAMain(args []string, out io.Writer) int {
 	var c drillConfig
 	var h haConfig
 	var faults string
-	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
-	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
+	c.sharedFlags(fs, drillConfig{clients: 32, duration: time.Minute, dropRate: 0.02, subscriptions: 5, settle: 2 * time.Minute},
+		"how long the load lasts, per mode")
 	fs.StringVar(&h.dcs, "dcs", "etcd", "the etcd API Patroni uses: etcd, the v2 API (as deploy/ha/patroni.yml), or etcd3")
 	fs.StringVar(&faults, "fault", "die,hang,etcd,standby", "fault modes to drill, comma-separated: die, hang, etcd, standby")
-	fs.IntVar(&c.clients, "clients", 32, "concurrent clients")
-	fs.DurationVar(&c.duration, "duration", time.Minute, "how long the load lasts, per mode")
 	fs.DurationVar(&h.failAt, "fail-at", 15*time.Second, "when the fault strikes, from the start of the load")
 	fs.BoolVar(&h.second, "second-failover", true, "die, hang: once the old primary has rejoined, fail the new one too (not before two thirds of --duration)")
 	fs.DurationVar(&h.etcdDown, "etcd-down", 15*time.Second, "etcd: how long etcd stays down")
 	fs.DurationVar(&h.standbyDown, "standby-down", 10*time.Second, "standby: how long the standby stays down")
 	fs.DurationVar(&h.maxGap, "max-gap", 15*time.Second, "the longest stretch without an approved sale the drill accepts")
-	fs.Float64Var(&c.dropRate, "drop-rate", 0.02, "share of the acquirer's answers it never sends")
-	fs.IntVar(&c.subscriptions, "subscriptions", 5, "subscriptions the billing engine charges during the run")
-	fs.DurationVar(&c.warpEvery, "warp-every", 3*time.Second, "how often a day passes for the subscriptions")
-	fs.DurationVar(&c.retryBound, "retry-bound", time.Minute, "how long a client retries one request before it gives up")
-	fs.DurationVar(&c.settle, "settle", 2*time.Minute, "how long recovery may take after the run")
-	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the clients' choices")
 	fs.Parse(args)
 	h.duration = c.duration
 	modes := split(faults)

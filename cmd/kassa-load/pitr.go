@@ -50,18 +50,10 @@ func drillPITRMain(args []string, out io.Writer) int {
 	var c drillConfig
 	var at time.Duration
 	var sample int
-	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary to start")
-	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
-	fs.IntVar(&c.clients, "clients", 16, "concurrent clients")
-	fs.DurationVar(&c.duration, "duration", 40*time.Second, "how long the load lasts")
+	c.sharedFlags(fs, drillConfig{clients: 16, duration: 40 * time.Second, dropRate: 0.02, subscriptions: 4, settle: time.Minute},
+		"how long the load lasts")
 	fs.DurationVar(&at, "at", 0, "when, from the start of the load, the moment restored to is taken (default: half of --duration; never before the backup has ended)")
 	fs.IntVar(&sample, "sample", 100, "how many sales of each side of the moment a client retries against the restored database")
-	fs.Float64Var(&c.dropRate, "drop-rate", 0.02, "share of the acquirer's answers it never sends during the load")
-	fs.IntVar(&c.subscriptions, "subscriptions", 4, "customers with a stored card, subscribed to a daily plan that the billing engine charges during the run")
-	fs.DurationVar(&c.warpEvery, "warp-every", 3*time.Second, "how often a day passes for the subscriptions")
-	fs.DurationVar(&c.retryBound, "retry-bound", time.Minute, "how long a client retries one request before it gives up")
-	fs.DurationVar(&c.settle, "settle", time.Minute, "how long the restored node's recovery may take to settle what was in flight at the moment")
-	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the clients' choices")
 	fs.Parse(args)
 	if at == 0 {
 		at = c.duration / 2
@@ -491,22 +483,7 @@ func retries(ctx context.Context, b *books, f *fleet, calls []call, m moment, sa
 // cardsDecrypt pays with each customer's stored card on the restored node, and checks that the
 // acquirer received the card's number (its last four digits).
 func cardsDecrypt(ctx context.Context, b *books, f *fleet, rdb *store.DB, acq *acquirer) error {
-	var customers []string
-	err := rdb.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT lookup_id FROM customers ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			customers = append(customers, id)
-		}
-		return rows.Err()
-	})
+	customers, err := texts(ctx, rdb, `SELECT lookup_id FROM customers ORDER BY id`)
 	if err != nil {
 		return err
 	}
@@ -549,32 +526,17 @@ func inFlight(ctx context.Context, b *books, rdb, original *store.DB, p pending,
 		b.add("attempt in flight at the moment settled by recovery", checked, 0, detail)
 		return nil
 	}
-	var stuck []string
-	var orphans int
-	err := rdb.Read(ctx, func(q store.Querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT transaction_id FROM transactions WHERE status = 'PENDING'
-			UNION SELECT transaction_id FROM reversals WHERE acknowledged_at IS NULL
-			UNION SELECT t.transaction_id FROM payment_intents i JOIN transactions t
-				ON t.merchant_id = i.merchant_id AND t.idempotency_key = i.intent_id || ' attempt ' || i.attempts
-			WHERE i.pending_op IS NOT NULL`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			stuck = append(stuck, id)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return q.QueryRowContext(ctx, `SELECT COUNT(*) FROM payment_intents i WHERE i.pending_op IS NOT NULL AND NOT EXISTS
-			(SELECT 1 FROM transactions t WHERE t.merchant_id = i.merchant_id AND t.idempotency_key = i.intent_id || ' attempt ' || i.attempts)`).Scan(&orphans)
-	})
+	stuck, err := texts(ctx, rdb, `SELECT transaction_id FROM transactions WHERE status = 'PENDING'
+		UNION SELECT transaction_id FROM reversals WHERE acknowledged_at IS NULL
+		UNION SELECT t.transaction_id FROM payment_intents i JOIN transactions t
+			ON t.merchant_id = i.merchant_id AND t.idempotency_key = i.intent_id || ' attempt ' || i.attempts
+		WHERE i.pending_op IS NOT NULL`)
 	if err != nil {
+		return err
+	}
+	var orphans int
+	if err := rdb.QueryRow(ctx, []any{&orphans}, `SELECT COUNT(*) FROM payment_intents i WHERE i.pending_op IS NOT NULL AND NOT EXISTS
+		(SELECT 1 FROM transactions t WHERE t.merchant_id = i.merchant_id AND t.idempotency_key = i.intent_id || ' attempt ' || i.attempts)`); err != nil {
 		return err
 	}
 	wrong, moved := orphans, 0

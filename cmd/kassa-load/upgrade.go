@@ -42,15 +42,10 @@ func upgradeMain(args []string, out io.Writer) int {
 	var c drillConfig
 	var from string
 	fs.StringVar(&from, "from", "", "the git revision of the previous release, which the nodes run first (default: the newest release in deploy/releases before HEAD)")
-	fs.StringVar(&c.kassa, "kassa", "bin/kassa", "the kassa binary of the release the nodes are upgraded to")
-	fs.StringVar(&c.acquirer, "acquirer", "bin/kassa-acquirer", "the kassa-acquirer binary to start")
-	fs.IntVar(&c.clients, "clients", 16, "concurrent clients")
-	fs.DurationVar(&c.duration, "duration", 45*time.Second, "how long the load lasts; the nodes are upgraded at a third and two thirds of it")
-	fs.IntVar(&c.subscriptions, "subscriptions", 10, "subscriptions the billing engine charges during the run")
-	fs.DurationVar(&c.warpEvery, "warp-every", 3*time.Second, "how often a day passes for the subscriptions")
-	fs.DurationVar(&c.retryBound, "retry-bound", time.Minute, "how long a client retries one request before it gives up")
-	fs.DurationVar(&c.settle, "settle", time.Minute, "how long recovery may take after the run")
-	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the clients' choices")
+	// --kassa is the release the nodes are upgraded to; the acquirer drops no answer by default, so
+	// that no 5xx is the connector's own.
+	c.sharedFlags(fs, drillConfig{clients: 16, duration: 45 * time.Second, subscriptions: 10, settle: time.Minute},
+		"how long the load lasts; the nodes are upgraded at a third and two thirds of it")
 	fs.Parse(args)
 	if c.clients < 1 || c.duration <= 0 {
 		fmt.Fprintln(os.Stderr, "kassa-load upgrade: --clients >= 1, --duration > 0")
