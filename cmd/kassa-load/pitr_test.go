@@ -12,7 +12,7 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// TestDrillPITR is the point-in-time recovery drill that "make test" runs: 6 clients for 24 s on
+// TestDrillPITR is the point-in-time recovery drill that "make test" runs: 6 clients for 20 s on
 // PostgreSQL with its WAL archived by pgBackRest, a full backup under the load, a new cluster restored
 // to a moment half-way through it. Every check must have checked something and found nothing wrong:
 // the rows committed by the moment restored as they were and none after it, the acquirer's journal up
@@ -32,7 +32,7 @@ func TestDrillPITR(t *testing.T) {
 	dir := buildKassa(t)
 	var out bytes.Buffer
 	code := drillPITRMain([]string{"--kassa", filepath.Join(dir, "kassa"), "--acquirer", filepath.Join(dir, "kassa-acquirer"),
-		"--clients", "6", "--duration", "24s", "--subscriptions", "3", "--sample", "40", "--settle", "30s"}, &out)
+		"--clients", "6", "--duration", "20s", "--subscriptions", "3", "--sample", "40", "--settle", "30s"}, &out)
 	if code != 0 {
 		t.Fatalf("the point-in-time recovery drill exited %d:\n%s", code, out.String())
 	}
