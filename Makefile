@@ -3,9 +3,10 @@ GO ?= go
 
 .PHONY: run test check deps build fuzz bench microbench generate drill drill-ha drill-pitr drill-upgrade
 
-## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
+## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start); ARGS="--addr 127.0.0.1:9090" passes flags to kassa serve
+ARGS =
 run: build
-	exec bin/kassa serve --demo
+	exec bin/kassa serve --demo$(if $(strip $(ARGS)), $(strip $(ARGS)))
 
 ## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL, then the Go client's (its own module), then each benchmark once
 # TEST_P: go test runs as many test binaries (and builds) at once as -p, by default one per core; a
@@ -46,6 +47,7 @@ BUILD_FLAGS ?= -buildvcs=auto
 # make's command line overrides it, never a VERSION in the environment.
 VERSION = $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
 build:
+	$(info building bin/kassa and bin/kassa-acquirer (the first build takes a few minutes))
 	$(GO) build $(BUILD_FLAGS) -ldflags=-X=main.buildVersion=$(VERSION) -o bin/kassa ./cmd/kassa
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa-acquirer ./cmd/kassa-acquirer
 

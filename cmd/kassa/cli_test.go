@@ -187,15 +187,9 @@ func TestVersionAndHelp(t *testing.T) {
 
 	// make build's go build of bin/kassa, as make lists it, into a directory of the test's.
 	const named = "v1.2.3-4-gabcdef0"
-	mk := exec.Command("make", "-n", "--no-print-directory", "build", "VERSION="+named)
-	mk.Dir = "../.."
-	mk.Env = environWithout("GO", "BUILD_FLAGS", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
-	recipe, err := mk.Output()
-	if err != nil {
-		t.Fatalf("make -n build: %v", err)
-	}
+	recipe := makeDryRun(t, "build", "VERSION="+named)
 	var build []string
-	for line := range strings.Lines(string(recipe)) {
+	for line := range strings.Lines(recipe) {
 		if f := strings.Fields(line); slices.Contains(f, "bin/kassa") && f[0] == "go" {
 			build = f
 		}
