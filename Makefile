@@ -3,9 +3,10 @@ GO ?= go
 
 .PHONY: run test check deps build fuzz bench microbench generate drill drill-ha drill-pitr drill-upgrade
 
-## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start)
+## run: start the gateway on the embedded SQLite database in ./kassa-data (creates a demo merchant on first start); ARGS="--addr 127.0.0.1:9090" passes flags to kassa serve
+ARGS =
 run: build
-	exec bin/kassa serve --demo
+	exec bin/kassa serve --demo$(if $(strip $(ARGS)), $(strip $(ARGS)))
 
 ## test: everything — formatting, vet, and the whole test suite on SQLite and PostgreSQL, then the Go client's (its own module), then each benchmark once
 # TEST_P: go test runs as many test binaries (and builds) at once as -p, by default one per core; a
@@ -38,10 +39,16 @@ generate:
 deps:
 	@scripts/test-deps.sh
 
-## build: the kassa and kassa-acquirer binaries in ./bin, stamped with the git revision they are built from (kassa version)
+## build: the kassa and kassa-acquirer binaries in ./bin, stamped with the version and git revision they are built from (kassa version)
 BUILD_FLAGS ?= -buildvcs=auto
+# VERSION: the version kassa version prints, git describe's name for the checked-out commit (the newest
+# release tag before it, the commits since, the abbreviated commit, -dirty with local changes). Without
+# git or its tags it is empty and kassa names the newest release in deploy/releases with "-dev". Only
+# make's command line overrides it, never a VERSION in the environment.
+VERSION = $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
 build:
-	$(GO) build $(BUILD_FLAGS) -o bin/kassa ./cmd/kassa
+	$(info building bin/kassa and bin/kassa-acquirer (the first build takes a few minutes))
+	$(GO) build $(BUILD_FLAGS) -ldflags=-X=main.buildVersion=$(VERSION) -o bin/kassa ./cmd/kassa
 	$(GO) build $(BUILD_FLAGS) -o bin/kassa-acquirer ./cmd/kassa-acquirer
 
 ## bench: the hot path's Go benchmarks, the load benchmark (the ledger alone, sales and the HTTP-stack ceiling, and the 250 ms latency-tolerance scenarios from 2,000 clients; each figure printed beside the baseline, cmd/kassa-load/baseline.json, and marked REGRESSED when more than 10 % worse, which fails it only with BENCH_FLAGS=--fail-on-regression), the dashboard benchmark (1,000,000 transactions), the webhooks benchmark, then the scale of data (sales and lists with 10,000,000 transactions loaded), on SQLite and PostgreSQL (see docs/guides/performance.md)

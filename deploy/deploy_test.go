@@ -188,10 +188,11 @@ func parseDockerfile(dockerfile, makefile string) (image, error) {
 	return img, nil
 }
 
-// makeBuildCommand is the command "make build" builds bin/kassa with.
-func makeBuildCommand(t *testing.T) string {
+// makeBuildCommand is the command "make build" builds bin/kassa with, with the overrides given
+// ("VAR=value", as on make's command line).
+func makeBuildCommand(t *testing.T, overrides ...string) string {
 	t.Helper()
-	recipe, err := makeRecipe(read(t, "Makefile"), "build")
+	recipe, err := makeRecipe(read(t, "Makefile"), "build", overrides...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,9 @@ func staticKassa(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "kassa")
-		f := strings.Fields(makeBuildCommand(t))
+		// VERSION, which make takes from git describe, is left empty, as in a checkout without tags:
+		// makeRecipe expands variables, not make's functions.
+		f := strings.Fields(makeBuildCommand(t, "VERSION="))
 		f[slices.Index(f, "-o")+1] = binary
 		cmd := exec.Command(f[0], f[1:]...)
 		cmd.Dir = ".."
@@ -281,7 +284,7 @@ func staticKassa(t *testing.T) string {
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
 	if buildErr != nil {
-		t.Fatalf("CGO_ENABLED=0 %s: %v\n%s", makeBuildCommand(t), buildErr, buildOut)
+		t.Fatalf("CGO_ENABLED=0 %s: %v\n%s", makeBuildCommand(t, "VERSION="), buildErr, buildOut)
 	}
 	return binary
 }

@@ -324,6 +324,45 @@ func TestBackupAndRestoreRefuse(t *testing.T) {
 	}
 }
 
+// kassa backup --out makes the directory of its file when it is missing, with any missing parent,
+// 0700 whatever the umask (here 000), as the data directory is; a directory that exists keeps its
+// mode; and a backup that fails leaves none of the directories it made.
+func TestBackupMakesItsDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cliJSON(t, "merchant", "create", "--init", "--name", "Nested Shop", "--email", "nested@example.com", "--data-dir", dir)
+
+	backups := filepath.Join(t.TempDir(), "backups")
+	out := filepath.Join(backups, "daily", "kassa.backup")
+	if b, err := umasked("000", "backup", "--data-dir", dir, "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("kassa backup into a missing directory: %v\n%s", err, b)
+	}
+	storetest.WantPrivate(t, backups, "kassa.backup")
+
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cliJSON(t, "backup", "--out", filepath.Join(shared, "kassa.backup"), "--data-dir", dir)
+	if st, err := os.Stat(shared); err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("an existing directory of the backup: %v, %v; want it left 0755", st, err)
+	}
+
+	// A data directory whose kassa.db is not a database: the copy fails once its directory is made.
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "kassa.db"), []byte("not a database, not even its header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	stdout, stderr, code := cli(t, "backup", "--out", filepath.Join(parent, "gone", "deeper", "kassa.backup"), "--data-dir", broken)
+	if code != 1 || stdout != "" {
+		t.Fatalf("a backup of a broken database: exit %d, %q %q; want 1", code, stdout, stderr)
+	}
+	if left := entries(t, parent); left != nil {
+		t.Fatalf("the failed backup left %v in %s", left, parent)
+	}
+}
+
 // entries are the names in dir, sorted; nil when dir does not exist.
 func entries(t *testing.T, dir string) []string {
 	t.Helper()

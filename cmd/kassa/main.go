@@ -22,6 +22,7 @@ import (
 
 	_ "time/tzdata" // billing calendars need every IANA zone, on hosts without a zoneinfo database too
 
+	"github.com/kassapay/kassa/deploy"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/private"
@@ -301,36 +302,64 @@ func commandUsage(w io.Writer, name string, flags *flag.FlagSet) {
 	fmt.Fprintf(w, "\n%s", sharedFlagsNote)
 }
 
-// version is the module's version and the VCS revision the binary was built from, as the Go
-// toolchain recorded them (debug.ReadBuildInfo).
+// buildVersion is the version make build names the binary with (-ldflags=-X=main.buildVersion=…):
+// git describe's name for the commit it was built from. Empty in a build without it.
+var buildVersion string
+
+// version is what kassa version prints: "kassa VERSION (commit REVISION, GO)".
 func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "kassa: no build information in this binary"
+	bi, _ := debug.ReadBuildInfo()
+	return versionLine(buildVersion, bi, deploy.NewestRelease())
+}
+
+// versionLine is the version line of a binary named built by make build (or "") whose build
+// information, as the Go toolchain recorded it, is bi (nil: none), built after the release newest.
+// The version is, first found: built's; the module version the toolchain stamped (from the git tags of
+// the checkout, with "+dirty" for local changes); else newest with "-dev", a development build of
+// what follows that release. The commit, its time and whether the checkout had local changes come from
+// the toolchain's VCS stamp, which a build from a git checkout has (not go run, nor a build with
+// -buildvcs=false or in a git worktree, whose .git is a file the toolchain does not recognise).
+func versionLine(built string, bi *debug.BuildInfo, newest string) string {
+	v := built
+	if v == "" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
 	}
-	var revision, at string
-	modified := false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
+	if v == "" {
+		if newest == "" {
+			newest = "v0.0.0"
 		}
+		v = newest + "-dev"
 	}
-	out := "kassa " + bi.Main.Version
-	if revision != "" {
-		out += ", revision " + revision
-		if modified {
-			out += " with local changes"
+	var details []string
+	if bi != nil {
+		var revision, at string
+		modified := false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
 		}
-		if at != "" {
-			out += " of " + at
+		if revision != "" {
+			commit := "commit " + revision
+			if at != "" {
+				commit += " of " + at
+			}
+			if modified {
+				commit += " with local changes"
+			}
+			details = append(details, commit)
 		}
+		details = append(details, bi.GoVersion)
 	}
-	return out + ", " + bi.GoVersion
+	if details == nil {
+		return "kassa " + v
+	}
+	return "kassa " + v + " (" + strings.Join(details, ", ") + ")"
 }
 
 // oneLine is the error's message on one line; a *fault.Error shows only its message.

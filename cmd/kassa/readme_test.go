@@ -14,24 +14,19 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// What make run prints is what the README shows: make's commands, as make -n lists them, then
-// everything the command the run target ends with prints on stdout and stderr, run as it is in a
-// directory without a database. The blocks that go on with the values it printed work with those
+// What make run prints is what the README shows: the line that says it builds and make's commands,
+// as make -n lists them (it prints the build's $(info) line too), then everything the command the run
+// target ends with prints on stdout and stderr, run as it is in a directory without a database. The blocks that go on with the values it printed work with those
 // of that start: getting started's, which keeps them in variables and the token in $TOKEN, and the
 // README's first sale, which approves.
 func TestREADMEMakeRun(t *testing.T) {
 	t.Parallel()
 	needTools(t, "make", "curl", "jq", "sh")
-	// make -n in the repository, as a newcomer's make would run: no variables of a calling make or of
-	// the environment override the Makefile's.
-	mk := exec.Command("make", "-n", "--no-print-directory", "run")
-	mk.Dir = "../.."
-	mk.Env = environWithout("GO", "BUILD_FLAGS", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
-	commands, err := mk.Output()
-	if err != nil {
-		t.Fatalf("make -n run: %v", err)
+	commands := makeDryRun(t, "run")
+	lines := strings.Split(strings.TrimSpace(commands), "\n")
+	if !strings.HasPrefix(lines[0], "building bin/kassa ") {
+		t.Fatalf("make run does not say that it builds before it does: %q", commands)
 	}
-	lines := strings.Split(strings.TrimSpace(string(commands)), "\n")
 	args, ok := strings.CutPrefix(lines[len(lines)-1], "exec bin/kassa ")
 	if !ok {
 		t.Fatalf("make run does not end by running bin/kassa: %q", commands)
@@ -69,7 +64,7 @@ func TestREADMEMakeRun(t *testing.T) {
 	if addr == nil {
 		t.Fatalf("no address in:\n%s", printed)
 	}
-	terminal := string(commands) + strings.ReplaceAll(printed, addr[1], "127.0.0.1:8080")
+	terminal := commands + strings.ReplaceAll(printed, addr[1], "127.0.0.1:8080")
 	values, err := readmetest.Match(readmetest.Block(t, "<!-- make-run:", ""), terminal)
 	if err != nil {
 		t.Fatalf("make run prints what the README does not show: %v\nmake run printed:\n%s", err, terminal)
@@ -100,6 +95,38 @@ func TestREADMEMakeRun(t *testing.T) {
 	sale, err := exec.Command("sh", "-e", "-c", withValues("<!-- first-sale:")).Output()
 	if err != nil || !strings.Contains(string(sale), `"transaction_result":"APPROVED"`) || !strings.Contains(string(sale), `"test_mode":true`) {
 		t.Fatalf("the README's first sale: %v, it printed %s", err, sale)
+	}
+}
+
+// makeDryRun is what make -n prints for the target and command-line variables ("VAR=value") given, in
+// the repository, as a newcomer's make would run it: no variables of a calling make or of the
+// environment override the Makefile's.
+func makeDryRun(t *testing.T, args ...string) string {
+	t.Helper()
+	mk := exec.Command("make", append([]string{"-n", "--no-print-directory"}, args...)...)
+	mk.Dir = "../.."
+	mk.Env = environWithout("GO", "BUILD_FLAGS", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
+	out, err := mk.Output()
+	if err != nil {
+		t.Fatalf("make -n %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
+}
+
+// make run ARGS="…" passes its flags to kassa serve, after --demo; without ARGS the command ends at
+// --demo, with no trailing space for the README's block to show.
+func TestMakeRunArgs(t *testing.T) {
+	t.Parallel()
+	needTools(t, "make")
+	for args, want := range map[string]string{
+		"":                                    "exec bin/kassa serve --demo",
+		"--addr 127.0.0.1:9090":               "exec bin/kassa serve --demo --addr 127.0.0.1:9090",
+		"--addr 127.0.0.1:9090 --data-dir /x": "exec bin/kassa serve --demo --addr 127.0.0.1:9090 --data-dir /x",
+	} {
+		lines := strings.Split(strings.TrimRight(makeDryRun(t, "run", "ARGS="+args), "\n"), "\n")
+		if last := lines[len(lines)-1]; last != want {
+			t.Errorf("make run ARGS=%q runs %q, want %q", args, last, want)
+		}
 	}
 }
 

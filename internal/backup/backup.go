@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,9 @@ type Info struct {
 // Create writes a consistent copy of the SQLite database at db to out, while servers keep using it.
 // SQLite's VACUUM INTO copies one read transaction's snapshot, which a WAL-mode database's writers
 // do not wait for. The copy is written next to out under a temporary name, verified, synced, and only
-// then renamed to out, replacing a previous backup of that name.
+// then renamed to out, replacing a previous backup of that name. The directory of out is made when
+// missing, with its missing parents, 0700 as a data directory is (a backup holds what the database
+// holds); a failed backup removes what it made. A directory that exists is left as it is.
 func Create(ctx context.Context, db, out string) (Info, error) {
 	out, err := filepath.Abs(out)
 	if err != nil {
@@ -54,6 +57,29 @@ func Create(ctx context.Context, db, out string) (Info, error) {
 	if err := notTheDatabase(db, out); err != nil {
 		return Info{}, err
 	}
+	var made []string // the directories missing on the way to out, deepest first
+	for dir := filepath.Dir(out); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			break // there, or not for this user to see: CreateTemp then says why
+		}
+		made = append(made, dir)
+	}
+	if made != nil {
+		if _, err := private.Dir(made[0]); err != nil {
+			return Info{}, fmt.Errorf("make the backup's directory: %w", err)
+		}
+	}
+	info, err := create(ctx, db, out)
+	if err != nil {
+		for _, dir := range made {
+			os.Remove(dir) // empty, but for what another process put there meanwhile: then kept
+		}
+	}
+	return info, err
+}
+
+// create is Create once out's directory exists.
+func create(ctx context.Context, db, out string) (Info, error) {
 	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*")
 	if err != nil {
 		return Info{}, fmt.Errorf("create the backup file: %w", err)
