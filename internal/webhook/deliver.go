@@ -70,8 +70,8 @@ type Config struct {
 	Metrics *metrics.Set
 	// Node names this deliverer in its log (default random).
 	Node string
-	// RootCAs, when set, are the only certificate authorities trusted for endpoints (tests' receivers);
-	// by default the system's.
+	// RootCAs, when set, are the certificate authorities trusted for endpoints instead of the system's
+	// roots: tests' receivers, or the system's roots and the operator's own CAs (RootsWith).
 	RootCAs *x509.CertPool
 	// Poll is how often due deliveries are looked for (default 500 ms). A worker that has sent a
 	// delivery takes the next one due for the same endpoint at once, without waiting for it.
