@@ -269,7 +269,8 @@ func TestWebhooksPages(t *testing.T) {
 }
 
 // In Chromium: an owner makes an endpoint through the form (its secret copied with the page's
-// button), edits it, resends a delivery with the attempts opened, and deletes it behind its
+// button), edits it, resends a delivery with the attempts opened (each with its request and answer),
+// sends a test event, and deletes it behind its
 // confirmation; each page, and the form with a refused URL, passes axe-core in light and dark.
 func TestWebhooksInBrowser(t *testing.T) {
 	t.Parallel()
@@ -338,6 +339,15 @@ func TestWebhooksInBrowser(t *testing.T) {
 	if n := len(s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)); n != 2 {
 		t.Fatalf("%d deliveries after Resend, want 2", n)
 	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS("#send-test")),
+		chromedp.WaitVisible(chromedp.CSS(`#deliveries button[aria-label^="Resend webhook_endpoint.ping"]`)),
+	)
+	if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil); len(r.Body["data"].([]any)) != 3 ||
+		r.Body["data"].([]any)[0].(map[string]any)["event_type"] != "webhook_endpoint.ping" {
+		t.Fatalf("after Send test event: %s", r.Raw)
+	}
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "a webhook endpoint after a test event")
 	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+webhooksPath), chromedp.WaitVisible(chromedp.CSS("#webhooks")))
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "webhooks")
 
