@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/tlscert"
+	"github.com/kassapay/kassa/internal/webhook"
 )
 
 func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
@@ -51,6 +53,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	codeTTL := fs.Duration("auth-code-ttl", auth.DefaultCodeTTL, "lifetime of an authorization code of the partner flow (at most 10m)")
 	backlog := fs.Int("billing-backlog-limit", billing.DefaultBacklogLimit, "past-due cycles of one subscription charged after downtime; older ones are recorded as missed")
 	webhooksPrivate := fs.Bool("webhooks-allow-private", os.Getenv("KASSA_WEBHOOKS_ALLOW_PRIVATE") == "1", "let webhook deliveries reach loopback and private addresses, for development and tests (env KASSA_WEBHOOKS_ALLOW_PRIVATE=1); by default they are refused")
+	webhooksCA := fs.String("webhooks-ca-file", os.Getenv("KASSA_WEBHOOKS_CA_FILE"), "trust the certificate authorities of this PEM file for webhook deliveries, beside the system's roots: receivers with certificates of a private CA (env KASSA_WEBHOOKS_CA_FILE)")
 	trustedProxies := fs.String("trusted-proxies", "", "CIDR prefixes of the reverse proxies whose X-Forwarded-For names the client, comma-separated (default none)")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("KASSA_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, a listener apart from the API (env KASSA_METRICS_ADDR; default off)")
 	tlsCert := fs.String("tls-cert", os.Getenv("KASSA_TLS_CERT"), "serve HTTPS (and HTTP/2) with this PEM certificate chain, reloaded with --tls-key on SIGHUP; needs --tls-key (env KASSA_TLS_CERT)")
@@ -101,6 +104,16 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		if *tlsCert != "" {
 			if pair, err = tlscert.Load(*tlsCert, *tlsKey); err != nil {
 				return err
+			}
+		}
+		var webhookRoots *x509.CertPool
+		if *webhooksCA != "" {
+			b, err := os.ReadFile(*webhooksCA)
+			if err == nil {
+				webhookRoots, err = webhook.RootsWith(b)
+			}
+			if err != nil {
+				return usagef("--webhooks-ca-file %s: %v", *webhooksCA, err)
 			}
 		}
 		var mailer *billing.Mailer
@@ -179,7 +192,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
 			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
 				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base, TLS: pair != nil,
-			TrustedProxies: proxies, Connectors: e.connectors(db, log), WebhooksAllowPrivate: *webhooksPrivate, Metrics: set})
+			TrustedProxies: proxies, Connectors: e.connectors(db, log), WebhooksAllowPrivate: *webhooksPrivate, WebhookRootCAs: webhookRoots, Metrics: set})
 		if err != nil {
 			ln.Close()
 			return err

@@ -14,10 +14,11 @@ import (
 )
 
 // Settings → Webhooks: the merchant's webhook endpoints, managed as through the API, and each one's
-// delivery log with a resend action, through the endpoint store's own methods (webhook.Endpoints),
+// delivery log with a resend action and a test event, through the endpoint store's own methods (webhook.Endpoints),
 // so that the rules are the API's. Readers (reporting included) see the
 // endpoints and their logs; managers, who manage API keys, make, change, enable, disable and delete
-// them, see and rotate their secrets, and resend deliveries. A secret is shown only on the page that
+// them, see and rotate their secrets, resend deliveries and send test events. Each attempt shows the
+// request sent and the answer; an attempt without an answer shows only one of the log's phrases. A secret is shown only on the page that
 // answers its creation, its rotation or a manager's "Show the secret".
 
 const webhooksPath = "/dashboard/settings/webhooks"
@@ -35,6 +36,7 @@ func (h *Handler) webhookRoutes(r *httpapi.Router) {
 	r.Handle("POST", webhooksPath+"/{id}/rotate", h.requireRole(managers, h.rotateWebhookSecret))
 	r.Handle("POST", webhooksPath+"/{id}/delete", h.requireRole(managers, h.deleteWebhook))
 	r.Handle("POST", webhooksPath+"/{id}/deliveries/{delivery}/resend", h.requireRole(managers, h.resendDelivery))
+	r.Handle("POST", webhooksPath+"/{id}/test", h.requireRole(managers, h.sendTestEvent))
 }
 
 // webhookRow is an endpoint as the list shows it, with how its newest delivery went.
@@ -159,6 +161,8 @@ func (h *Handler) showWebhook(w http.ResponseWriter, r *http.Request) {
 		v.Notice = "The endpoint is saved."
 	case q.Get("resent") != "":
 		v.Notice = "The event is queued for delivery again, as " + q.Get("resent") + "."
+	case q.Get("tested") != "":
+		v.Notice = "A test event is queued for this endpoint, as " + q.Get("tested") + ": its attempts show below."
 	}
 	h.showWebhookWith(w, r, http.StatusOK, "", v)
 }
@@ -282,16 +286,32 @@ func (h *Handler) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, webhooksPath+"?deleted="+url.QueryEscape(e.URL), http.StatusSeeOther)
 }
 
+// sendTestEvent queues a test event (webhook_endpoint.ping) for the endpoint alone.
+func (h *Handler) sendTestEvent(w http.ResponseWriter, r *http.Request) {
+	ctx, id := r.Context(), r.PathValue("id")
+	d, err := h.cfg.Webhooks.Ping(ctx, signedIn(r).MerchantID, id, webhook.Actor{RequestID: httpapi.RequestID(ctx)})
+	if h.disabledRefused(w, r, err, "send a test event") || h.webhookRefused(w, r, err, webhookPage{}, view{}) {
+		return
+	}
+	http.Redirect(w, r, webhooksPath+"/"+id+"?tested="+webhook.DeliveryID(d.ID), http.StatusSeeOther)
+}
+
+// disabledRefused answers the refusal of an action on a disabled endpoint (endpoint_disabled) on the
+// endpoint's page, saying to enable it, then to do what (the action). It reports whether it answered.
+func (h *Handler) disabledRefused(w http.ResponseWriter, r *http.Request, err error, what string) bool {
+	var f *fault.Error
+	if !errors.As(err, &f) || f.Code != "endpoint_disabled" {
+		return false
+	}
+	h.showWebhookWith(w, r, http.StatusConflict, "", view{Error: "This endpoint is disabled, so nothing is sent to it: enable it, then " + what + "."})
+	return true
+}
+
 // resendDelivery queues a new delivery of a delivery's event to its endpoint.
 func (h *Handler) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
 	d, err := h.cfg.Webhooks.Resend(ctx, signedIn(r).MerchantID, id, r.PathValue("delivery"), webhook.Actor{RequestID: httpapi.RequestID(ctx)})
-	var f *fault.Error
-	if errors.As(err, &f) && f.Code == "endpoint_disabled" {
-		h.showWebhookWith(w, r, http.StatusConflict, "", view{Error: "This endpoint is disabled, so nothing is sent to it: enable it, then resend."})
-		return
-	}
-	if h.webhookRefused(w, r, err, webhookPage{}, view{}) {
+	if h.disabledRefused(w, r, err, "resend") || h.webhookRefused(w, r, err, webhookPage{}, view{}) {
 		return
 	}
 	http.Redirect(w, r, webhooksPath+"/"+id+"?resent="+webhook.DeliveryID(d.ID), http.StatusSeeOther)

@@ -3,14 +3,19 @@ package dashboard_test
 import (
 	"context"
 	"html"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/checkout"
@@ -218,7 +223,7 @@ func TestWebhooksPages(t *testing.T) {
 		}
 		forms := []string{webhooksPath + "/new", webhooksPath + "/" + id, webhooksPath + "/" + id + "/enable", webhooksPath + "/" + id + "/disable",
 			webhooksPath + "/" + id + "/secret", webhooksPath + "/" + id + "/rotate", webhooksPath + "/" + id + "/delete",
-			webhooksPath + "/" + id + "/deliveries/" + d + "/resend"}
+			webhooksPath + "/" + id + "/deliveries/" + d + "/resend", webhooksPath + "/" + id + "/test"}
 		for _, p := range forms {
 			resp, body := rb.post(p, url.Values{"csrf_token": {rcsrf}, "url": {"https://evil.example/"}, "events": {"all"}})
 			wantStatus(t, "reporting POST "+p, resp, body, http.StatusForbidden)
@@ -243,7 +248,7 @@ func TestWebhooksPages(t *testing.T) {
 			checkout.HeaderAPIKey, key.Key, checkout.HeaderAccount, "acct_"+other.ID).Str("id")
 		resp, body = b.get(webhooksPath + "/" + oid)
 		wantStatus(t, "another merchant's endpoint", resp, body, http.StatusNotFound)
-		for _, p := range []string{"/secret", "/rotate", "/delete", "/disable", ""} {
+		for _, p := range []string{"/secret", "/rotate", "/delete", "/disable", "/test", ""} {
 			resp, body = b.post(webhooksPath+"/"+oid+p, form("url", "https://evil.example/", "events", "all"))
 			wantStatus(t, "POST another merchant's "+p, resp, body, http.StatusNotFound)
 			if strings.Contains(body, "whsec_") || strings.Contains(body, "other.example") {
@@ -264,7 +269,8 @@ func TestWebhooksPages(t *testing.T) {
 }
 
 // In Chromium: an owner makes an endpoint through the form (its secret copied with the page's
-// button), edits it, resends a delivery with the attempts opened, and deletes it behind its
+// button), edits it, resends a delivery with the attempts opened (each with its request and answer),
+// sends a test event, and deletes it behind its
 // confirmation; each page, and the form with a refused URL, passes axe-core in light and dark.
 func TestWebhooksInBrowser(t *testing.T) {
 	t.Parallel()
@@ -333,6 +339,15 @@ func TestWebhooksInBrowser(t *testing.T) {
 	if n := len(s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)); n != 2 {
 		t.Fatalf("%d deliveries after Resend, want 2", n)
 	}
+	browsertest.Step(t, ctx, 30*time.Second,
+		chromedp.Click(chromedp.CSS("#send-test")),
+		chromedp.WaitVisible(chromedp.CSS(`#deliveries button[aria-label^="Resend webhook_endpoint.ping"]`)),
+	)
+	if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil); len(r.Body["data"].([]any)) != 3 ||
+		r.Body["data"].([]any)[0].(map[string]any)["event_type"] != "webhook_endpoint.ping" {
+		t.Fatalf("after Send test event: %s", r.Raw)
+	}
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "a webhook endpoint after a test event")
 	browsertest.Step(t, ctx, 30*time.Second, chromedp.Navigate(s.srv.URL+webhooksPath), chromedp.WaitVisible(chromedp.CSS("#webhooks")))
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "webhooks")
 
@@ -345,4 +360,132 @@ func TestWebhooksInBrowser(t *testing.T) {
 	if r := s.v1(t, "GET", "/v1/webhook-endpoints/"+id, nil); r.Status != http.StatusNotFound {
 		t.Fatalf("deleted in the browser: %d", r.Status)
 	}
+}
+
+// localReceiver is a merchant's server on the developer's machine (plain HTTP on 127.0.0.1, reached
+// with --webhooks-allow-private): it keeps each request and answers 200 with a header and a body of
+// its own.
+type localReceiver struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []*http.Request
+	raw []string
+}
+
+func newLocalReceiver(t *testing.T) *localReceiver {
+	rc := &localReceiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got, rc.raw = append(rc.got, r), append(rc.raw, string(body))
+		rc.mu.Unlock()
+		w.Header().Set("X-Receiver", "local-dev")
+		io.WriteString(w, "pong from the shop")
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *localReceiver) requests() ([]*http.Request, []string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got), slices.Clone(rc.raw)
+}
+
+// waitForPage gets path until its body contains want.
+func waitForPage(t *testing.T, b *browser, path, want string) string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, body := b.get(path)
+		if strings.Contains(body, want) {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed %q: %s", path, want, body)
+		}
+	}
+}
+
+// "Send test event" (a manager's POST with the page's CSRF token) queues a webhook_endpoint.ping for
+// that endpoint alone — another endpoint subscribed to every event gets nothing — signed under the
+// endpoint's secret; its attempt shows the request (the headers with the signature sent, the body)
+// and the answer (status, headers, body). An endpoint made in the dashboard with an http:// URL on
+// 127.0.0.1 is accepted since the server runs with --webhooks-allow-private. A failed attempt shows
+// only the log's phrase; a disabled endpoint, a missing token and the reporting role are refused.
+func TestWebhookSendTestEvent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		s := newShop(t, db, server.Config{WebhooksAllowPrivate: true, WebhookPoll: 20 * time.Millisecond})
+		rc, other := newLocalReceiver(t), newLocalReceiver(t)
+		b := s.browser(t)
+		csrf := b.signIn("owner@maple.example")
+		resp, body := b.post(webhooksPath+"/new", url.Values{"csrf_token": {csrf}, "url": {rc.srv.URL + "/hooks"}, "events": {"chosen"},
+			"event": {"invoice.paid"}})
+		wantStatus(t, "an http:// endpoint on 127.0.0.1", resp, body, http.StatusOK)
+		secret := secretOn(t, body)
+		id := regexp.MustCompile(`<code>(we_[^<]+)</code>`).FindStringSubmatch(body)[1]
+		s.v1(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": other.srv.URL + "/all", "enabled_events": []string{"*"}})
+
+		resp, body = b.post(webhooksPath+"/"+id+"/test", url.Values{})
+		wantStatus(t, "without the CSRF token", resp, body, http.StatusForbidden)
+		rb := s.browser(t)
+		resp, body = rb.post(webhooksPath+"/"+id+"/test", url.Values{"csrf_token": {rb.signIn("reporting@maple.example")}})
+		wantStatus(t, "reporting", resp, body, http.StatusForbidden)
+		if n := len(s.v1(t, "GET", "/v1/webhook-endpoints/"+id+"/deliveries", nil).Body["data"].([]any)); n != 0 {
+			t.Fatalf("%d deliveries after refused test events", n)
+		}
+
+		resp, body = b.post(webhooksPath+"/"+id+"/test", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "send a test event", resp, body, http.StatusSeeOther)
+		page := resp.Header.Get("Location")
+		body = waitForPage(t, b, page, "HTTP 200")
+		if !strings.Contains(body, "A test event is queued for this endpoint, as whd_") {
+			t.Errorf("no notice of the test event: %s", body)
+		}
+		got, raw := rc.requests()
+		if len(got) != 1 {
+			t.Fatalf("the endpoint got %d requests, want 1", len(got))
+		}
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify([]byte(raw[0]), got[0].Header); err != nil || !strings.HasPrefix(raw[0], `{"type":"webhook_endpoint.ping",`) ||
+			!strings.Contains(raw[0], `"id":"`+id+`"`) {
+			t.Fatalf("the test event %s does not verify under the endpoint's secret (%v)", raw[0], err)
+		}
+		for _, want := range []string{
+			"<code>webhook_endpoint.ping</code>",
+			"POST " + rc.srv.URL + "/hooks\n",
+			"webhook-id: " + got[0].Header.Get("webhook-id") + "\n",
+			"webhook-timestamp: " + got[0].Header.Get("webhook-timestamp") + "\n",
+			"webhook-signature: " + got[0].Header.Get("webhook-signature") + "\n",
+			"Content-Type: application/json\n",
+			raw[0],
+			"HTTP 200\n", "X-Receiver: local-dev\n", "pong from the shop",
+		} {
+			if !strings.Contains(html.UnescapeString(body), want) {
+				t.Errorf("the attempt does not show %q: %s", want, body)
+			}
+		}
+		if o, _ := other.requests(); len(o) != 0 {
+			t.Errorf("another endpoint of the merchant got %d requests of the test event", len(o))
+		}
+
+		// An attempt without an answer shows the log's phrase and no answer, nothing of the network.
+		rc.srv.Close()
+		resp, body = b.post(webhooksPath+"/"+id+"/test", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "a second test event", resp, body, http.StatusSeeOther)
+		body = waitForPage(t, b, page, "<pre>could not connect</pre>")
+		if !strings.Contains(body, "No answer.") || strings.Contains(body, "connection refused") || strings.Contains(body, "dial") {
+			t.Errorf("the failed attempt shows more than its phrase: %s", body)
+		}
+
+		resp, body = b.post(webhooksPath+"/"+id+"/disable", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "disable", resp, body, http.StatusSeeOther)
+		resp, body = b.post(webhooksPath+"/"+id+"/test", url.Values{"csrf_token": {csrf}})
+		wantStatus(t, "a test event to a disabled endpoint", resp, body, http.StatusConflict)
+		if !strings.Contains(body, "enable it, then send a test event") {
+			t.Errorf("the refusal does not say to enable the endpoint: %s", body)
+		}
+	})
 }

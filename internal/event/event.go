@@ -71,6 +71,11 @@ const (
 	InvoiceDeleted      = "invoice.deleted"
 )
 
+// WebhookEndpointPing is the test event a merchant sends to one of its endpoints ("Send test event" on
+// the endpoint's page), its data the endpoint as the API shows it. It is not among Types: no endpoint
+// subscribes to it, and it is delivered to the endpoint it was sent to only (Insert, not Write).
+const WebhookEndpointPing = "webhook_endpoint.ping"
+
 // Types lists every event type, in the order the documentation lists them.
 var Types = []string{
 	TransactionApproved, TransactionDeclined, TransactionCaptured, TransactionRefunded, TransactionVoided,
@@ -155,6 +160,30 @@ func (e Event) Write(ctx context.Context, tx *store.Tx) error {
 	}
 	return nil
 }
+
+// Insert writes e's row alone in tx, queueing no delivery, and returns the row's id: for an event the
+// caller delivers to one endpoint itself (WebhookEndpointPing).
+func (e Event) Insert(ctx context.Context, tx *store.Tx) (int64, error) {
+	var id int64
+	if tx.Dialect() == store.Postgres {
+		if err := tx.QueryRowContext(ctx, insertPostgres, e.Args()...).Scan(&id); err != nil {
+			return 0, fmt.Errorf("event: record %s: %w", e.Type, err)
+		}
+		return id, nil
+	}
+	r, err := tx.ExecContext(ctx, insertSQLite, e.Args()...)
+	if err == nil {
+		id, err = r.LastInsertId()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("event: record %s: %w", e.Type, err)
+	}
+	return id, nil
+}
+
+// insertPostgres inserts an event whose values are Args, as $1 to $5, and returns its row id.
+var insertPostgres = `INSERT INTO events (event_id, merchant_id, type, data, created_at, event_seq)
+	VALUES ($1, $2, $3, $4, $5, ` + Place(store.Postgres, "$2") + `) RETURNING id`
 
 // fanOutSQLite queues the deliveries of the event whose row id, merchant, type and time are $1 to $4.
 var fanOutSQLite = fanOutSQL(`(SELECT CAST($1 AS BIGINT) AS id, CAST($2 AS TEXT) AS merchant_id, CAST($3 AS TEXT) AS type,

@@ -4,6 +4,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -104,6 +105,10 @@ type Config struct {
 	// WebhooksAllowPrivate lets webhooks go to loopback and private addresses, and to http:// URLs
 	// (`kassa serve --webhooks-allow-private`: development and tests).
 	WebhooksAllowPrivate bool
+	// WebhookRootCAs, when set, are the certificate authorities deliveries trust instead of the
+	// system's roots (`kassa serve --webhooks-ca-file`: webhook.RootsWith, the system's and the
+	// operator's own).
+	WebhookRootCAs *x509.CertPool
 	// WebhookPoll is how often the delivery engine looks for due deliveries (default 500 ms).
 	WebhookPoll time.Duration
 	// Metrics, when not nil, is where the server's parts count what they do, and what the exposition
@@ -258,7 +263,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.roller = report.NewRoller(report.RollerConfig{DB: cfg.DB, Logger: cfg.Logger})
 	load := &httpapi.Load{}
 	s.webhooks = webhook.New(webhook.Config{DB: cfg.DB, Keyring: ring, Logger: cfg.Logger, Now: cfg.Now, AllowPrivate: cfg.WebhooksAllowPrivate,
-		Poll: cfg.WebhookPoll, Metrics: cfg.Metrics, Requests: load.Requests})
+		RootCAs: cfg.WebhookRootCAs, Poll: cfg.WebhookPoll, Metrics: cfg.Metrics, Requests: load.Requests})
 	s.handler = load.Count(httpapi.Middleware(cfg.Logger, cfg.Metrics, r))
 	if cfg.TLS || httpsURL(cfg.PublicURL) {
 		s.handler = httpapi.StrictTransport(s.handler)

@@ -13,9 +13,11 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,8 +72,8 @@ type Config struct {
 	Metrics *metrics.Set
 	// Node names this deliverer in its log (default random).
 	Node string
-	// RootCAs, when set, are the only certificate authorities trusted for endpoints (tests' receivers);
-	// by default the system's.
+	// RootCAs, when set, are the certificate authorities trusted for endpoints instead of the system's
+	// roots: tests' receivers, or the system's roots and the operator's own CAs (RootsWith).
 	RootCAs *x509.CertPool
 	// Poll is how often due deliveries are looked for (default 500 ms). A worker that has sent a
 	// delivery takes the next one due for the same endpoint at once, without waiting for it.
@@ -527,6 +529,8 @@ type outcome struct {
 	status     int           // the HTTP status, 0 when there was no answer
 	latency    time.Duration // from the request to the end of the answer read
 	response   string        // the first ResponseLimit bytes of the answer
+	headers    string        // the answer's headers, "Name: value" lines, the first ResponseLimit bytes
+	signature  string        // the webhook-signature header sent
 	err        string        // why there was no answer, or it was not read: one of failures
 	retryAfter time.Duration // how long the answer asked to be left alone
 }
@@ -549,6 +553,7 @@ func (d *Deliverer) attempt(ctx context.Context, c claimed) ended {
 	}
 	// An attempt under way when the node shuts down is finished (within Timeout) and recorded.
 	o, cause := d.send(context.WithoutCancel(ctx), m.target, m.eventID, at, sig, body)
+	o.signature = sig
 	if cause != nil {
 		// The delivery log has o.err, a phrase; the operator's log has the error, which may name
 		// addresses of the operator's network. A refused address may be a merchant probing it.
@@ -597,13 +602,28 @@ func (d *Deliverer) send(ctx context.Context, target, id string, at time.Time, s
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so that the connection can be used again
 	resp.Body.Close()
 	o.latency, o.status = time.Since(start), resp.StatusCode
-	o.response = text(head)
+	o.response, o.headers = text(head), headerLines(resp.Header)
 	o.retryAfter = retryAfter(resp, at)
 	if err != nil && !o.succeeded() {
 		o.err = describe(err)
 		return o, err
 	}
 	return o, nil
+}
+
+// headerLines is an answer's headers as the delivery log keeps them: "Name: value" lines in the order
+// of their names, a header sent twice on a line each, at most ResponseLimit bytes of them (text).
+func headerLines(h http.Header) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[name] {
+			b.WriteString(name + ": " + v + "\n")
+			if b.Len() > ResponseLimit {
+				return text([]byte(b.String())[:ResponseLimit])
+			}
+		}
+	}
+	return text([]byte(b.String()))
 }
 
 // text is the start of an answer as the delivery log keeps it, in UTF-8 and without NUL (which
@@ -704,8 +724,9 @@ func (d *Deliverer) record(ctx context.Context, endpoint int64, batch []ended) (
 // recordOne writes one attempt of a delivery of endpoint and what follows from it.
 func (d *Deliverer) recordOne(ctx context.Context, tx *store.Tx, endpoint int64, r ended) error {
 	o, at, n := r.o, r.o.at.UnixMilli(), r.c.attempts+1
-	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, r.c.id, o.status, o.latency.Milliseconds(), o.response, o.err, at); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at,
+		signature, response_headers) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		r.c.id, o.status, o.latency.Milliseconds(), o.response, o.err, at, o.signature, o.headers); err != nil {
 		return err
 	}
 	status, due := "FAILED", at
@@ -736,13 +757,14 @@ func (d *Deliverer) recordOne(ctx context.Context, tx *store.Tx, endpoint int64,
 func (d *Deliverer) recordSuccesses(ctx context.Context, endpoint int64, batch []ended, until int64) (bool, error) {
 	ids, statuses, latencies, responses, ats, attempts :=
 		make([]int64, len(batch)), make([]int32, len(batch)), make([]int64, len(batch)), make([]string, len(batch)), make([]int64, len(batch)), make([]int32, len(batch))
+	signatures, headers := make([]string, len(batch)), make([]string, len(batch))
 	for i, r := range batch {
 		ids[i], statuses[i], latencies[i], responses[i] = r.c.id, int32(r.o.status), r.o.latency.Milliseconds(), r.o.response
-		ats[i], attempts[i] = r.o.at.UnixMilli(), int32(r.c.attempts+1)
+		ats[i], attempts[i], signatures[i], headers[i] = r.o.at.UnixMilli(), int32(r.c.attempts+1), r.o.signature, r.o.headers
 	}
 	var still bool
 	err := d.cfg.DB.QueryRow(ctx, []any{&still}, recordSuccessesSQL, ids, statuses, latencies, responses, ats, attempts,
-		endpoint, until, d.cfg.Node)
+		endpoint, until, d.cfg.Node, signatures, headers)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -751,12 +773,12 @@ func (d *Deliverer) recordSuccesses(ctx context.Context, endpoint int64, batch [
 
 // recordSuccessesSQL: $1 to $6 the deliveries, their answers' status, latency and text, the times
 // of their attempts and the attempts made, as arrays; $7 the endpoint, $8 the lease's new end, $9
-// this node. A success clears the endpoint's failing_since — "set at the first failure after
+// this node; $10 and $11 the signatures sent and the answers' headers, as arrays. A success clears the endpoint's failing_since — "set at the first failure after
 // a success, cleared on a success" — with the lease's renewal, one update of the endpoint's row.
-const recordSuccessesSQL = `WITH o AS (SELECT * FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::INT[])
-		AS o (id, status, latency, response, at, attempts)),
-	attempt AS (INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at)
-		SELECT id, status, latency, response, '', at FROM o),
+const recordSuccessesSQL = `WITH o AS (SELECT * FROM unnest($1::BIGINT[], $2::INT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::INT[],
+		$10::TEXT[], $11::TEXT[]) AS o (id, status, latency, response, at, attempts, signature, headers)),
+	attempt AS (INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response, error, created_at, signature, response_headers)
+		SELECT id, status, latency, response, '', at, signature, headers FROM o),
 	done AS (UPDATE webhook_deliveries d SET status = 'SUCCEEDED', attempts = o.attempts, next_attempt = o.at, updated_at = o.at
 		FROM o WHERE d.id = o.id AND d.` + notDone + `)
 	UPDATE webhook_endpoints SET failing_since = NULL,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/server/servertest"
 	"github.com/kassapay/kassa/internal/store"
@@ -154,6 +155,7 @@ func TestEndpointValidation(t *testing.T) {
 			{"no url", map[string]any{"enabled_events": all}, "url"},
 			{"an empty url", map[string]any{"url": "", "enabled_events": all}, "url"},
 			{"http", map[string]any{"url": "http://shop.example/hooks", "enabled_events": all}, "url"},
+			{"http to loopback", map[string]any{"url": "http://127.0.0.1:8000/kassa/webhooks", "enabled_events": all}, "url"},
 			{"another scheme", map[string]any{"url": "ftp://shop.example/hooks", "enabled_events": all}, "url"},
 			{"a relative url", map[string]any{"url": "/hooks", "enabled_events": all}, "url"},
 			{"no host", map[string]any{"url": "https:///hooks", "enabled_events": all}, "url"},
@@ -197,16 +199,48 @@ func TestEndpointValidation(t *testing.T) {
 }
 
 // http:// is accepted only when the server lets webhooks go to addresses that are not public
-// (`--webhooks-allow-private`), which is also how the tests deliver to 127.0.0.1.
+// (`--webhooks-allow-private`), which is also how the tests deliver to 127.0.0.1: a receiver on the
+// developer's machine, plain HTTP on loopback, gets each event signed as every delivery is. Without
+// the flag such a URL is refused at creation, naming url (TestEndpointValidation).
 func TestEndpointHTTPWhenPrivateAllowed(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		srv := servertest.Start(t, db, server.Config{WebhooksAllowPrivate: true})
+		ctx := context.Background()
+		h := newHooks(t)
+		target := h.srv.URL + "/hooks"
+
+		srv := servertest.Start(t, db, server.Config{WebhooksAllowPrivate: true, WebhookPoll: 20 * time.Millisecond})
 		a := newAccount(t, srv, checkout.WebhooksWrite)
-		if u := a.create(t, "http://127.0.0.1:8080/hooks").Str("url"); u != "http://127.0.0.1:8080/hooks" {
+		created := a.create(t, target)
+		if u := created.Str("url"); u != target {
 			t.Fatalf("url %q", u)
 		}
+		h.mu.Lock()
+		h.secrets["/hooks"] = created.Str("secret")
+		h.mu.Unlock()
 		wantError(t, a.do(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": "http://u:p@127.0.0.1/", "enabled_events": []string{"*"}}),
 			400, "invalid_request", "url")
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			return event.Record(ctx, tx, a.id, event.CustomerCreated, map[string]string{"id": "cus_local"}, time.Now())
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			got, bad := h.received("/hooks")
+			if len(bad) > 0 {
+				t.Fatalf("deliveries that do not verify under the endpoint's secret: %v", bad)
+			}
+			if len(got) == 1 {
+				for _, msg := range got {
+					if msg["type"] != event.CustomerCreated {
+						t.Fatalf("delivered %v", msg)
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the http:// receiver on 127.0.0.1 got %d deliveries in 20 s, want 1", len(got))
+			}
+		}
 	})
 }
 

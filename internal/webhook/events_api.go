@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,19 +145,20 @@ func parseFilter(q url.Values) (event.Filter, error) {
 	return f, nil
 }
 
-// parseTypes reads the type filter into the types it names.
+// parseTypes reads the type filter into the types it names: the event types, and the test event
+// (event.WebhookEndpointPing), which the list shows as it shows every event.
 func parseTypes(v string) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(v, ",") {
 		name = strings.TrimSpace(name)
 		n := len(out)
 		if prefix, ok := strings.CutSuffix(name, "*"); ok && strings.HasSuffix(prefix, ".") {
-			for _, t := range event.Types {
+			for _, t := range append(slices.Clip(event.Types), event.WebhookEndpointPing) {
 				if strings.HasPrefix(t, prefix) {
 					out = append(out, t)
 				}
 			}
-		} else if event.Known(name) {
+		} else if event.Known(name) || name == event.WebhookEndpointPing {
 			out = append(out, name)
 		}
 		if len(out) == n {

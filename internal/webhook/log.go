@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/checkout"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/store"
 )
@@ -36,6 +37,8 @@ type Delivery struct {
 	AttemptN    int       // how many attempts were made
 	NextAttempt time.Time // when a pending delivery is tried next
 	CreatedAt   time.Time
+	// Body is the first RequestBodyLimit bytes of what every attempt sends (Body, from the event).
+	Body string
 
 	ref derivedRef // the row of a derived event (ledger.go); zero for a row of events
 }
@@ -46,9 +49,37 @@ type Attempt struct {
 	StatusCode int // the HTTP status of the answer; 0 when there was none
 	LatencyMS  int64
 	Response   string // the first 1 KiB of the answer
+	// ResponseHeaders are the answer's headers, "Name: value" lines, the first 1 KiB; "" without an
+	// answer, and for attempts recorded before they were kept.
+	ResponseHeaders string
+	// Signature is the webhook-signature header sent; "" for attempts recorded before it was kept.
+	Signature string
 	// Error is why there was no answer, or it was not read: "" or one of a few phrases ("target not
 	// allowed", "could not connect", …), never the error itself (shownError).
 	Error string
+}
+
+// RequestBodyLimit bounds the request body the delivery log shows: the first 4 KiB.
+const RequestBodyLimit = 4096
+
+// Header is one header of a request, as the delivery log shows it.
+type Header struct{ Name, Value string }
+
+// RequestHeaders are the headers attempt a of d was sent with, as send set them: all but the
+// signature follow from the event and the attempt's time (webhook-timestamp is its second).
+func (d Delivery) RequestHeaders(a Attempt) []Header {
+	sig := a.Signature
+	if sig == "" {
+		sig = "(not kept for this attempt)"
+	}
+	return []Header{{"Content-Type", "application/json"}, {"User-Agent", UserAgent}, {"webhook-id", d.EventID},
+		{"webhook-timestamp", strconv.FormatInt(a.At.Unix(), 10)}, {"webhook-signature", sig}}
+}
+
+// requestBody is the start of the body that delivers e, as the delivery log shows it.
+func requestBody(typ string, at time.Time, data string) string {
+	b := Body(typ, at, data)
+	return text(b[:min(len(b), RequestBodyLimit)])
 }
 
 // Succeeded reports whether the attempt had a 2xx answer.
@@ -111,7 +142,7 @@ func (d Delivery) Wire(endpoint string) WireDelivery {
 
 // deliveryColumns are the columns scanDelivery reads, from deliveryFrom.
 var deliveryColumns = `d.id, ` + derivedRefColumns() + `, COALESCE(e.event_id, ''), COALESCE(e.type, ''), d.status, d.attempts,
-	d.next_attempt, d.created_at`
+	d.next_attempt, d.created_at, COALESCE(e.data, ''), COALESCE(e.created_at, 0)`
 
 // deliveryFrom is the FROM clause of deliveryColumns: a delivery, with its row of events unless it
 // delivers a derived event (ledger.go), which nameEvents names.
@@ -119,10 +150,15 @@ const deliveryFrom = ` FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.
 
 func scanDelivery(row interface{ Scan(...any) error }) (Delivery, error) {
 	var d Delivery
-	var next, created int64
+	var next, created, eventAt int64
+	var data string
 	r := newScanRefs()
-	err := row.Scan(append(append([]any{&d.ID}, r.dest()...), &d.EventID, &d.EventType, &d.Status, &d.AttemptN, &next, &created)...)
+	err := row.Scan(append(append([]any{&d.ID}, r.dest()...), &d.EventID, &d.EventType, &d.Status, &d.AttemptN, &next, &created,
+		&data, &eventAt)...)
 	d.NextAttempt, d.CreatedAt, d.ref = time.UnixMilli(next), time.UnixMilli(created), r.ref()
+	if d.EventID != "" {
+		d.Body = requestBody(d.EventType, time.UnixMilli(eventAt), data)
+	}
 	return d, err
 }
 
@@ -143,7 +179,7 @@ func nameEvents(ctx context.Context, q store.Querier, ds []Delivery) error {
 	}
 	for i := range ds {
 		if e, ok := derived[ds[i].ref]; ok {
-			ds[i].EventID, ds[i].EventType = e.ID, e.Type
+			ds[i].EventID, ds[i].EventType, ds[i].Body = e.ID, e.Type, requestBody(e.Type, e.CreatedAt, string(e.Data))
 		}
 	}
 	return nil
@@ -218,8 +254,8 @@ func readAttempts(ctx context.Context, q store.Querier, ds []Delivery) error {
 		at[d.ID] = i
 		in[i], args[i] = "$"+strconv.Itoa(i+1), d.ID
 	}
-	rows, err := q.QueryContext(ctx, `SELECT delivery_id, status_code, latency_ms, response, error, created_at FROM webhook_attempts
-		WHERE delivery_id IN (`+strings.Join(in, ", ")+`) ORDER BY delivery_id, id`, args...)
+	rows, err := q.QueryContext(ctx, `SELECT delivery_id, status_code, latency_ms, response, error, created_at, signature, response_headers
+		FROM webhook_attempts WHERE delivery_id IN (`+strings.Join(in, ", ")+`) ORDER BY delivery_id, id`, args...)
 	if err != nil {
 		return err
 	}
@@ -227,7 +263,7 @@ func readAttempts(ctx context.Context, q store.Querier, ds []Delivery) error {
 	for rows.Next() {
 		var id, created int64
 		var a Attempt
-		if err := rows.Scan(&id, &a.StatusCode, &a.LatencyMS, &a.Response, &a.Error, &created); err != nil {
+		if err := rows.Scan(&id, &a.StatusCode, &a.LatencyMS, &a.Response, &a.Error, &created, &a.Signature, &a.ResponseHeaders); err != nil {
 			return err
 		}
 		a.At, a.Error = time.UnixMilli(created), shownError(a.Error)
@@ -298,6 +334,42 @@ func (s *Endpoints) Resend(ctx context.Context, merchantID, endpointID, delivery
 		}
 		d = ds[0]
 		return record(ctx, tx, by, merchantID, "webhook_delivery.resend", e.EndpointID, DeliveryID(id)+" as "+DeliveryID(newID)+" ("+d.EventID+")", now)
+	})
+	return d, err
+}
+
+// Ping queues a test event (event.WebhookEndpointPing, its data the endpoint as the API shows it) for
+// the endpoint alone, due now, signed and sent as every delivery is, and returns its delivery. No
+// other endpoint receives it, whatever it subscribes to. A disabled endpoint is sent nothing: it must
+// be enabled first.
+func (s *Endpoints) Ping(ctx context.Context, merchantID, endpointID string, by Actor) (Delivery, error) {
+	var d Delivery
+	err := s.db.Write(ctx, func(tx *store.Tx) error {
+		now := time.UnixMilli(s.now().UnixMilli())
+		e, err := lockEndpoint(ctx, tx, merchantID, endpointID, now)
+		if err != nil {
+			return err
+		}
+		if e.Disabled {
+			return fault.Conflict("endpoint_disabled", "Webhook endpoint %s is disabled: enable it, then send a test event.", e.EndpointID)
+		}
+		ev, err := event.New(merchantID, event.WebhookEndpointPing, e.Wire(), now)
+		if err != nil {
+			return err
+		}
+		row, err := ev.Insert(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, merchant_id, next_attempt, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $4, $4) RETURNING id`, e.ID, row, merchantID, now.UnixMilli()).Scan(&id); err != nil {
+			return err
+		}
+		if d, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+deliveryFrom+`WHERE d.id = $1`, id)); err != nil {
+			return err
+		}
+		return record(ctx, tx, by, merchantID, "webhook_endpoint.ping", e.EndpointID, DeliveryID(id)+" ("+ev.ID+")", now)
 	})
 	return d, err
 }

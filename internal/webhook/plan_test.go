@@ -67,7 +67,7 @@ func TestQueueQueriesUseTheirIndexes(t *testing.T) {
 			checkPlan(t, db, c.name, c.stmt, c.args, c.want...)
 		}
 		if db.Dialect() == store.Postgres {
-			args := []any{[]int64{id, id - 1}, []int32{200, 200}, []int64{3, 4}, []string{"", ""}, []int64{now, now}, []int32{1, 1}, endpoint, until, "node"}
+			args := []any{[]int64{id, id - 1}, []int32{200, 200}, []int64{3, 4}, []string{"", ""}, []int64{now, now}, []int32{1, 1}, endpoint, until, "node", []string{"", ""}, []string{"", ""}}
 			plan := storetest.Plan(t, db, recordSuccessesSQL, args...)
 			for _, bad := range []string{"Seq Scan on webhook_deliveries", "Sort"} {
 				if strings.Contains(plan, bad) {

@@ -1,5 +1,6 @@
-// Package tlscerttest makes self-signed certificates for tests: for 127.0.0.1 and localhost, good
-// for a server and a client, written as PEM files a real server can load.
+// Package tlscerttest makes certificates for tests — self-signed ones, and test CAs with the
+// certificates they sign — for 127.0.0.1 and localhost, good for a server and a client, written as PEM
+// files a real server can load.
 package tlscerttest
 
 import (
@@ -33,6 +34,37 @@ func New(t testing.TB, name string) Pair {
 // directory. The certificate is its own CA, so a pool holding it verifies it.
 func NewValid(t testing.TB, name string, notBefore, notAfter time.Time) Pair {
 	t.Helper()
+	p, _ := issue(t, name, notBefore, notAfter, true, nil, nil)
+	return p
+}
+
+// CA is a certificate authority of a test, apart from the certificates it signs: a pool holding
+// CA.Cert (or the file CA.CertFile) verifies them, as a private CA's clients do.
+type CA struct {
+	Pair
+	key *ecdsa.PrivateKey
+}
+
+// NewCA writes a certificate authority named name, valid from an hour ago to an hour from now, that
+// signs nothing but certificates (it is no server's certificate itself).
+func NewCA(t testing.TB, name string) CA {
+	t.Helper()
+	p, key := issue(t, name, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), true, nil, nil)
+	return CA{Pair: p, key: key}
+}
+
+// Issue writes a server's pair named name for 127.0.0.1 and localhost, signed by ca and not a CA
+// itself: only a pool that holds ca verifies it.
+func (ca CA) Issue(t testing.TB, name string) Pair {
+	t.Helper()
+	p, _ := issue(t, name, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), false, ca.Cert, ca.key)
+	return p
+}
+
+// issue writes a pair named name into a new temporary directory and returns it with its key: a CA
+// (isCA) or a server's certificate, signed by parent's key, or by its own when parent is nil.
+func issue(t testing.TB, name string, notBefore, notAfter time.Time, isCA bool, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (Pair, *ecdsa.PrivateKey) {
+	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -43,10 +75,16 @@ func NewValid(t testing.TB, name string, notBefore, notAfter time.Time) Pair {
 	}
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
 		NotBefore: notBefore, NotAfter: notAfter,
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		IsCA: isCA, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if isCA {
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, priv
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &priv.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +106,7 @@ func NewValid(t testing.TB, name string, notBefore, notAfter time.Time) Pair {
 			t.Fatal(err)
 		}
 	}
-	return p
+	return p, priv
 }
 
 // CopyTo writes the pair's files over certFile and keyFile, as a renewal would.
