@@ -22,7 +22,7 @@ const (
 // backupCommand is "kassa backup --out FILE": a consistent online copy of the SQLite database while
 // the server runs, verified with PRAGMA integrity_check on the copy.
 func backupCommand(flags *flag.FlagSet) func(context.Context, *env) error {
-	out := flags.String("out", "", "file to write the copy to (mode 0600); a previous file of that name is replaced only once the new copy is verified (required)")
+	out := flags.String("out", "", "file to write the copy to (mode 0600; its missing directory made, 0700); a previous file of that name is replaced only once the new copy is verified (required)")
 	return func(ctx context.Context, e *env) error {
 		if e.db.databaseURL != "" {
 			return usagef(postgresBackup)
