@@ -24,20 +24,27 @@ type Receipt struct {
 	Date          string
 	TransactionID string
 	Description   string
+	// Test: the transaction's test_mode — it moved no money, and the receipt says so in its subject,
+	// at the top of its text and of its HTML, where the customer cannot miss it.
+	Test bool
 }
+
+// testNotice is what a receipt of a test payment says of it.
+const testNotice = "Test payment — no money moved"
 
 // ReceiptOf is the receipt of transaction t of the merchant named merchant, dated at in loc.
 func ReceiptOf(merchant string, t payment.Transaction, description string, at time.Time, loc *time.Location) Receipt {
 	return Receipt{Merchant: merchant, Amount: money.Format(t.Amount, t.Currency), Currency: t.Currency.Code,
 		Card: t.CardType + " ending in " + t.CardSuffix, Date: at.In(loc).Format("January 2, 2006 15:04 MST"),
-		TransactionID: t.TransactionID, Description: description}
+		TransactionID: t.TransactionID, Description: description, Test: t.TestMode}
 }
 
-var receiptHTML = template.Must(template.New("receipt").Parse(`<!doctype html>
+var receiptHTML = template.Must(template.New("receipt").Funcs(template.FuncMap{"testNotice": func() string { return testNotice }}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Receipt from {{.Merchant}}</title></head>
 <body style="font-family: system-ui, sans-serif; color: #1a1a1a">
 <h1 style="font-size: 1.25rem">Receipt from {{.Merchant}}</h1>
-<table>
+{{if .Test}}<p style="padding: .5rem .75rem; background: #fff3bf; color: #3d2e00; border-left: 4px solid #9a6700"><strong>{{testNotice}}.</strong> This receipt is of a test: nothing was charged to the card.</p>
+{{end}}<table>
 <tr><th scope="row" align="left">Amount</th><td>{{.Amount}} {{.Currency}}</td></tr>
 <tr><th scope="row" align="left">Card</th><td>{{.Card}}</td></tr>
 <tr><th scope="row" align="left">Date</th><td>{{.Date}}</td></tr>
@@ -47,8 +54,20 @@ var receiptHTML = template.Must(template.New("receipt").Parse(`<!doctype html>
 </body></html>
 `))
 
+// subject is the receipt's e-mail subject: the merchant and amount, and for a test payment testNotice.
+func (r Receipt) subject() string {
+	s := "Receipt from " + r.Merchant + ": " + r.Amount + " " + r.Currency
+	if r.Test {
+		s += " (" + testNotice + ")"
+	}
+	return s
+}
+
 func (r Receipt) text() string {
 	var b strings.Builder
+	if r.Test {
+		fmt.Fprintf(&b, "%s. This receipt is of a test: nothing was charged to the card.\n\n", testNotice)
+	}
 	fmt.Fprintf(&b, "Receipt from %s\n\nAmount:      %s %s\nCard:        %s\nDate:        %s\nTransaction: %s\n",
 		r.Merchant, r.Amount, r.Currency, r.Card, r.Date, r.TransactionID)
 	if r.Description != "" {
@@ -64,7 +83,7 @@ func QueueReceipt(ctx context.Context, tx *store.Tx, merchantID, to string, bcc 
 	if err := receiptHTML.Execute(&html, r); err != nil {
 		return err
 	}
-	return Queue(ctx, tx, merchantID, Message{To: to, Bcc: bcc, Subject: "Receipt from " + r.Merchant + ": " + r.Amount + " " + r.Currency,
+	return Queue(ctx, tx, merchantID, Message{To: to, Bcc: bcc, Subject: r.subject(),
 		Text: r.text(), HTML: html.String()}, now)
 }
 

@@ -18,6 +18,9 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
+// Receipts of subscription charges go through the outbox to the SMTP server: to the subscription's
+// e-mail, its customer's bcc addresses hidden; each says the merchant, amount, masked card, date,
+// transaction and description, and (the shop being on the simulator) that no money moved.
 func TestReceipts(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		in := billingtest.StartInbox(t, "127.0.0.1:0")
@@ -50,7 +53,8 @@ func TestReceipts(t *testing.T) {
 		if msg.Header.Get("To") != "payer@example.com" || msg.Header.Get("Bcc") != "" || strings.Contains(string(got.Data), "books@example.com") {
 			t.Fatalf("headers: %v (Bcc must not show)", msg.Header)
 		}
-		if subj != "Receipt from Test Shop: 42.50 CAD" {
+		// The fixture's shop is on the simulator: its receipts say that no money moved.
+		if subj != "Receipt from Test Shop: 42.50 CAD (Test payment — no money moved)" {
 			t.Fatalf("subject %q", subj)
 		}
 		var txID string
@@ -59,7 +63,7 @@ func TestReceipts(t *testing.T) {
 		}
 		for _, typ := range []string{"text/plain", "text/html"} {
 			body := parts[typ]
-			for _, want := range []string{"Test Shop", "42.50", "CAD", "VISA ending in 4242", "October 5, 2027", txID, "Coffee club"} {
+			for _, want := range []string{"Test payment — no money moved", "Test Shop", "42.50", "CAD", "VISA ending in 4242", "October 5, 2027", txID, "Coffee club"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("%s part lacks %q:\n%s", typ, want, body)
 				}

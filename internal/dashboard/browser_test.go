@@ -66,13 +66,14 @@ func TestSignInInBrowser(t *testing.T) {
 		if bg := browsertest.Eval[string](t, ctx, `getComputedStyle(document.querySelector('header')).display`); bg != "flex" {
 			t.Fatalf("the page's style did not apply: header display %s", bg)
 		}
-		// Tab reaches the navigation's links in order, then sign-out.
+		// Tab reaches the test-mode banner's link (the shop is on the simulator), the navigation's
+		// links in order, then sign-out.
 		var focused []string
-		for range 12 {
+		for range 13 {
 			browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent("\t"))
 			focused = append(focused, browsertest.Eval[string](t, ctx, `document.activeElement.textContent.trim()`))
 		}
-		if strings.Join(focused, ", ") != "Home, Transactions, Terminal, Customers, Billing, Invoices, Payments, Staff, Settings, Activity, Account, Sign out" {
+		if strings.Join(focused, ", ") != "Connect an acquirer, Home, Transactions, Terminal, Customers, Billing, Invoices, Payments, Staff, Settings, Activity, Account, Sign out" {
 			t.Fatalf("keyboard focus went %q", focused)
 		}
 		browsertest.Step(t, ctx, 30*time.Second,
@@ -165,6 +166,7 @@ func TestDashboardAccessible(t *testing.T) {
 	visit("/dashboard/forgot", "#email", "forgot password")
 	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "home")
+	testModeBannerShown(t, ctx)
 	visit("/dashboard/staff", "#invite-email", "staff")
 	visit("/dashboard/account", "#two-factor-status", "account")
 	visit("/dashboard/activity", "#activity", "activity")
@@ -176,6 +178,43 @@ func TestDashboardAccessible(t *testing.T) {
 	browsertest.Step(t, ctx, 30*time.Second, chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
 	signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "#code")
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "two-factor code")
+}
+
+// testModeBannerShown checks the test-mode banner of the page ctx shows (a shop on the simulator),
+// at Phone and at Desktop width, in light and in dark: the first thing on the page, whole within the
+// screen's width, a landmark named "Test mode" whose text says so, its link underlined (not told by
+// colour alone), and no axe-core violation of any impact in it.
+func testModeBannerShown(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, w := range []browsertest.Width{browsertest.Phone, browsertest.Desktop} {
+		browsertest.Viewport(t, ctx, w)
+		for _, scheme := range []string{"light", "dark"} {
+			browsertest.ColorScheme(t, ctx, scheme)
+			got := browsertest.Eval[string](t, ctx, `(() => {
+				const b = document.getElementById('test-mode'); if (!b) return 'no banner';
+				const r = b.getBoundingClientRect(), a = b.querySelector('a');
+				if (document.body.firstElementChild !== b) return 'not first on the page';
+				if (r.top !== 0 || r.left < 0 || r.right > innerWidth || r.height < 16) return 'drawn at ' + JSON.stringify(r);
+				if (document.documentElement.scrollWidth > innerWidth) return 'the page is ' + document.documentElement.scrollWidth + ' px wide';
+				if (b.getAttribute('aria-label') !== 'Test mode' || !b.textContent.includes('Test mode')) return 'unnamed: ' + b.outerHTML;
+				if (!a || !getComputedStyle(a).textDecorationLine.includes('underline')) return 'its link is not underlined';
+				return 'ok';
+			})()`)
+			if got != "ok" {
+				t.Errorf("the test-mode banner at %s, %s: %s", w.Name, scheme, got)
+			}
+			// No violation in the banner whatever its impact, minor ones included (a page is failed
+			// only for serious ones).
+			for _, v := range browsertest.Axe(t, ctx) {
+				for _, target := range v.Targets {
+					if strings.Contains(target, "test-mode") {
+						t.Errorf("the test-mode banner at %s, %s: %s", w.Name, scheme, v)
+					}
+				}
+			}
+		}
+	}
+	browsertest.ColorScheme(t, ctx, "")
 }
 
 // In Chromium, the credential flows: an owner makes a client pair in Settings → eCommerce and

@@ -311,8 +311,40 @@ type view struct {
 	Rows          []activityRow        // the Activity page's records
 	// Wide: the page's main column is wide (tables of many columns).
 	Wide bool
+	// TestData: what the page shows is test data whatever the merchant's processor (the overview's
+	// test view, a test transaction). render adds the merchant's own: see testBanner.
+	TestData bool
+	// Test is the banner of a page whose data is test data, set by render; nil for others.
+	Test *testBanner
 	// Data is what a page shows when no field above holds it, its own type per page.
 	Data any
+}
+
+// testBanner is what the banner of a page of test data says. Every page of a merchant whose new
+// payments go to a test account (the simulator, a sandbox) carries it, and so does a page that shows
+// test data of a live merchant (TestData).
+type testBanner struct {
+	// Account: the merchant's new payments go to a test account, so every payment it takes moves no
+	// money; false when only the page's data is test data.
+	Account bool
+	// Connect is where the signed-in user sees and changes the merchant's processor (Settings, for
+	// the roles that may open it); "" for the others, told who can.
+	Connect string
+}
+
+// testBannerFor is the banner of a page showing test data (testData) to sess, or nil when its data
+// is live. The merchant's account is read as payments read it (payment.Ledger.Test): an account that
+// is not available on this node counts as live, so a live merchant is never told it is in test mode.
+func (h *Handler) testBannerFor(ctx context.Context, sess user.Session, testData bool) *testBanner {
+	account := h.cfg.Ledger.Test(ctx, sess.MerchantID, "")
+	if !account && !testData {
+		return nil
+	}
+	b := &testBanner{Account: account}
+	if account && slices.Contains(managers, sess.Role) {
+		b.Connect = settingsPath + "#processor"
+	}
+	return b
 }
 
 type navItem struct {
@@ -346,6 +378,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 				v.Switch = append(v.Switch, switchItem{ID: id, Name: other.Name, Current: id == sess.MerchantID})
 			}
 		}
+		v.Test = h.testBannerFor(r.Context(), sess, v.TestData)
 		for _, s := range sections {
 			if slices.Contains(s.Roles, sess.Role) {
 				v.Nav = append(v.Nav, navItem{section: s, Current: s.Path == r.URL.Path})

@@ -165,7 +165,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Reasons = append(p.Reasons, reasonRow{Code: rs.Code, Text: text, Counts: rs.Counts})
 	}
-	h.render(w, r, http.StatusOK, "overview", view{Title: "Overview", Wide: true, Data: p})
+	h.render(w, r, http.StatusOK, "overview", view{Title: "Overview", Wide: true, TestData: test, Data: p})
 }
 
 // volumeChart is the chart of the gross volume per day in currency c, with its table.

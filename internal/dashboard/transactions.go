@@ -346,7 +346,7 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 		}
 		dv.RefundKey, dv.CaptureKey, dv.VoidKey = formKey(), formKey(), formKey()
 	}
-	v := view{Title: "Transaction " + t.TransactionID, Wide: true, Error: msg, Data: dv}
+	v := view{Title: "Transaction " + t.TransactionID, Wide: true, Error: msg, TestData: t.TestMode, Data: dv}
 	// The follow-up just made, which the action's redirect names.
 	if r.URL.Query().Get("done") != "" && status == http.StatusOK {
 		if dv.Declined {

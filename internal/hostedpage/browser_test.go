@@ -567,6 +567,7 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 // 375 px, checked where a customer meets it: in the iframe of the README's shop page, the tab at
 // each width. The states: the empty form, the form after a bad submission (its field errors), a
 // decline, the issuer's challenge, the payment done, an expired page, and a page that does not exist.
+// The shop is on the simulator, so every state but the last carries the test-mode badge.
 func TestHostedPageAccessible(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -598,6 +599,12 @@ func TestHostedPageAccessible(t *testing.T) {
 		}
 	}
 	check(c, "card form")
+	// The shop is on the simulator: the form says "Test mode", whole within the phone's frame.
+	if got := browsertest.Eval[string](t, c.kassa, `(() => { const b = document.getElementById('test-mode');
+		if (!b) return 'none'; const r = b.getBoundingClientRect();
+		return r.width > 0 && r.left >= 0 && r.right <= innerWidth ? b.textContent : 'drawn at ' + JSON.stringify(r); })()`); !strings.HasPrefix(got, "Test mode") {
+		t.Errorf("the test-mode badge of the card form at 375 px: %s", got)
+	}
 	c.pay(t, "4242424242424241", "", "")
 	waitText(t, c.kassa, "#form-status", "highlighted")
 	check(c, "field errors")

@@ -66,9 +66,13 @@ type pageData struct {
 	// AppearanceAuto and "" for the system's).
 	ReturnURL  string
 	Appearance string
-	Error      *LastError
-	Config     pageConfig
-	Script     string
+	// Test: the page's payment moves no money (payment.Ledger.Test): the session's charge's
+	// test_mode once it has one, else whether the merchant's new payments go to a test account.
+	// The page then says "Test mode" above the form.
+	Test   bool
+	Error  *LastError
+	Config pageConfig
+	Script string
 }
 
 // handlePage serves the page at a session's URL. The parent's origin is learned from the referrer,
@@ -138,7 +142,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		cfg.State = "open"
 	}
 	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
-		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice}
+		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
 	if !d.Save {
 		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
 	}

@@ -37,10 +37,14 @@ type shop struct {
 	headers []string
 }
 
-func newShop(t *testing.T, db *store.DB) *shop {
+func newShop(t *testing.T, db *store.DB) *shop { return newShopOn(t, db, server.Config{}) }
+
+// newShopOn is newShop on a server configured by cfg, its clock the shop's.
+func newShopOn(t *testing.T, db *store.DB, cfg server.Config) *shop {
 	t.Helper()
 	c := clock.NewManual(time.Now())
-	srv := servertest.Start(t, db, server.Config{Now: c.Now})
+	cfg.Now = c.Now
+	srv := servertest.Start(t, db, cfg)
 	s := &shop{srv: srv, clock: c, m: srv.NewMerchant(t)}
 	s.headers = []string{checkout.HeaderAPIKey, s.key(t, checkout.AllPermissions), checkout.HeaderAccount, "acct_" + s.m.ID}
 	return s

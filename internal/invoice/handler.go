@@ -211,6 +211,7 @@ var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 <main>
 {{if .Found}}
 <h1>Invoice {{.Number}} from {{.Merchant}}</h1>
+{{if .Test}}<p id="test-mode"><strong>{{if .Paid}}Test payment</strong> — no money moved.{{else}}Test mode</strong> — a test invoice: paying it moves no money.{{end}}</p>{{end}}
 {{if .Customer}}<p>Billed to {{.Customer}}</p>{{end}}
 <table>
 <thead><tr><th scope="col">Item</th><th scope="col">Quantity</th><th scope="col">Unit price</th><th scope="col">Amount</th></tr></thead>
@@ -255,6 +256,9 @@ type pageView struct {
 	Lines                   []pageLine
 	Totals                  [][2]string
 	Message                 string
+	// Test: the invoice's payment moves, or moved, no money (payment.Ledger.Test: its charge's
+	// test_mode once paid, else the merchant's account); Paid: it is paid.
+	Test, Paid bool
 }
 
 // byKey reads the invoice whose public URLs carry key, and its merchant: a key that names no invoice is
@@ -335,6 +339,11 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	if v.Customer == "" {
 		v.Customer = inv.Customer.Company
 	}
+	var charge string
+	if inv.Payment != nil {
+		charge = inv.Payment.TransactionID
+	}
+	v.Test, v.Paid = s.ledger.Test(r.Context(), m.ID, charge), inv.Status == Paid
 	switch inv.Status {
 	case Paid:
 		v.State = "This invoice is paid."
@@ -351,7 +360,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		}
 		var fe *fault.Error
 		if errors.As(err, &fe) && fe.Code == "invoice_paid" {
-			v.State = "This invoice is paid."
+			v.State, v.Paid = "This invoice is paid.", true
 			break
 		}
 		if !errors.As(err, &fe) {

@@ -24,6 +24,7 @@ import (
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
+	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/velocity"
@@ -473,6 +474,7 @@ type Service struct {
 	merchants *merchant.Cache
 	checkout  *checkout.Service
 	pages     *hostedpage.Service
+	ledger    *payment.Ledger
 	vault     *vault.Service
 	ring      *envelope.Keyring
 	velocity  *velocity.Limiter
@@ -494,6 +496,9 @@ type Config struct {
 	Checkout *checkout.Service
 	Pages    *hostedpage.Service
 	Vault    *vault.Service
+	// Ledger says whether what the invoice's page shows moved, or would move, money (its "Test mode"
+	// line, payment.Ledger.Test).
+	Ledger *payment.Ledger
 	// Keyring seals the invoices' pay keys and the e-mails that carry their links (required).
 	Keyring *envelope.Keyring
 	// Velocity limits the requests of the invoices' public links, per link and per client address,
@@ -512,7 +517,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Service{db: cfg.DB, merchants: cfg.Merchants, checkout: cfg.Checkout, pages: cfg.Pages, vault: cfg.Vault, ring: cfg.Keyring,
+	s := &Service{db: cfg.DB, merchants: cfg.Merchants, checkout: cfg.Checkout, pages: cfg.Pages, ledger: cfg.Ledger, vault: cfg.Vault, ring: cfg.Keyring,
 		velocity: cfg.Velocity, proxies: cfg.Proxies, log: cfg.Logger, publicURL: strings.TrimRight(cfg.PublicURL, "/"), now: cfg.Now}
 	if err := s.sealKeys(ctx); err != nil {
 		return nil, err

@@ -44,6 +44,19 @@ func (l *Ledger) Live(ctx context.Context, merchantID string) bool {
 	return err != nil || !acct.Test
 }
 
+// Test reports whether a payment of the merchant that a page shows moves no money: the recorded
+// test_mode of transactionID when it names one of the merchant's transactions with an outcome, else
+// (none yet, or one that cannot be read) whether the merchant's new payments go to a test account,
+// as Live says. Pages use it to mark test payments; it never decides where a payment goes.
+func (l *Ledger) Test(ctx context.Context, merchantID, transactionID string) bool {
+	if transactionID != "" {
+		if t, err := l.Get(ctx, merchantID, transactionID); err == nil {
+			return t.TestMode
+		}
+	}
+	return !l.Live(ctx, merchantID)
+}
+
 // prepare asks a processor that is a processor.Preparer for the trace of the operation about to be
 // recorded; "" for any other. Nothing is recorded or charged when it fails.
 func (l *Ledger) prepare(ctx context.Context, acct processor.Account, a Actor) (string, error) {

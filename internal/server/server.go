@@ -242,7 +242,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
 	invoices, err := invoice.New(ctx, invoice.Config{DB: cfg.DB, Merchants: merchants, PublicURL: cfg.PublicURL, Now: cfg.Now,
-		Checkout: s.checkout, Pages: pages, Vault: v, Keyring: ring, Velocity: s.velocity, Proxies: cfg.TrustedProxies, Logger: cfg.Logger})
+		Checkout: s.checkout, Pages: pages, Vault: v, Ledger: s.ledger, Keyring: ring, Velocity: s.velocity, Proxies: cfg.TrustedProxies, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
