@@ -300,19 +300,18 @@ func (h *Handler) findCustomer(w http.ResponseWriter, r *http.Request) (vault.Cu
 	return c, true
 }
 
-// refuse answers a vault or ledger error: a *fault.Error as a page that says it, with its status;
-// any other as an internal failure.
+// refuse answers a vault or ledger error: not found as the 404 page, another *fault.Error as a page
+// that says it, with its status; any other as an internal failure.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var f *fault.Error
-	if !errors.As(err, &f) {
+	switch {
+	case !errors.As(err, &f):
 		h.fail(w, r, err)
-		return
+	case f.Status == http.StatusNotFound:
+		h.notFound(w, r)
+	default:
+		h.render(w, r, f.Status, "message", view{Title: "Not done", Error: f.Message})
 	}
-	title := "Not found"
-	if f.Status != http.StatusNotFound {
-		title = "Not done"
-	}
-	h.render(w, r, f.Status, "message", view{Title: title, Error: f.Message})
 }
 
 // customerForm is the form of a new customer or of a customer's changes.

@@ -18,9 +18,11 @@ import (
 	"crypto/rand"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -178,8 +180,10 @@ func New(cfg Config) *Handler {
 	return h
 }
 
-// Routes registers the dashboard, and GET / for browsers.
+// Routes registers the dashboard, and GET / for browsers. Under /dashboard no error is the API's
+// JSON: an unknown path is the dashboard's 404 page (notFound) and a panic its 500 page (crashed).
 func (h *Handler) Routes(r *httpapi.Router) {
+	r.Pages("/dashboard", http.HandlerFunc(h.notFound), h.crashed)
 	r.HandleFunc("GET", "/{$}", h.root)
 	r.HandleFunc("GET", signInPath, h.signInPage)
 	r.Handle("POST", signInPath, h.csrf.Handler(http.HandlerFunc(h.signIn)))
@@ -401,11 +405,44 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	}
 }
 
-// fail logs an internal error and shows a page that says so.
+// fail logs an internal error and shows the 500 page: the request's id, which finds the error in the
+// log, never the error itself.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard", "err", err)
-	h.render(w, r, http.StatusInternalServerError, "message", view{Title: "Something went wrong",
-		Error: "Kassa could not complete this request. Try again in a moment."})
+	h.render(w, r, http.StatusInternalServerError, "failed", view{Title: "Something went wrong", Data: httpapi.RequestID(r.Context())})
+}
+
+// notFoundOr answers a refusal of a service: not found (another merchant's object, or none) as the
+// 404 page, any other status as a page titled title that says msg.
+func (h *Handler) notFoundOr(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	if status == http.StatusNotFound {
+		h.notFound(w, r)
+		return
+	}
+	h.render(w, r, status, "message", view{Title: title, Error: msg})
+}
+
+// crashed answers a page's panic as fail does an error, with the stack in the log.
+func (h *Handler) crashed(w http.ResponseWriter, r *http.Request, recovered any) {
+	h.fail(w, r, fmt.Errorf("panic: %v\n%s", recovered, debug.Stack()))
+}
+
+// notFound is the 404 page of every path and object the dashboard does not have. An object of
+// another merchant is answered by the same page, so that it cannot be told from a missing one. A
+// signed-in user sees the navigation, as on every page; a signed-out visitor sees the page alone.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	if signedIn(r).UserID == "" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			sess, ok, err := h.cfg.Sessions.Open(r.Context(), c.Value)
+			if err != nil {
+				httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: open the session of a 404", "err", err)
+			}
+			if ok {
+				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+			}
+		}
+	}
+	h.render(w, r, http.StatusNotFound, "notfound", view{Title: "Page not found"})
 }
 
 func (h *Handler) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time, same http.SameSite) {

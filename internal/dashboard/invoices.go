@@ -278,14 +278,11 @@ func (h *Handler) readInvoice(w http.ResponseWriter, r *http.Request) (invoice.I
 	return inv, true
 }
 
-// invoiceRefused answers err, if any: an invoice not found (another merchant's, or none) is a 404
+// invoiceRefused answers err, if any: an invoice not found (another merchant's, or none) is the 404
 // page; any other refusal the page that says it. It reports whether it answered.
 func (h *Handler) invoiceRefused(w http.ResponseWriter, r *http.Request, err error) bool {
 	return h.answerRefusal(w, r, err, func(status int, msg string) {
-		if status == http.StatusNotFound {
-			msg = "This merchant has no such invoice."
-		}
-		h.render(w, r, status, "message", view{Title: "No such invoice", Error: msg})
+		h.notFoundOr(w, r, status, "No such invoice", msg)
 	})
 }
 

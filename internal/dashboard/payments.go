@@ -105,7 +105,7 @@ func (h *Handler) intent(w http.ResponseWriter, r *http.Request) {
 		pg.Attempts, err = h.attempts(r.Context(), in)
 	}
 	if h.answerRefusal(w, r, err, func(status int, msg string) {
-		h.render(w, r, status, "message", view{Title: "No such payment intent", Error: "This merchant has no such payment intent."})
+		h.notFoundOr(w, r, status, "No such payment intent", msg)
 	}) {
 		return
 	}
@@ -191,7 +191,7 @@ func (h *Handler) checkoutSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if h.answerRefusal(w, r, err, func(status int, msg string) {
-		h.render(w, r, status, "message", view{Title: "No such session", Error: "This merchant has no such hosted-page session."})
+		h.notFoundOr(w, r, status, "No such session", msg)
 	}) {
 		return
 	}

@@ -210,7 +210,7 @@ func (h *Handler) planRefused(w http.ResponseWriter, r *http.Request, err error,
 		var f *fault.Error
 		errors.As(err, &f)
 		if status == http.StatusNotFound {
-			h.render(w, r, status, "message", view{Title: "No such plan", Error: "This merchant has no such plan."})
+			h.notFound(w, r)
 			return
 		}
 		v := view{Error: "The plan is not saved. " + msg}

@@ -142,7 +142,7 @@ func (h *Handler) renderSubscription(w http.ResponseWriter, r *http.Request, sta
 		return
 	}
 	if len(rows) == 0 {
-		h.render(w, r, http.StatusNotFound, "message", view{Title: "No such subscription", Error: "This merchant has no such subscription."})
+		h.notFound(w, r)
 		return
 	}
 	s := rows[0]
@@ -176,7 +176,7 @@ func (h *Handler) changeSubscription(w http.ResponseWriter, r *http.Request, b v
 func (h *Handler) subscriptionRefused(w http.ResponseWriter, r *http.Request, status int, msg string, amount bool) {
 	switch {
 	case status == http.StatusNotFound:
-		h.render(w, r, status, "message", view{Title: "No such subscription", Error: "This merchant has no such subscription."})
+		h.notFound(w, r)
 	case amount && status == http.StatusBadRequest:
 		h.renderSubscription(w, r, status, view{Error: "The amount is not changed. Check the amount field."}, msg)
 	default:

@@ -410,7 +410,7 @@ func (h *Handler) find(w http.ResponseWriter, r *http.Request) (merchant.Merchan
 	}
 	var fe *fault.Error
 	if errors.As(err, &fe) && fe.Status == http.StatusNotFound {
-		h.render(w, r, http.StatusNotFound, "message", view{Title: "Not found", Error: "There is no transaction " + r.PathValue("id") + "."})
+		h.notFound(w, r)
 		return m, t, false
 	} else if err != nil {
 		h.fail(w, r, err)

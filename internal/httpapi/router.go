@@ -6,6 +6,7 @@ package httpapi
 import (
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/kassapay/kassa/internal/fault"
 )
@@ -18,10 +19,33 @@ type Route struct {
 }
 
 // Router dispatches requests with an http.ServeMux. A trailing slash is optional on every route;
-// an unknown path is a 404 and a known path with another method a 405 with Allow, both as JSON.
+// an unknown path is a 404 and a known path with another method a 405 with Allow, both as JSON,
+// except under the prefix of a browser's pages (Pages).
 type Router struct {
 	mux    *http.ServeMux
 	routes []Route
+	pages  *pages
+}
+
+// pages are a browser's pages under prefix, which answer their own errors in HTML.
+type pages struct {
+	prefix   string
+	notFound http.Handler
+	crashed  func(w http.ResponseWriter, r *http.Request, recovered any)
+}
+
+// Pages makes the paths under prefix (prefix itself and every path below it) a browser's pages, whose
+// errors are never the API's JSON: an unknown path there is answered by notFound, and a panic in one
+// of their handlers, before the handler has begun its answer, by crashed with the value recovered (it
+// is crashed's to log it). A panic after the answer has begun is left to the Middleware, which logs
+// it. Only one prefix is held; a second call replaces the first.
+func (rt *Router) Pages(prefix string, notFound http.Handler, crashed func(w http.ResponseWriter, r *http.Request, recovered any)) {
+	rt.pages = &pages{prefix: prefix, notFound: notFound, crashed: crashed}
+}
+
+// under reports whether path is one of the pages'.
+func (p *pages) under(path string) bool {
+	return p != nil && (path == p.prefix || strings.HasPrefix(path, p.prefix+"/"))
 }
 
 // NewRouter returns an empty router.
@@ -60,12 +84,27 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The mux answers unmatched requests itself, in plain text. The probe lets a matched handler
 	// through untouched and catches the mux's own answer, so that the route is matched only once.
+	page := rt.pages.under(r.URL.Path)
+	if page {
+		sw := &startWriter{ResponseWriter: w}
+		w = sw
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler || sw.started {
+					panic(v)
+				}
+				rt.pages.crashed(sw.ResponseWriter, r, v)
+			}
+		}()
+	}
 	p := &probe{ResponseWriter: w}
 	rt.mux.ServeHTTP(p, r)
 	if p.matched {
 		return
 	}
 	switch {
+	case page && p.code == http.StatusNotFound:
+		rt.pages.notFound.ServeHTTP(w, r)
 	case p.code == http.StatusMethodNotAllowed:
 		WriteError(w, r, fault.New(http.StatusMethodNotAllowed, "method_not_allowed",
 			"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, w.Header().Get("Allow")))
@@ -75,6 +114,25 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, fault.NotFound("no route for %s %s", r.Method, r.URL.Path))
 	}
 }
+
+// startWriter records whether the answer has begun.
+type startWriter struct {
+	http.ResponseWriter
+	started bool
+}
+
+func (s *startWriter) WriteHeader(code int) {
+	s.started = true
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *startWriter) Write(b []byte) (int, error) {
+	s.started = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *startWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // matched marks that a registered handler, not the mux's fallback, answers the request.
 type matched struct{ h http.Handler }
