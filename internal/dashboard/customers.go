@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,7 @@ type customersView struct {
 	Rows         []customerRow
 	Newer, Older template.URL // the neighbouring pages; "" when there is none
 	Manage       bool         // the user may add customers
+	Empty        *emptyState  // in place of the table when there is no row
 }
 
 // customerRow is one customer in the list.
@@ -135,6 +137,15 @@ func (h *Handler) customers(w http.ResponseWriter, r *http.Request) {
 			row.Cards = append(row.Cards, cardLabel(cd))
 		}
 		cv.Rows = append(cv.Rows, row)
+	}
+	switch {
+	case len(list) == 0 && cv.Q != "":
+		cv.Empty = noMatch("customers-empty", "No customer’s "+cv.Matched+" is “"+cv.Q+"”.", customersPath)
+	case len(list) == 0:
+		cv.Empty = &emptyState{ID: "customers-empty", Heading: "No customers yet",
+			About:  "Customers keep cards on file for repeat and subscription payments.",
+			Action: actionIf(cv.Manage, link{"Add a customer", customersPath + "/new"}),
+			Also:   actionIf(slices.Contains(sellers, sess.Role), link{"save one from the terminal", terminalPath})}
 	}
 	if len(list) > 0 {
 		page := func(k string, id int64) template.URL {

@@ -156,6 +156,7 @@ type listView struct {
 	Newer, Older, Export template.URL
 	Zone                 string // the merchant's time zone, in which dates are read and shown
 	Filtered             bool
+	Empty                *emptyState // in place of the table when there is no row
 }
 
 // listRow is a transaction in the list.
@@ -216,6 +217,15 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) {
 		if backwards || more {
 			lv.Older = page("after", rows[len(rows)-1].ID)
 		}
+	}
+	switch {
+	case len(rows) == 0 && lv.Filtered:
+		lv.Empty = noMatch("transactions-empty", "No transaction matches the filter.", transactionsPath)
+	case len(rows) == 0:
+		lv.Empty = &emptyState{ID: "transactions-empty", Heading: "No payments yet",
+			About:  "Payments appear here once taken: key one in at the virtual terminal, or send one through the gateway API.",
+			Action: actionIf(slices.Contains(sellers, sess.Role), link{"Take a payment at the terminal", terminalPath}),
+			Also:   actionIf(isManager(sess.Role), link{"read the API documentation", "/docs/api"})}
 	}
 	for _, t := range rows {
 		lv.Rows = append(lv.Rows, listRow{ID: t.TransactionID, When: t.CreatedAt.In(loc).Format("2006-01-02 15:04"), Type: t.Kind,
