@@ -58,6 +58,7 @@ type invoicesPage struct {
 	Pager      pager
 	CanEdit    bool
 	Filtered   bool
+	Empty      *emptyState // in place of the table when there is no row
 }
 
 // invoiceTab is a tab of the list: a status, with the search kept.
@@ -147,6 +148,14 @@ func (h *Handler) invoices(w http.ResponseWriter, r *http.Request) {
 		pg.Rows = append(pg.Rows, invoiceRow{LookupID: inv.LookupID, Number: inv.Number, Customer: billedName(inv.Customer),
 			Email: inv.Customer.Email, Status: string(inv.Status), Total: amountOf(inv, inv.Totals.Total), Due: inv.DueDate,
 			Created: inv.CreatedAt.In(m.Location()).Format(time.DateOnly)})
+	}
+	switch {
+	case len(list) == 0 && pg.Filtered:
+		pg.Empty = noMatch("invoices-empty", "No invoice matches the status and search asked for.", invoicesPath)
+	case len(list) == 0:
+		pg.Empty = &emptyState{ID: "invoices-empty", Heading: "No invoices yet",
+			About:  "An invoice is e-mailed to a customer with a link to pay it by card.",
+			Action: actionIf(pg.CanEdit, link{"Create an invoice", invoicesPath + "/new"})}
 	}
 	if n := len(list); n > 0 {
 		pg.Pager = c.links(q, strconv.FormatInt(list[0].ID, 10), strconv.FormatInt(list[n-1].ID, 10), more)

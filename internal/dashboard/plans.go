@@ -22,6 +22,7 @@ type plansPage struct {
 	Plans   []planRow
 	Pager   pager
 	CanEdit bool
+	Empty   *emptyState // in place of the table when there is no plan
 }
 
 // planRow is one plan as the list shows it.
@@ -58,6 +59,11 @@ func (h *Handler) plans(w http.ResponseWriter, r *http.Request) {
 		pg.Plans = append(pg.Plans, planRow{LookupID: p.LookupID, Name: p.Name, Amount: money.Format(p.Amount, p.Currency) + " " + p.Currency.Code,
 			Frequency: string(p.Frequency), Payments: payments(p.NumberOfPayments), Receipt: p.SendReceipt,
 			Current: p.CurrentSubscriptions, Total: p.TotalSubscriptions})
+	}
+	if len(list) == 0 {
+		pg.Empty = &emptyState{ID: "plans-empty", Heading: "No plans yet",
+			About:  "A plan is what customers subscribe to: an amount billed every day, week, month, quarter or year.",
+			Action: actionIf(pg.CanEdit, link{"Create a plan", "/dashboard/plans/new"})}
 	}
 	if n := len(list); n > 0 {
 		pg.Pager = c.links(q, strconv.FormatInt(list[0].ID, 10), strconv.FormatInt(list[n-1].ID, 10), more)

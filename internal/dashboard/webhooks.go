@@ -51,6 +51,7 @@ type webhooksPage struct {
 	CanEdit bool
 	Max     int
 	Loc     *time.Location
+	Empty   *emptyState // in place of the table when there is no endpoint
 }
 
 // webhooks lists the merchant's endpoints, newest first.
@@ -72,6 +73,11 @@ func (h *Handler) webhooks(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if len(pg.Rows) == 0 {
+		pg.Empty = &emptyState{ID: "webhooks-empty", Heading: "No endpoints yet",
+			About:  "An endpoint is a URL of your server that hears of payments, refunds, customers and subscriptions as they happen.",
+			Action: actionIf(pg.CanEdit, link{"Add an endpoint", webhooksPath + "/new"})}
 	}
 	v := view{Title: "Webhooks", Wide: true, Data: pg}
 	if d := r.URL.Query().Get("deleted"); d != "" {
