@@ -555,7 +555,7 @@ func TestPlansPaging(t *testing.T) {
 // API then shows it.
 func TestPauseAndResumeInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newBillingShop(t, db)
 		ctx := browsertest.New(t)
 		browsertest.Viewport(t, ctx, browsertest.Phone)
@@ -602,11 +602,11 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 }
 
 // Every page of Billing and Payments, checked with axe-core in light and dark, at desktop and phone
-// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px; on both
-// backends.
+// widths (browsertest.CheckAccessibilityEverywhere), and no wider than the phone's 375 px; on
+// SQLite.
 func TestBillingAndPaymentsAccessible(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newBillingShop(t, db)
 		key := s.srv.NewAPIKey(t, "acct_"+s.merchantID, checkout.AllPermissions)
 		v1 := func(path string, body any) servertest.Response {

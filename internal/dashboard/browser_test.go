@@ -29,7 +29,7 @@ import (
 // which the dashboard asks for a sign-in again.
 func TestSignInInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
 		browsertest.Step(t, ctx, 30*time.Second,
@@ -95,7 +95,7 @@ func TestSignInInBrowser(t *testing.T) {
 // recovery code.
 func TestTwoFactorInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
 		signIn := func(next string) { signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, next) }
@@ -225,7 +225,7 @@ func testModeBannerShown(t *testing.T, ctx context.Context) {
 // signs in, and finds neither the settings in the navigation nor the page behind them.
 func TestCredentialsInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
 		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
@@ -383,7 +383,7 @@ func TestCredentialsInBrowser(t *testing.T) {
 // for 30 minutes sends the browser back to sign in.
 func TestIdleExpiryAndCrossSiteFormInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		clk := &clock{t: time.Now()}
 		s := newShop(t, db, server.Config{Now: clk.Now})
 		ctx := browsertest.New(t)

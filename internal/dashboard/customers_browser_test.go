@@ -24,7 +24,7 @@ import (
 // as the owner's.
 func TestChargeStoredCardInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
 		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")
@@ -75,10 +75,10 @@ func TestChargeStoredCardInBrowser(t *testing.T) {
 // Every customer page, checked with axe-core in light and dark, at desktop and at 375 px (where none
 // is wider than the screen): the list and an empty search, a customer with cards, a subscription and
 // payments, the new and edit forms (one with an error), the confirmations (one with a 409), and the
-// charge form (with an error); on both backends.
+// charge form (with an error); on SQLite.
 func TestCustomerPagesAccessible(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		a := s.api(t, s.merchantID)
 		c, cards := a.customer(map[string]any{"email": "jane@roe.example", "first_name": "Jane", "last_name": "Roe", "company": "Roe Provisions",

@@ -47,7 +47,7 @@ func typeInto(t *testing.T, ctx context.Context, id, text string) {
 // is in the outbox and the API shows it SENT with the total the page showed.
 func TestInvoiceInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{NoBillingEngine: true})
 		a := s.api(t, s.merchantID)
 		ctx := browsertest.New(t)
@@ -135,10 +135,10 @@ func TestInvoiceInBrowser(t *testing.T) {
 // Every invoice page, checked with axe-core in light and dark, at desktop and at 375 px (where none is
 // wider than the screen): the list with its totals, a search that finds nothing, the new form and the
 // form refused with its errors beside the fields, the edit form, a draft with its forms and its
-// confirmations open, a paid invoice with its payment, and a send refused; on both backends.
+// confirmations open, a paid invoice with its payment, and a send refused; on SQLite.
 func TestInvoicePagesAccessible(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{NoBillingEngine: true})
 		a := s.api(t, s.merchantID)
 		c, cards := a.customer(map[string]any{"email": "erin@example.com", "first_name": "Erin", "last_name": "Ekwueme", "company": "Ekwueme Tiles",

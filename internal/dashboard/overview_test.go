@@ -116,7 +116,7 @@ func TestOverviewFigures(t *testing.T) {
 // finds no serious or critical violation. Sales staff find no overview.
 func TestOverviewInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		s.record(t, db, overviewSales...)
 		if err := report.NewRoller(report.RollerConfig{DB: db, Settle: time.Millisecond}).CatchUp(context.Background()); err != nil {

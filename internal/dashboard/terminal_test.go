@@ -190,7 +190,7 @@ func transaction(t *testing.T, s *shop, id string) payment.Transaction {
 // An owner's authorization, with nothing to save, lands on its transaction's page.
 func TestTerminalSaleInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
 		browsertest.Step(t, ctx, 10*time.Second, chromedp.EmulateViewport(375, 800))
@@ -303,7 +303,7 @@ func TestTerminalSaleInBrowser(t *testing.T) {
 // form. Another merchant's customer is not found, and the page is for managers only.
 func TestAddCardInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := context.Background()
 		n, _ := card.ParseNumber(cardtest.Mastercard)
@@ -361,10 +361,10 @@ func TestAddCardInBrowser(t *testing.T) {
 
 // The terminal's pages with axe-core, light and dark, desktop and phone: the form, the form with its
 // errors, the card form's page (with the hosted form in it), the result page, and the customer's card
-// form; on both backends.
+// form; on SQLite.
 func TestTerminalAccessible(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		ctx := browsertest.New(t)
 		signInInBrowser(t, ctx, s.srv.URL, "owner@maple.example", pw, "nav")

@@ -24,7 +24,7 @@ import (
 // and dark, at desktop and 375 px, where they fit the width.
 func TestTransactionsInBrowser(t *testing.T) {
 	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		s := newShop(t, db, server.Config{})
 		a := s.api(t, s.merchantID)
 		sale := a.pay(t, payment.KindSale, "60.00", cardtest.Visa, map[string]string{"email": "frank@example.com", "first_name": "Frank", "order_id": "F-7"})

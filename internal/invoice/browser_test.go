@@ -19,14 +19,14 @@ import (
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
 
-// Paying an invoice in Chromium as its customer does, on both backends: the e-mail's payment_url
+// Paying an invoice in Chromium as its customer does, on SQLite: the e-mail's payment_url
 // opens the card form with the invoice on it, the card is typed in, and the form says the payment is
 // complete; the invoice is PAID and its charge is the ledger's one sale. The billing engine's mailer
 // delivers the invoice's e-mail (with its pay and PDF links) and the receipt to a real SMTP server;
 // the payment is in the transaction list, read with a token of scope ecom, with the invoice's number
 // as its order id. Then the link says it is paid.
 func TestPayingAnInvoiceInBrowser(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	storetest.InBrowser(t, func(t *testing.T, db *store.DB) {
 		inbox := billingtest.StartInbox(t, "127.0.0.1:0")
 		mailer, err := billing.NewMailer("smtp://"+inbox.Addr, "Test Shop <billing@shop.example>")
 		if err != nil {

@@ -274,3 +274,16 @@ func (s *pgServer) close() {
 		s.cluster.Stop()
 	}
 }
+
+// InBrowser runs fn as a subtest on SQLite alone, named "sqlite" as Each names it, for a test that
+// drives pages in a browser. Such a test checks what a page shows and how it is operated; the
+// services behind the page read and write alike on either backend, and each backend's storage is
+// checked by the tests of those services and of the handlers, which run on both. A browser run per
+// backend doubled the costliest tests of the suite for nothing those tests do not already check.
+func InBrowser(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		fn(t, SQLite(t))
+	})
+}
