@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kassapay/kassa/api"
 	"github.com/kassapay/kassa/api/apitest"
+	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/server"
 	"github.com/kassapay/kassa/internal/store/storetest"
 )
@@ -171,4 +173,25 @@ func TestOpenAPIIsValid(t *testing.T) {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestOpenAPIListsEveryEvent fails when the webhooks of api/openapi.yaml are not exactly the event
+// types an endpoint may subscribe to, in their order, then the test event a merchant sends to one
+// endpoint: a type Kassa sends that the document does not describe is one a receiver cannot expect.
+func TestOpenAPIListsEveryEvent(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Webhooks yaml.Node `yaml:"webhooks"`
+	}
+	if err := yaml.Unmarshal(api.OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	var documented []string
+	for i := 0; i+1 < len(doc.Webhooks.Content); i += 2 {
+		documented = append(documented, doc.Webhooks.Content[i].Value)
+	}
+	want := append(slices.Clone(event.Types), event.WebhookEndpointPing)
+	if !slices.Equal(documented, want) {
+		t.Errorf("openapi.yaml's webhooks:\n  %s\nwant the event types, in order:\n  %s", strings.Join(documented, " "), strings.Join(want, " "))
+	}
 }
