@@ -179,6 +179,9 @@ type result struct {
 	elapsed           time.Duration
 	cpu               float64      // the server's CPU seconds
 	hostCPU           float64      // the acquirer host's CPU seconds, in an ISO 8583 scenario
+	// host: the scenario has an acquirer's host, whose CPU is measured. Its figure may be 0: the
+	// kernel counts CPU in ticks of 10 ms, and a short run on a busy machine can fall within one.
+	host bool
 	machine           machineTimes // the whole machine's CPU over the measured period
 	order             []string
 	ops               map[string]*stats
@@ -301,7 +304,7 @@ func load(ctx context.Context, c config, ops []string, procs []*os.Process, newC
 	}
 	res.cpu = cpu1[0] - cpu0[0]
 	if len(procs) > 1 {
-		res.hostCPU = cpu1[1] - cpu0[1]
+		res.host, res.hostCPU = true, cpu1[1]-cpu0[1]
 	}
 	return res, nil
 }

@@ -504,19 +504,19 @@ func (r *reporter) result(res *result) {
 	for _, op := range res.order {
 		s := res.ops[op]
 		p := s.percentiles()
-		host := res.per1000(res.hostCPU, op)
+		host, hosted := res.per1000(res.hostCPU, op), res.host && op == res.order[0]
 		if r.json {
 			line := map[string]any{"backend": res.backend, "scenario": res.scenario, "operation": op, "ops_per_s": res.rate(op),
 				"p50_ms": p[0], "p95_ms": p[1], "p99_ms": p[2], "max_ms": p[3], "errors": s.errors, "cpu_s_per_1000": res.per1000(res.cpu, op),
 				"server_peak_rss_mb": megabytes(res.rssPeak)}
-			if host > 0 {
+			if hosted {
 				line["host_cpu_s_per_1000"] = host
 			}
 			r.emit(line)
 			continue
 		}
 		hostCol := ""
-		if host > 0 {
+		if hosted {
 			hostCol = fmt.Sprintf("%.3f", host)
 		}
 		fmt.Fprintf(r.w, "%-9s %-13s %-18s %8.0f %8.2f %8.2f %8.2f %8.2f %7d %14.3f %15s\n", res.backend, res.scenario, op,
