@@ -27,6 +27,50 @@ type Receipt struct {
 	// Test: the transaction's test_mode — it moved no money, and the receipt says so in its subject,
 	// at the top of its text and of its HTML, where the customer cannot miss it.
 	Test bool
+	// SentTo is, on the page of the payment (ForPage), the address its receipt e-mail went to; "" in
+	// the e-mail itself, and when no receipt was sent.
+	SentTo string
+}
+
+// ReceiptWindow is how long after its payment the page of a payment (the hosted page's session, an
+// invoice's link) shows the card and the receipt's address: long enough for the customer who just
+// paid, and no longer, so that a page URL found later in a history or a forwarded e-mail shows no more
+// than the merchant, the amount, the date and the reference.
+const ReceiptWindow = time.Hour
+
+// ForPage is r as the page of its payment shows it at now, the payment made at paid, its receipt
+// e-mailed to sentTo ("" for none): past ReceiptWindow, without the card nor the address.
+func (r Receipt) ForPage(paid, now time.Time, sentTo string) Receipt {
+	r.SentTo = sentTo
+	if now.Sub(paid) >= ReceiptWindow {
+		r.Card, r.SentTo = "", ""
+	}
+	return r
+}
+
+// pageReceipt is the receipt section of a payment's page: a definition list, styled by the page
+// (class "receipt"; its accent through the page's own --accent).
+var pageReceipt = template.Must(template.New("page-receipt").Parse(`<section class="receipt" id="receipt" aria-labelledby="receipt-title">
+<h2 id="receipt-title">Receipt</h2>
+<p class="done">Paid{{if .Test}} (test payment: no money moved){{end}}</p>
+<dl>
+<dt>Paid to</dt><dd>{{.Merchant}}</dd>
+<dt>Amount</dt><dd>{{.Amount}} {{.Currency}}</dd>
+{{if .Card}}<dt>Card</dt><dd id="receipt-card">{{.Card}}</dd>
+{{end}}<dt>Date</dt><dd>{{.Date}}</dd>
+<dt>Reference</dt><dd id="receipt-reference">{{.TransactionID}}</dd>
+{{if .Description}}<dt>For</dt><dd>{{.Description}}</dd>
+{{end}}</dl>
+{{if .SentTo}}<p id="receipt-sent">A receipt was sent to {{.SentTo}}.</p>
+{{end}}</section>`))
+
+// HTML is r as the page of its payment shows it (after ForPage).
+func (r Receipt) HTML() (template.HTML, error) {
+	var b strings.Builder
+	if err := pageReceipt.Execute(&b, r); err != nil {
+		return "", err
+	}
+	return template.HTML(b.String()), nil // html/template escaped every value above
 }
 
 // testNotice is what a receipt of a test payment says of it.
