@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -224,6 +225,7 @@ var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 </table>
 {{if .Due}}<p>Due {{.Due}}</p>{{end}}
 <p role="status">{{.State}}</p>
+{{with .Receipt}}{{.HTML}}{{end}}
 {{else}}
 <h1>{{.Title}}</h1>
 <p>{{.Message}}</p>
@@ -259,6 +261,8 @@ type pageView struct {
 	// Test: the invoice's payment moves, or moved, no money (payment.Ledger.Test: its charge's
 	// test_mode once paid, else the merchant's account); Paid: it is paid.
 	Test, Paid bool
+	// Receipt is the receipt of a paid invoice's payment (receipt), nil for others.
+	Receipt *billing.Receipt
 }
 
 // byKey reads the invoice whose public URLs carry key, and its merchant: a key that names no invoice is
@@ -318,6 +322,24 @@ func noInvoice(w http.ResponseWriter, r *http.Request, err error, what string) {
 		Message: "This link does not lead to an invoice. Check the link in the e-mail you received."})
 }
 
+// receipt is the receipt a paid invoice's page shows: its payment as the receipt e-mail told it, to
+// the invoice's customer's address. The link is the page's credential and never expires, so the card
+// (brand and last four digits only) and the address show only within billing.ReceiptWindow of the
+// payment, as on the card form's own page; later the page shows what its PDF does. Nil when the
+// payment's charge cannot be read: the page then says only that the invoice is paid.
+func (s *Service) receipt(ctx context.Context, m merchant.Merchant, inv Invoice) *billing.Receipt {
+	if inv.Payment == nil || s.ledger == nil {
+		return nil
+	}
+	t, err := s.ledger.Get(ctx, m.ID, inv.Payment.TransactionID)
+	if err != nil {
+		httpapi.Logger(ctx).ErrorContext(ctx, "invoice page: read the payment for the receipt", "invoice", inv.LookupID, "err", err)
+		return nil
+	}
+	r := billing.ReceiptOf(m.Name, t, "Invoice "+inv.Number, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, s.now(), inv.Customer.Email)
+	return &r
+}
+
 // handlePage serves the invoice's public page (payment_url). A payable invoice (SENT or OVERDUE)
 // redirects to a card form that pays it and shows the merchant, the invoice's number, its lines and
 // totals: the invoice's hosted-page session of purpose invoice, on its one live intent, handed out
@@ -346,7 +368,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	v.Test, v.Paid = s.ledger.Test(r.Context(), m.ID, charge), inv.Status == Paid
 	switch inv.Status {
 	case Paid:
-		v.State = "This invoice is paid."
+		v.State, v.Receipt = "This invoice is paid.", s.receipt(r.Context(), m, inv)
 	case Cancelled:
 		v.State = "This invoice was cancelled: there is nothing to pay."
 	case Draft:
