@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
@@ -30,6 +31,15 @@ type Receipt struct {
 	// SentTo is, on the page of the payment (ForPage), the address its receipt e-mail went to; "" in
 	// the e-mail itself, and when no receipt was sent.
 	SentTo string
+	// LogoURL and Accent are the merchant's branding in the e-mail (Branded): the logo's absolute
+	// URL, and its #rrggbb accent colour; "" for none.
+	LogoURL, Accent string
+}
+
+// Branded is r with the merchant's branding b, its logo's URL under Kassa's public URL base.
+func (r Receipt) Branded(b branding.Branding, base string) Receipt {
+	r.LogoURL, r.Accent = b.LogoURL(base), b.Accent
+	return r
 }
 
 // ReceiptWindow is how long after its payment the page of a payment (the hosted page's session, an
@@ -86,7 +96,8 @@ func ReceiptOf(merchant string, t payment.Transaction, description string, at ti
 var receiptHTML = template.Must(template.New("receipt").Funcs(template.FuncMap{"testNotice": func() string { return testNotice }}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Receipt from {{.Merchant}}</title></head>
 <body style="font-family: system-ui, sans-serif; color: #1a1a1a">
-<h1 style="font-size: 1.25rem">Receipt from {{.Merchant}}</h1>
+{{if .LogoURL}}<p><img src="{{.LogoURL}}" alt="{{.Merchant}}" style="max-height: 60px; max-width: 200px"></p>
+{{end}}<h1 style="font-size: 1.25rem{{with .Accent}}; color: {{.}}{{end}}">Receipt from {{.Merchant}}</h1>
 {{if .Test}}<p style="padding: .5rem .75rem; background: #fff3bf; color: #3d2e00; border-left: 4px solid #9a6700"><strong>{{testNotice}}.</strong> This receipt is of a test: nothing was charged to the card.</p>
 {{end}}<table>
 <tr><th scope="row" align="left">Amount</th><td>{{.Amount}} {{.Currency}}</td></tr>

@@ -64,6 +64,25 @@ func (b Branding) LogoPath() string {
 	return "/brand/logo/" + b.LogoHash + ".png"
 }
 
+// LogoURL is the logo's absolute URL under base, Kassa's public URL, for an e-mail: "" without a logo,
+// and without a base (an e-mail cannot resolve a path).
+func (b Branding) LogoURL(base string) string {
+	base = strings.TrimRight(base, "/")
+	if b.LogoHash == "" || base == "" {
+		return ""
+	}
+	return base + b.LogoPath()
+}
+
+// RGB is the accent colour's red, green and blue; ok is false for Kassa's own.
+func (b Branding) RGB() (r, g, bl int, ok bool) {
+	raw, err := hex.DecodeString(strings.TrimPrefix(b.Accent, "#"))
+	if len(b.Accent) != 7 || err != nil {
+		return 0, 0, 0, false
+	}
+	return int(raw[0]), int(raw[1]), int(raw[2]), true
+}
+
 // Logo checks an uploaded logo and returns the PNG Kassa stores of it. Every refusal is a 400 naming
 // FieldLogo.
 func Logo(data []byte) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -75,6 +76,11 @@ type pageData struct {
 	// test_mode once it has one, else whether the merchant's new payments go to a test account.
 	// The page then says "Test mode" above the form.
 	Test bool
+	// Brand is the merchant's logo and accent colour (Settings → Branding): the logo above the
+	// merchant's name, the accent the light appearance's --accent (the dark one keeps Kassa's, which
+	// reads on its dark background). Only the nonce'd <style> carries it: the CSP allows no style
+	// attribute.
+	Brand branding.Branding
 	// Receipt is the receipt of the session's completed payment (billing.Receipt.ForPage), nil
 	// while it is not paid, for a session that stores a card, and when its charge cannot be read.
 	Receipt *billing.Receipt
@@ -91,9 +97,13 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	tok := r.PathValue("token")
 	var ss Session
 	var m merchant.Merchant
+	var brand branding.Branding
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		ss, err = s.byToken(ctx, q, tok)
+		if ss, err = s.byToken(ctx, q, tok); err != nil {
+			return err
+		}
+		brand, err = branding.Get(ctx, q, ss.MerchantID)
 		return err
 	})
 	if err == nil {
@@ -150,7 +160,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		cfg.State = "open"
 	}
 	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
-		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
+		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Brand: brand, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
 	if !d.Save {
 		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
 		if ss.Outcome == "completed" {
