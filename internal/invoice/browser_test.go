@@ -65,6 +65,7 @@ func TestPayingAnInvoiceInBrowser(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		browsertest.CheckAccessibility(t, tab, "the receipt on the invoice's card form")
 		got := m.Do(t, "GET", base+"/"+inv.Str("lookup_id"), nil)
 		info, _ := got.Body["payment_info"].(map[string]any)
 		if got.Str("status") != "PAID" || info == nil || info["card_last4"] != "4242" {
