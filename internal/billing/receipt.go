@@ -159,7 +159,11 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 	if bcc != "" {
 		bccs = strings.Split(bcc, ",")
 	}
-	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()), now)
+	brand, err := branding.Get(ctx, tx, sub.MerchantID)
+	if err != nil {
+		return err
+	}
+	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()).Branded(brand, e.base), now)
 }
 
 // StatusReport counts what the billing engine has to do.

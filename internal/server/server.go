@@ -251,6 +251,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	invoices.Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
+	s.billingCfg.PublicURL = cfg.PublicURL
 	// Invoices become OVERDUE and are reminded by the billing engine's scheduler, once across nodes.
 	s.billingCfg.Tasks = append(slices.Clip(s.billingCfg.Tasks), invoices.RunDue)
 	if s.billingCfg.Metrics == nil {
