@@ -5,7 +5,7 @@
  *   {state: "open" | "requires_action" | "expired" | "error" | "completed" | "canceled", parent_origin,
  *    expires_in (milliseconds left by the server's clock), prefill: {name, postal_code},
  *    endpoints: {pay, challenge, cancel}, result (the result of a session that has ended),
- *    error: {code, message}}
+ *    error: {code, message}, receipt (the page, once paid, shows a receipt)}
  * The endpoints answer {outcome: "completed" | "canceled" | "requires_action" | "failed",
  * payment_intent, attempts, last_error}, or an error {error, message, field}.
  * and this script runs the form. It talks to the parent page only with window.parent.postMessage,
@@ -254,7 +254,11 @@
       case 'completed':
         form.hidden = true;
         ended('completed');
-        return finish('completed', b);
+        finish('completed', b);
+        // Opened on its own, the page loads again to show the receipt its server renders once paid;
+        // in a shop's frame the shop's page takes over, and a second load would repeat the result.
+        if (cfg.receipt && window.parent === window) window.location.replace(window.location.href);
+        return;
       case 'canceled':
         form.hidden = true;
         ended('canceled');

@@ -64,6 +64,8 @@ type Config struct {
 	Lease time.Duration
 	// Mailer sends receipts; without one they wait in the outbox.
 	Mailer *Mailer
+	// PublicURL is Kassa's public URL, under which a receipt links the merchant's logo ("": none).
+	PublicURL string
 	// Metrics counts the cycles charged and the e-mails sent (nil: not counted).
 	Metrics *metrics.Set
 	// Tasks are more work of the scheduler, done by each run after the charges: the invoices' due
@@ -90,6 +92,7 @@ type Engine struct {
 	mailer   *Mailer
 	metrics  *metrics.Set
 	tasks    []Task
+	base     string // Config.PublicURL
 	wake     chan struct{}
 	// unsentWarned is when this engine last warned that e-mails wait for want of SMTP (Unix ns).
 	unsentWarned atomic.Int64
@@ -99,7 +102,7 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	e := &Engine{db: cfg.DB, vault: cfg.Vault, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
 		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer,
-		metrics: cfg.Metrics, tasks: cfg.Tasks, wake: make(chan struct{}, 1)}
+		metrics: cfg.Metrics, tasks: cfg.Tasks, base: cfg.PublicURL, wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.Default()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
@@ -27,6 +28,59 @@ type Receipt struct {
 	// Test: the transaction's test_mode — it moved no money, and the receipt says so in its subject,
 	// at the top of its text and of its HTML, where the customer cannot miss it.
 	Test bool
+	// SentTo is, on the page of the payment (ForPage), the address its receipt e-mail went to; "" in
+	// the e-mail itself, and when no receipt was sent.
+	SentTo string
+	// LogoURL and Accent are the merchant's branding in the e-mail (Branded): the logo's absolute
+	// URL, and its #rrggbb accent colour; "" for none.
+	LogoURL, Accent string
+}
+
+// Branded is r with the merchant's branding b, its logo's URL under Kassa's public URL base.
+func (r Receipt) Branded(b branding.Branding, base string) Receipt {
+	r.LogoURL, r.Accent = b.LogoURL(base), b.Accent
+	return r
+}
+
+// ReceiptWindow is how long after its payment the page of a payment (the hosted page's session, an
+// invoice's link) shows the card and the receipt's address: long enough for the customer who just
+// paid, and no longer, so that a page URL found later in a history or a forwarded e-mail shows no more
+// than the merchant, the amount, the date and the reference.
+const ReceiptWindow = time.Hour
+
+// ForPage is r as the page of its payment shows it at now, the payment made at paid, its receipt
+// e-mailed to sentTo ("" for none): past ReceiptWindow, without the card nor the address.
+func (r Receipt) ForPage(paid, now time.Time, sentTo string) Receipt {
+	r.SentTo = sentTo
+	if now.Sub(paid) >= ReceiptWindow {
+		r.Card, r.SentTo = "", ""
+	}
+	return r
+}
+
+// pageReceipt is the receipt section of a payment's page: a definition list, styled by the page
+// (class "receipt"; its accent through the page's own --accent).
+var pageReceipt = template.Must(template.New("page-receipt").Parse(`<section class="receipt" id="receipt" aria-labelledby="receipt-title">
+<h2 id="receipt-title">Receipt</h2>
+<p class="done">Paid{{if .Test}} (test payment: no money moved){{end}}</p>
+<dl>
+<dt>Paid to</dt><dd>{{.Merchant}}</dd>
+<dt>Amount</dt><dd>{{.Amount}} {{.Currency}}</dd>
+{{if .Card}}<dt>Card</dt><dd id="receipt-card">{{.Card}}</dd>
+{{end}}<dt>Date</dt><dd>{{.Date}}</dd>
+<dt>Reference</dt><dd id="receipt-reference">{{.TransactionID}}</dd>
+{{if .Description}}<dt>For</dt><dd>{{.Description}}</dd>
+{{end}}</dl>
+{{if .SentTo}}<p id="receipt-sent">A receipt was sent to {{.SentTo}}.</p>
+{{end}}</section>`))
+
+// HTML is r as the page of its payment shows it (after ForPage).
+func (r Receipt) HTML() (template.HTML, error) {
+	var b strings.Builder
+	if err := pageReceipt.Execute(&b, r); err != nil {
+		return "", err
+	}
+	return template.HTML(b.String()), nil // html/template escaped every value above
 }
 
 // testNotice is what a receipt of a test payment says of it.
@@ -42,7 +96,8 @@ func ReceiptOf(merchant string, t payment.Transaction, description string, at ti
 var receiptHTML = template.Must(template.New("receipt").Funcs(template.FuncMap{"testNotice": func() string { return testNotice }}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Receipt from {{.Merchant}}</title></head>
 <body style="font-family: system-ui, sans-serif; color: #1a1a1a">
-<h1 style="font-size: 1.25rem">Receipt from {{.Merchant}}</h1>
+{{if .LogoURL}}<p><img src="{{.LogoURL}}" alt="{{.Merchant}}" style="max-height: 60px; max-width: 200px"></p>
+{{end}}<h1 style="font-size: 1.25rem{{with .Accent}}; color: {{.}}{{end}}">Receipt from {{.Merchant}}</h1>
 {{if .Test}}<p style="padding: .5rem .75rem; background: #fff3bf; color: #3d2e00; border-left: 4px solid #9a6700"><strong>{{testNotice}}.</strong> This receipt is of a test: nothing was charged to the card.</p>
 {{end}}<table>
 <tr><th scope="row" align="left">Amount</th><td>{{.Amount}} {{.Currency}}</td></tr>
@@ -104,7 +159,11 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 	if bcc != "" {
 		bccs = strings.Split(bcc, ",")
 	}
-	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()), now)
+	brand, err := branding.Get(ctx, tx, sub.MerchantID)
+	if err != nil {
+		return err
+	}
+	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()).Branded(brand, e.base), now)
 }
 
 // StatusReport counts what the billing engine has to do.

@@ -1,7 +1,10 @@
 package billing_test
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/png"
 	"log/slog"
 	"net"
 	"net/http/httptest"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/billing/billingtest"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/metrics"
 	"github.com/kassapay/kassa/internal/metrics/metricstest"
@@ -20,7 +24,8 @@ import (
 
 // Receipts of subscription charges go through the outbox to the SMTP server: to the subscription's
 // e-mail, its customer's bcc addresses hidden; each says the merchant, amount, masked card, date,
-// transaction and description, and (the shop being on the simulator) that no money moved.
+// transaction and description, and (the shop being on the simulator) that no money moved. Its HTML
+// carries the merchant's branding: the logo by its absolute URL, the accent on the title.
 func TestReceipts(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		in := billingtest.StartInbox(t, "127.0.0.1:0")
@@ -30,6 +35,26 @@ func TestReceipts(t *testing.T) {
 		}
 		start := time.Date(2027, time.October, 5, 14, 0, 0, 0, time.UTC)
 		f := newFixture(t, db, start, billing.Config{Mailer: mailer})
+		var tiny bytes.Buffer
+		png.Encode(&tiny, image.NewGray(image.Rect(0, 0, 4, 2)))
+		logo, err := branding.Logo(tiny.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var brand branding.Branding
+		ctx := context.Background()
+		if err := db.Write(ctx, func(tx *store.Tx) error {
+			if err := branding.SetLogo(ctx, tx, f.m.ID, logo, start); err != nil {
+				return err
+			}
+			if err := branding.SetAccent(ctx, tx, f.m.ID, "#0b5394", start); err != nil {
+				return err
+			}
+			brand, err = branding.Get(ctx, tx, f.m.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 		receipted := f.plan(t, map[string]any{"name": "With receipt", "amount": "42.50", "frequency": "MONTHLY", "send_receipt": true})
 		silent := f.plan(t, map[string]any{"name": "Without", "amount": "1.00", "frequency": "MONTHLY"})
 		c, _ := f.customer(t, cardtest.Visa)
@@ -69,6 +94,9 @@ func TestReceipts(t *testing.T) {
 				}
 			}
 			cardtest.Check(t, "the receipt", body)
+		}
+		if html := parts["text/html"]; !strings.Contains(html, `<img src="`+f.srv.URL+brand.LogoPath()+`"`) || !strings.Contains(html, "color: #0b5394") {
+			t.Errorf("the receipt's HTML lacks the merchant's logo or accent:\n%s", html)
 		}
 		if s, _ := billing.Status(context.Background(), db, f.clock.Now()); s.OutboxBacklog != 0 {
 			t.Fatalf("outbox backlog %d after delivery", s.OutboxBacklog)

@@ -215,6 +215,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", settingsPath+"/api-keys", h.requireRole(managers, h.createAPIKey))
 	r.Handle("POST", settingsPath+"/api-keys/{id}/revoke", h.requireRole(managers, h.revokeAPIKey))
 	r.Handle("POST", settingsPath+"/origins", h.requireRole(managers, h.setOrigins))
+	r.Handle("POST", settingsPath+"/branding", h.requireRole(managers, h.setBranding))
 	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
 	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
@@ -297,6 +298,7 @@ type view struct {
 	Nav           []navItem
 	Switch        []switchItem // the merchants the signed-in person may switch to, when more than one
 	Error, Notice string
+	Field         string // the form field Error is about, marked invalid on the form ("" for none)
 	Email, Token  string
 	Invite, Sent  bool
 	Staff         []staffRow
@@ -397,6 +399,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	}
 	if framed[page] {
 		csp += "; frame-src 'self'"
+	}
+	if page == "settings" {
+		csp += "; img-src 'self'" // the merchant's logo, served by Kassa (Settings → Branding)
 	}
 	httpapi.SetPageHeaders(w.Header(), csp)
 	w.WriteHeader(status)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -51,6 +52,7 @@ type settingsView struct {
 	Processor  string // the processor the merchant's new payments go to
 	Live       bool
 	Keys       *keysView
+	Branding   brandingView
 }
 
 // settings serves Settings → eCommerce.
@@ -76,6 +78,11 @@ func (h *Handler) renderSettings(w http.ResponseWriter, r *http.Request, status 
 			}
 			sv.Clients = append(sv.Clients, row)
 		}
+		b, err := branding.Get(r.Context(), q, sess.MerchantID)
+		if err != nil {
+			return err
+		}
+		sv.Branding = brandingView{LogoPath: b.LogoPath(), Accent: b.Accent, Field: v.Field}
 		partners, err := auth.ConnectedPartners(r.Context(), q, sess.MerchantID)
 		for _, p := range partners {
 			sv.Partners = append(sv.Partners, partnerRow{ID: p.Partner.ID, Name: p.Partner.Name, Scopes: p.Scopes.String(), Approved: day(p.ApprovedAt)})

@@ -457,9 +457,10 @@ func TestHostedPageInBrowser(t *testing.T) {
 		}
 	}
 
-	t.Run("opened on its own: one success message, then the way back", func(t *testing.T) {
+	t.Run("opened on its own: one success message, the receipt, then the way back", func(t *testing.T) {
 		tab := direct(t, session(order("return_url", thanks)))
 		(&checkoutTab{kassa: tab}).enter(t, cardtest.Visa, "1234", "123")
+		waitText(t, tab, "#receipt-card", "ending in 4242") // the page loaded again, paid
 		waitText(t, tab, "#outcome", "Thank you")
 		// Every visible word of the page: the success is said once.
 		if text := browsertest.Eval[string](t, tab, `document.body.innerText`); strings.Count(strings.ToLower(text), "complete") != 1 ||
@@ -547,12 +548,13 @@ func TestHostedPageInBrowser(t *testing.T) {
 	})
 }
 
-// waitText waits until the element's text contains want.
+// waitText waits until the element's text contains want; the element may be missing meanwhile (the
+// page loading again, as it does once paid to show the receipt).
 func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		got := browsertest.Eval[string](t, ctx, `document.querySelector('`+sel+`').textContent`)
+		got := browsertest.Eval[string](t, ctx, `(document.querySelector('`+sel+`') || {}).textContent || ''`)
 		if strings.Contains(got, want) {
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -263,7 +264,12 @@ func (s *Service) completion(ctx context.Context, ss Session, m merchant.Merchan
 	description := in.Description
 	return func(ctx context.Context, tx *store.Tx) error {
 		now := s.now()
-		return billing.QueueReceipt(ctx, tx, m.ID, in.ReceiptEmail, nil, billing.ReceiptOf(m.Name, t, description, now, m.Location()), now)
+		brand, err := branding.Get(ctx, tx, m.ID)
+		if err != nil {
+			return err
+		}
+		return billing.QueueReceipt(ctx, tx, m.ID, in.ReceiptEmail, nil,
+			billing.ReceiptOf(m.Name, t, description, now, m.Location()).Branded(brand, s.base), now)
 	}, nil
 }
 

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
+	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
@@ -39,6 +42,9 @@ type pageConfig struct {
 	Endpoints    endpoints  `json:"endpoints"`
 	Result       *result    `json:"result,omitempty"`
 	Error        *LastError `json:"error,omitempty"`
+	// Receipt: once paid, the page's server-rendered state shows the payment's receipt, so a page
+	// opened on its own (not framed: there the shop's page takes over) loads again to show it.
+	Receipt bool `json:"receipt,omitempty"`
 }
 
 type prefill struct {
@@ -69,10 +75,18 @@ type pageData struct {
 	// Test: the page's payment moves no money (payment.Ledger.Test): the session's charge's
 	// test_mode once it has one, else whether the merchant's new payments go to a test account.
 	// The page then says "Test mode" above the form.
-	Test   bool
-	Error  *LastError
-	Config pageConfig
-	Script string
+	Test bool
+	// Brand is the merchant's logo and accent colour (Settings → Branding): the logo above the
+	// merchant's name, the accent the light appearance's --accent (the dark one keeps Kassa's, which
+	// reads on its dark background). Only the nonce'd <style> carries it: the CSP allows no style
+	// attribute.
+	Brand branding.Branding
+	// Receipt is the receipt of the session's completed payment (billing.Receipt.ForPage), nil
+	// while it is not paid, for a session that stores a card, and when its charge cannot be read.
+	Receipt *billing.Receipt
+	Error   *LastError
+	Config  pageConfig
+	Script  string
 }
 
 // handlePage serves the page at a session's URL. The parent's origin is learned from the referrer,
@@ -83,9 +97,13 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	tok := r.PathValue("token")
 	var ss Session
 	var m merchant.Merchant
+	var brand branding.Branding
 	err := s.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		ss, err = s.byToken(ctx, q, tok)
+		if ss, err = s.byToken(ctx, q, tok); err != nil {
+			return err
+		}
+		brand, err = branding.Get(ctx, q, ss.MerchantID)
 		return err
 	})
 	if err == nil {
@@ -126,7 +144,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	base := "/hpp/" + url.PathEscape(tok)
-	cfg := pageConfig{ParentOrigin: ss.parentOrigin(r, m), ExpiresIn: ss.ExpiresAt.Sub(now).Milliseconds(),
+	cfg := pageConfig{ParentOrigin: ss.parentOrigin(r, m), ExpiresIn: ss.ExpiresAt.Sub(now).Milliseconds(), Receipt: ss.Purpose != PurposeSaveCard,
 		Prefill:   prefill{Name: ss.Billing.Name, PostalCode: ss.Billing.Address.Zip},
 		Endpoints: endpoints{Pay: base + "/pay", Challenge: base + "/challenge", Cancel: base + "/cancel"}}
 	switch {
@@ -142,11 +160,37 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		cfg.State = "open"
 	}
 	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
-		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
+		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Brand: brand, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
 	if !d.Save {
 		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
+		if ss.Outcome == "completed" {
+			d.Receipt = s.receipt(ctx, ss, m, in, now)
+		}
 	}
 	s.render(w, r, http.StatusOK, ss.frameAncestors(m), d)
+}
+
+// receipt is the receipt the page of ss, whose payment completed on in, shows at now. The page's URL
+// is its credential, so the receipt shows only what the customer who paid may see again: the card's
+// brand and last four digits, and those and the receipt's address only within billing.ReceiptWindow
+// of the payment. "A receipt was sent" is said only of the sessions whose completion sends one: the
+// virtual terminal's (completion) and an invoice's (its paid hook), both to the intent's receipt
+// e-mail. Nil when the charge cannot be read: the page then says only that the payment is complete.
+func (s *Service) receipt(ctx context.Context, ss Session, m merchant.Merchant, in checkout.Intent, now time.Time) *billing.Receipt {
+	if in.LatestCharge == "" {
+		return nil
+	}
+	t, err := s.ledger.Get(ctx, m.ID, in.LatestCharge)
+	if err != nil {
+		httpapi.Logger(ctx).ErrorContext(ctx, "hosted page: read the charge for the receipt", "session", ss.SessionID, "err", err)
+		return nil
+	}
+	sentTo := ""
+	if ss.Purpose == PurposeTerminal || ss.Purpose == PurposeInvoice {
+		sentTo = in.ReceiptEmail
+	}
+	r := billing.ReceiptOf(m.Name, t, in.Description, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, now, sentTo)
+	return &r
 }
 
 // render writes the page with its Content-Security-Policy: scripts only from Kassa, styles only by

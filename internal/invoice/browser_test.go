@@ -21,7 +21,7 @@ import (
 
 // Paying an invoice in Chromium as its customer does, on SQLite: the e-mail's payment_url
 // opens the card form with the invoice on it, the card is typed in, and the form says the payment is
-// complete; the invoice is PAID and its charge is the ledger's one sale. The billing engine's mailer
+// complete and shows the receipt; the invoice is PAID and its charge is the ledger's one sale. The billing engine's mailer
 // delivers the invoice's e-mail (with its pay and PDF links) and the receipt to a real SMTP server;
 // the payment is in the transaction list, read with a token of scope ecom, with the invoice's number
 // as its order id. Then the link says it is paid.
@@ -52,10 +52,12 @@ func TestPayingAnInvoiceInBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS("#card-name"), "Payer Person"),
 			chromedp.Click(chromedp.CSS("#pay-button")),
 		)
+		// The form says the payment is complete, and the page, loaded again, shows the receipt.
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			got := browsertest.Eval[string](t, tab, `document.getElementById('outcome').textContent`)
-			if strings.Contains(got, "payment is complete") {
+			got := browsertest.Eval[string](t, tab, `['receipt', 'outcome'].map(function (id) {
+				var el = document.getElementById(id); return el ? el.textContent : ''; }).join(' | ')`)
+			if strings.Contains(got, "payment is complete") && strings.Contains(got, "VISA ending in 4242") {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -63,6 +65,7 @@ func TestPayingAnInvoiceInBrowser(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		browsertest.CheckAccessibility(t, tab, "the receipt on the invoice's card form")
 		got := m.Do(t, "GET", base+"/"+inv.Str("lookup_id"), nil)
 		info, _ := got.Body["payment_info"].(map[string]any)
 		if got.Str("status") != "PAID" || info == nil || info["card_last4"] != "4242" {

@@ -2,6 +2,7 @@ package invoice
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html/template"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
@@ -204,12 +207,31 @@ func ParseFilter(q url.Values) (Filter, error) {
 // pageCSP allows the page nothing beyond its own markup: no script, no style sheet, no frame.
 const pageCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+// brandedCSP is pageCSP for an invoice's own page, which shows its merchant's branding: its one
+// <style>, by the response's nonce (no style attribute), and the logo, from Kassa.
+func brandedCSP(nonce string) string {
+	return "default-src 'none'; style-src 'nonce-" + nonce + "'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
 var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title></head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Title}}</title>
+{{if .Nonce}}<style nonce="{{.Nonce}}">
+:root { --accent: {{with .Brand.Accent}}{{.}}{{else}}#1f5fbf{{end}}; --muted: #57606a; }
+body { font: 16px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24; background: #ffffff; margin: 0; }
+main { max-width: 640px; margin: 0 auto; padding: 16px; }
+a { color: var(--accent); }
+.logo { display: block; max-width: 100%; height: auto; max-height: 60px; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .2rem .3rem; }
+.receipt dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+.receipt dt { color: var(--muted); }
+.receipt dd { margin: 0; overflow-wrap: anywhere; }
+</style>{{end}}</head>
 <body>
 <main>
 {{if .Found}}
+{{with .Brand.LogoPath}}<img class="logo" id="brand-logo" src="{{.}}" alt="">{{end}}
 <h1>Invoice {{.Number}} from {{.Merchant}}</h1>
 {{if .Test}}<p id="test-mode"><strong>{{if .Paid}}Test payment</strong> — no money moved.{{else}}Test mode</strong> — a test invoice: paying it moves no money.{{end}}</p>{{end}}
 {{if .Customer}}<p>Billed to {{.Customer}}</p>{{end}}
@@ -224,6 +246,8 @@ var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 </table>
 {{if .Due}}<p>Due {{.Due}}</p>{{end}}
 <p role="status">{{.State}}</p>
+{{with .Receipt}}{{.HTML}}{{end}}
+<p><a id="pdf-link" href="pdf">Download the invoice (PDF)</a></p>
 {{else}}
 <h1>{{.Title}}</h1>
 <p>{{.Message}}</p>
@@ -259,6 +283,12 @@ type pageView struct {
 	// Test: the invoice's payment moves, or moved, no money (payment.Ledger.Test: its charge's
 	// test_mode once paid, else the merchant's account); Paid: it is paid.
 	Test, Paid bool
+	// Receipt is the receipt of a paid invoice's payment (receipt), nil for others.
+	Receipt *billing.Receipt
+	// Nonce is the response's style nonce (brandedCSP), "" for the pages that find no invoice;
+	// Brand the merchant's branding.
+	Nonce string
+	Brand branding.Branding
 }
 
 // byKey reads the invoice whose public URLs carry key, and its merchant: a key that names no invoice is
@@ -318,6 +348,24 @@ func noInvoice(w http.ResponseWriter, r *http.Request, err error, what string) {
 		Message: "This link does not lead to an invoice. Check the link in the e-mail you received."})
 }
 
+// receipt is the receipt a paid invoice's page shows: its payment as the receipt e-mail told it, to
+// the invoice's customer's address. The link is the page's credential and never expires, so the card
+// (brand and last four digits only) and the address show only within billing.ReceiptWindow of the
+// payment, as on the card form's own page; later the page shows what its PDF does. Nil when the
+// payment's charge cannot be read: the page then says only that the invoice is paid.
+func (s *Service) receipt(ctx context.Context, m merchant.Merchant, inv Invoice) *billing.Receipt {
+	if inv.Payment == nil || s.ledger == nil {
+		return nil
+	}
+	t, err := s.ledger.Get(ctx, m.ID, inv.Payment.TransactionID)
+	if err != nil {
+		httpapi.Logger(ctx).ErrorContext(ctx, "invoice page: read the payment for the receipt", "invoice", inv.LookupID, "err", err)
+		return nil
+	}
+	r := billing.ReceiptOf(m.Name, t, "Invoice "+inv.Number, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, s.now(), inv.Customer.Email)
+	return &r
+}
+
 // handlePage serves the invoice's public page (payment_url). A payable invoice (SENT or OVERDUE)
 // redirects to a card form that pays it and shows the merchant, the invoice's number, its lines and
 // totals: the invoice's hosted-page session of purpose invoice, on its one live intent, handed out
@@ -335,7 +383,12 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := pageView{Found: true, Title: "Invoice " + inv.Number, Number: inv.Number, Merchant: m.Name, Due: inv.DueDate,
-		Customer: inv.Customer.name(), Lines: pageLines(inv), Totals: totalRows(inv)}
+		Customer: inv.Customer.name(), Lines: pageLines(inv), Totals: totalRows(inv), Nonce: rand.Text()}
+	if err := s.db.Read(r.Context(), func(q store.Querier) (err error) { v.Brand, err = branding.Get(r.Context(), q, m.ID); return err }); err != nil {
+		noInvoice(w, r, fmt.Errorf("invoice %s: branding: %w", inv.LookupID, err), "invoice page") // a 500, logged
+		return
+	}
+	httpapi.SetPageHeaders(w.Header(), brandedCSP(v.Nonce))
 	if v.Customer == "" {
 		v.Customer = inv.Customer.Company
 	}
@@ -346,7 +399,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	v.Test, v.Paid = s.ledger.Test(r.Context(), m.ID, charge), inv.Status == Paid
 	switch inv.Status {
 	case Paid:
-		v.State = "This invoice is paid."
+		v.State, v.Receipt = "This invoice is paid.", s.receipt(r.Context(), m, inv)
 	case Cancelled:
 		v.State = "This invoice was cancelled: there is nothing to pay."
 	case Draft:

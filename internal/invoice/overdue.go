@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
@@ -218,7 +219,11 @@ func (s *Service) handleDue(ctx context.Context, id int64, now time.Time) error 
 				if err := s.open(&inv); err != nil {
 					return err
 				}
-				if err := billing.Queue(ctx, tx, m.ID, s.reminder(m, inv, now), now); err != nil {
+				brand, err := branding.Get(ctx, tx, m.ID)
+				if err != nil {
+					return err
+				}
+				if err := billing.Queue(ctx, tx, m.ID, s.reminder(m, brand, inv, now), now); err != nil {
 					return err
 				}
 				inv.RemindersSent++
@@ -234,7 +239,7 @@ func (s *Service) handleDue(ctx context.Context, id int64, now time.Time) error 
 
 // reminder is the e-mail of a reminder of inv at now: the invoice's own e-mail, whose subject and
 // first line say when it is, or was, due.
-func (s *Service) reminder(m merchant.Merchant, inv Invoice, now time.Time) billing.Message {
+func (s *Service) reminder(m merchant.Merchant, brand branding.Branding, inv Invoice, now time.Time) billing.Message {
 	when := "was due on " + inv.DueDate
 	switch today := now.In(m.Location()).Format(time.DateOnly); {
 	case today < inv.DueDate:
@@ -242,7 +247,7 @@ func (s *Service) reminder(m merchant.Merchant, inv Invoice, now time.Time) bill
 	case today == inv.DueDate:
 		when = "is due today"
 	}
-	return s.message(m, inv, SendRequest{To: inv.SentTo,
+	return s.message(m, brand, inv, SendRequest{To: inv.SentTo,
 		Subject: fmt.Sprintf("Reminder: invoice %s from %s %s", inv.Number, m.Name, when),
 		Message: fmt.Sprintf("A reminder: invoice %s %s.", inv.Number, when)})
 }

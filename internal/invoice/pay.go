@@ -13,6 +13,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
@@ -190,8 +191,12 @@ func (s *Service) paid(ctx context.Context, tx *store.Tx, in checkout.Intent, t 
 		return err
 	}
 	if inv.Customer.Email != "" {
-		err := billing.QueueReceipt(ctx, tx, m.ID, inv.Customer.Email, nil,
-			billing.ReceiptOf(m.Name, t, "Invoice "+inv.Number, now, m.Location()), now)
+		brand, err := branding.Get(ctx, tx, m.ID)
+		if err != nil {
+			return err
+		}
+		err = billing.QueueReceipt(ctx, tx, m.ID, inv.Customer.Email, nil,
+			billing.ReceiptOf(m.Name, t, "Invoice "+inv.Number, now, m.Location()).Branded(brand, s.publicURL), now)
 		if err != nil {
 			return err
 		}

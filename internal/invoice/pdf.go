@@ -12,7 +12,9 @@ import (
 	"github.com/go-pdf/fpdf"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/store"
 )
 
 // The invoice as a PDF: pdf_url, <public URL>/invoice/{key}/pdf, under the same
@@ -37,7 +39,19 @@ func (s *Service) handlePDF(w http.ResponseWriter, r *http.Request) {
 		noInvoice(w, r, err, "invoice PDF")
 		return
 	}
-	doc, err := renderPDF(inv, m, inv.PaymentURL(s.publicURL))
+	var brand branding.Branding
+	var logo []byte
+	err = s.db.Read(r.Context(), func(q store.Querier) error {
+		var err error
+		if brand, err = branding.Get(r.Context(), q, m.ID); err == nil {
+			logo, err = branding.Image(r.Context(), q, m.ID)
+		}
+		return err
+	})
+	var doc []byte
+	if err == nil {
+		doc, err = renderPDF(inv, m, inv.PaymentURL(s.publicURL), brand, logo)
+	}
 	if err != nil {
 		noInvoice(w, r, fmt.Errorf("invoice %s: %w", inv.LookupID, err), "invoice PDF") // a 500, logged
 		return
@@ -142,8 +156,10 @@ func (d *pdfDoc) wrap(s string, w float64) []string {
 // renderPDF writes inv, of merchant m, as a PDF: the merchant and "Invoice <number>" with its dates and
 // state, whom it bills, a table of its lines (its header again on each page the table continues on),
 // the totals right-aligned, its notes and terms, and the link to its page (payURL). It holds no card
-// data: a paid invoice says when it was paid and the transaction, not with which card.
-func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) {
+// data: a paid invoice says when it was paid and the transaction, not with which card. The merchant's
+// branding shows as its logo (a PNG branding.Logo made, nil for none) above its name, and its accent
+// colour on the title and the link.
+func renderPDF(inv Invoice, m merchant.Merchant, payURL string, brand branding.Branding, logo []byte) ([]byte, error) {
 	f := fpdf.New("P", "mm", "A4", "")
 	d := &pdfDoc{Fpdf: f, tr: f.UnicodeTranslatorFromDescriptor("")}
 	loc := m.Location()
@@ -165,6 +181,24 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) 
 	})
 	d.AddPage()
 
+	accent := func() {
+		if r, g, b, ok := brand.RGB(); ok {
+			d.SetTextColor(r, g, b)
+		} else {
+			d.SetTextColor(0, 70, 170)
+		}
+	}
+	if logo != nil {
+		// The logo fits 60×15 mm, its proportions kept, above the header.
+		info := d.RegisterImageOptionsReader("logo", fpdf.ImageOptions{ImageType: "PNG"}, bytes.NewReader(logo))
+		if info != nil {
+			w, h := info.Extent()
+			scale := min(60/w, 15/h)
+			d.ImageOptions("logo", pdfMargin, d.GetY(), w*scale, h*scale, false, fpdf.ImageOptions{ImageType: "PNG"}, 0, "")
+			d.SetY(d.GetY() + h*scale + 3)
+		}
+	}
+
 	// The header: the merchant on the left; the invoice's number, dates and state on the right.
 	top := d.GetY()
 	d.SetFont("Helvetica", "B", 16)
@@ -176,7 +210,11 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) 
 	left := d.GetY()
 	d.SetXY(pdfMargin+pdfHeadLeft, top)
 	d.SetFont("Helvetica", "B", 16)
+	if _, _, _, ok := brand.RGB(); ok {
+		accent()
+	}
 	d.MultiCell(pdfHeadRight, 8, d.text(title), "", "R", false)
+	d.SetTextColor(0, 0, 0)
 	d.SetFont("Helvetica", "", 9)
 	dates := [][2]string{{"Issued", inv.CreatedAt.In(loc).Format(time.DateOnly)}}
 	if inv.DueDate != "" {
@@ -300,7 +338,7 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string) ([]byte, error) 
 	d.cell(0, label, "L")
 	d.Ln(pdfLine)
 	d.SetFont("Helvetica", "U", 10)
-	d.SetTextColor(0, 70, 170)
+	accent()
 	for _, l := range d.wrap(payURL, pdfPageWidth) {
 		d.CellFormat(0, pdfLine, l, "", 1, "L", false, 0, payURL)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-pdf/fpdf"
 
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 )
@@ -44,14 +45,14 @@ func FuzzInvoicePDF(f *testing.F) {
 			Customer: Customer{FirstName: text, Company: text, Address1: text, City: text}, CreatedAt: at, UpdatedAt: at, PaidAt: at,
 			Payment: &Payment{TransactionID: text}}
 		compute(&inv)
-		doc, err := renderPDF(inv, merchant.Merchant{Name: text, Email: text}, "http://127.0.0.1/invoice/"+inv.PayKey+"/pay")
+		doc, err := renderPDF(inv, merchant.Merchant{Name: text, Email: text}, "http://127.0.0.1/invoice/"+inv.PayKey+"/pay", branding.Branding{}, nil)
 		if err != nil {
 			t.Fatalf("renderPDF(%q, %q): %v", text, number, err)
 		}
 		if !bytes.HasPrefix(doc, []byte("%PDF-")) || !bytes.HasSuffix(bytes.TrimSpace(doc), []byte("%%EOF")) {
 			t.Fatalf("renderPDF(%q, %q) is not a PDF: %.40q…", text, number, doc)
 		}
-		if again, _ := renderPDF(inv, merchant.Merchant{Name: text, Email: text}, "http://127.0.0.1/invoice/"+inv.PayKey+"/pay"); !bytes.Equal(doc, again) {
+		if again, _ := renderPDF(inv, merchant.Merchant{Name: text, Email: text}, "http://127.0.0.1/invoice/"+inv.PayKey+"/pay", branding.Branding{}, nil); !bytes.Equal(doc, again) {
 			t.Fatalf("renderPDF(%q, %q) made two different PDFs of one invoice", text, number)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kassapay/kassa/internal/audit"
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/event"
 	"github.com/kassapay/kassa/internal/fault"
 	"github.com/kassapay/kassa/internal/field"
@@ -92,7 +93,11 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 		return fault.Conflict("invoice_not_sendable", "Invoice %s is %s: only a DRAFT, SENT or OVERDUE invoice is sent.", inv.LookupID, inv.Status)
 	}
 	now := s.now().Truncate(time.Millisecond)
-	msg := s.message(m, *inv, r)
+	brand, err := branding.Get(ctx, tx, m.ID)
+	if err != nil {
+		return err
+	}
+	msg := s.message(m, brand, *inv, r)
 	if r.SendCopy && m.Email != "" {
 		msg.Bcc = []string{m.Email}
 	}
@@ -114,7 +119,9 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 
 // message is the invoice's e-mail: the merchant's message, the lines, the totals, the due date, the
 // payment link and the PDF's link (a link, not an attachment: the outbox's messages are text and HTML).
-func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billing.Message {
+// Its HTML carries the merchant's branding: the logo from its absolute URL (branding.LogoURL), and the
+// accent colour on the title and the links.
+func (s *Service) message(m merchant.Merchant, brand branding.Branding, inv Invoice, r SendRequest) billing.Message {
 	subject := r.Subject
 	if subject == "" {
 		subject = fmt.Sprintf("Invoice %s from %s", inv.Number, m.Name)
@@ -129,7 +136,14 @@ func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billi
 		h.WriteString("<p>" + strings.ReplaceAll(esc(r.Message), "\n", "<br>") + "</p>\n")
 	}
 	fmt.Fprintf(&t, "Invoice %s from %s\n\n", inv.Number, m.Name)
-	fmt.Fprintf(&h, "<h1>Invoice %s from %s</h1>\n<table>\n", esc(inv.Number), esc(m.Name))
+	accent := ""
+	if brand.Accent != "" {
+		accent = ` style="color: ` + esc(brand.Accent) + `"`
+	}
+	if logo := brand.LogoURL(s.publicURL); logo != "" {
+		fmt.Fprintf(&h, "<p><img src=\"%s\" alt=\"%s\" style=\"max-height: 60px; max-width: 200px\"></p>\n", esc(logo), esc(m.Name))
+	}
+	fmt.Fprintf(&h, "<h1%s>Invoice %s from %s</h1>\n<table>\n", accent, esc(inv.Number), esc(m.Name))
 	for _, it := range inv.Items {
 		q := formatDecimal(it.Quantity, QuantityScale)
 		fmt.Fprintf(&t, "%s  %s × %s  %s\n", it.Description, q, money.Format(it.UnitPrice, c), amt(it.Total))
@@ -151,6 +165,7 @@ func (s *Service) message(m merchant.Merchant, inv Invoice, r SendRequest) billi
 	}
 	pdf := inv.PDFURL(s.publicURL)
 	fmt.Fprintf(&t, "\nView and pay the invoice: %s\nDownload the invoice (PDF): %s\n", url, pdf)
-	fmt.Fprintf(&h, "<p><a href=\"%s\">View and pay the invoice</a> · <a href=\"%s\">Download the invoice (PDF)</a></p>\n", esc(url), esc(pdf))
+	fmt.Fprintf(&h, "<p><a href=\"%s\"%s>View and pay the invoice</a> · <a href=\"%s\"%s>Download the invoice (PDF)</a></p>\n",
+		esc(url), accent, esc(pdf), accent)
 	return billing.Message{To: r.To, Subject: subject, Text: t.String(), HTML: h.String()}
 }

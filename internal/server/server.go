@@ -19,6 +19,7 @@ import (
 	"github.com/kassapay/kassa/internal/apidocs"
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/billing"
+	"github.com/kassapay/kassa/internal/branding"
 	"github.com/kassapay/kassa/internal/cardenc"
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/clock"
@@ -238,6 +239,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger: cfg.Logger, Now: cfg.Now, Velocity: s.velocity, Ledger: s.ledger})
 	pages.Routes(r)
 	s.pages = pages
+	r.HandleFunc("GET", "/brand/logo/{file}", branding.ServeLogo(cfg.DB))
 	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
@@ -249,6 +251,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	invoices.Routes(r, s.invoices)
 	s.billingCfg = cfg.Billing
 	s.billingCfg.DB, s.billingCfg.Vault, s.billingCfg.Logger, s.billingCfg.Now = cfg.DB, v, cfg.Logger, cfg.Now
+	s.billingCfg.PublicURL = cfg.PublicURL
 	// Invoices become OVERDUE and are reminded by the billing engine's scheduler, once across nodes.
 	s.billingCfg.Tasks = append(slices.Clip(s.billingCfg.Tasks), invoices.RunDue)
 	if s.billingCfg.Metrics == nil {
