@@ -242,7 +242,9 @@ func (s *Service) reminder(m merchant.Merchant, inv Invoice, now time.Time) bill
 	case today == inv.DueDate:
 		when = "is due today"
 	}
-	return s.message(m, inv, SendRequest{To: inv.SentTo,
+	msg := s.message(m, inv, SendRequest{To: inv.SentTo,
 		Subject: fmt.Sprintf("Reminder: invoice %s from %s %s", inv.Number, m.Name, when),
 		Message: fmt.Sprintf("A reminder: invoice %s %s.", inv.Number, when)})
+	msg.Kind = billing.KindReminder
+	return msg
 }

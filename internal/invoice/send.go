@@ -93,6 +93,7 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 	}
 	now := s.now().Truncate(time.Millisecond)
 	msg := s.message(m, *inv, r)
+	msg.Kind = billing.KindInvoice
 	if r.SendCopy && m.Email != "" {
 		msg.Bcc = []string{m.Email}
 	}
