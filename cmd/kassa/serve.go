@@ -203,6 +203,9 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 				ln.Close()
 				return err
 			}
+			if mailer == nil {
+				fmt.Fprintf(&banner, "E-mails are not sent (demo mode, no --smtp-url): the dashboard shows them, with a preview, at\n  %s/dashboard/settings/emails\n\n", base)
+			}
 		}
 		return srv.Serve(ctx, ln, func() {
 			attrs := []any{"addr", ln.Addr().String(), "public_url", base, "database", db.String()}

@@ -119,11 +119,14 @@ func TestUserCommands(t *testing.T) {
 // The quickstart's dashboard: "kassa serve --demo" prints the demo owner's e-mail and a one-time
 // link; the link sets a password, once, with which the owner signs in to the dashboard. Without an
 // SMTP server the e-mails the owner makes Kassa send are recorded as not sent (demo mode), and
-// Settings → E-mails shows them without their links.
+// Settings → E-mails, which the banner names, shows them without their links.
 func TestDemoOwnerSignsIn(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, nil, "--data-dir", t.TempDir(), "--demo", "--billing-interval", "50ms")
 	out := waitFor(t, srv, "/dashboard/password?token=")
+	if !strings.Contains(out, srv.url+"/dashboard/settings/emails") {
+		t.Fatalf("the banner does not say where the e-mails are:\n%s", out)
+	}
 	link := regexp.MustCompile(`(?m)^\s+(http\S+/dashboard/password\?token=\S+)$`).FindStringSubmatch(out)
 	if link == nil || !strings.Contains(out, "demo@example.com") {
 		t.Fatalf("no link for demo@example.com in:\n%s", out)
