@@ -35,7 +35,7 @@ import (
 func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	addr := fs.String("addr", envOr("KASSA_ADDR", "127.0.0.1:8080"), "address to listen on (env KASSA_ADDR)")
 	publicURL := fs.String("public-url", os.Getenv("KASSA_PUBLIC_URL"), "base of every URL the server hands out; default http://ADDR, or https://ADDR with --tls-cert (env KASSA_PUBLIC_URL)")
-	demo := fs.Bool("demo", os.Getenv("KASSA_DEMO") == "1", "on first start with an empty database, create a demo merchant and print its credentials (env KASSA_DEMO=1)")
+	demo := fs.Bool("demo", os.Getenv("KASSA_DEMO") == "1", "demo mode: on first start with an empty database, create a demo merchant and print its credentials; without --smtp-url, record e-mails as not sent (demo mode), for the dashboard to show under Settings → E-mails, instead of leaving them in the outbox (env KASSA_DEMO=1)")
 	logLevel := fs.String("log-level", envOr("KASSA_LOG_LEVEL", "info"), "debug, info, warn or error (env KASSA_LOG_LEVEL)")
 	poll := fs.Duration("revocation-poll", auth.DefaultRevocationPoll, "how often to load revocations made by other nodes or the CLI (at most 60s)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish at shutdown")
@@ -190,7 +190,7 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		srv, err := server.New(ctx, server.Config{DB: db, Logger: log, RevocationPoll: *poll, ShutdownTimeout: *shutdown, KEK: kek,
 			Simulator:        simulator.Config{Latency: *simLatency, HoldDays: *holdDays},
 			ProcessorTimeout: *procTimeout, RecoveryInterval: *recovery,
-			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer,
+			Billing: billing.Config{Interval: *billingInterval, RetrySchedule: retries, BacklogLimit: *backlog, Mailer: mailer, Demo: *demo && mailer == nil,
 				Lease: 3 * *procTimeout}, NoBillingEngine: !*runBilling, CodeTTL: *codeTTL, PublicURL: base, TLS: pair != nil,
 			TrustedProxies: proxies, Connectors: e.connectors(db, log), WebhooksAllowPrivate: *webhooksPrivate, WebhookRootCAs: webhookRoots, Metrics: set})
 		if err != nil {
@@ -202,6 +202,9 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 			if err := demoMerchant(ctx, &banner, srv, base); err != nil {
 				ln.Close()
 				return err
+			}
+			if mailer == nil {
+				fmt.Fprintf(&banner, "E-mails are not sent (demo mode, no --smtp-url): the dashboard shows them, with a preview, at\n  %s/dashboard/settings/emails\n\n", base)
 			}
 		}
 		return srv.Serve(ctx, ln, func() {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa/internal/billing/billingtest"
 	"github.com/kassapay/kassa/internal/envelope"
@@ -115,11 +117,16 @@ func TestUserCommands(t *testing.T) {
 }
 
 // The quickstart's dashboard: "kassa serve --demo" prints the demo owner's e-mail and a one-time
-// link; the link sets a password, once, with which the owner signs in to the dashboard.
+// link; the link sets a password, once, with which the owner signs in to the dashboard. Without an
+// SMTP server the e-mails the owner makes Kassa send are recorded as not sent (demo mode), and
+// Settings → E-mails, which the banner names, shows them without their links.
 func TestDemoOwnerSignsIn(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, nil, "--data-dir", t.TempDir(), "--demo")
+	srv := startServer(t, nil, "--data-dir", t.TempDir(), "--demo", "--billing-interval", "50ms")
 	out := waitFor(t, srv, "/dashboard/password?token=")
+	if !strings.Contains(out, srv.url+"/dashboard/settings/emails") {
+		t.Fatalf("the banner does not say where the e-mails are:\n%s", out)
+	}
 	link := regexp.MustCompile(`(?m)^\s+(http\S+/dashboard/password\?token=\S+)$`).FindStringSubmatch(out)
 	if link == nil || !strings.Contains(out, "demo@example.com") {
 		t.Fatalf("no link for demo@example.com in:\n%s", out)
@@ -150,4 +157,44 @@ func TestDemoOwnerSignsIn(t *testing.T) {
 		t.Fatalf("the dashboard: %v %v", resp, err)
 	}
 	resp.Body.Close()
+
+	page := func(path string) string {
+		t.Helper()
+		resp, err := c.Get(srv.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d\n%s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	csrf := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(page("/dashboard/staff"))
+	if csrf == nil {
+		t.Fatal("no csrf_token on the staff page")
+	}
+	resp, err = c.PostForm(srv.url+"/dashboard/staff/invite", url.Values{"csrf_token": {csrf[1]}, "email": {"books@example.com"}, "role": {"reporting"}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("invite: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		emails := page("/dashboard/settings/emails")
+		if strings.Contains(emails, "books@example.com") && strings.Contains(emails, "Not sent: demo mode") {
+			if strings.Contains(emails, "token=") {
+				t.Fatalf("the e-mails page shows a link: %s", emails)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the invitation never shows as not sent in demo mode:\n%s", emails)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Contains(srv.stderr.String(), "wait in the outbox") {
+		t.Fatalf("the demo server warns that e-mails wait:\n%s", srv.stderr)
+	}
 }

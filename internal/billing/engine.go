@@ -66,6 +66,10 @@ type Config struct {
 	Mailer *Mailer
 	// PublicURL is Kassa's public URL, under which a receipt links the merchant's logo ("": none).
 	PublicURL string
+	// Demo: without a Mailer, e-mails do not wait in the outbox but are recorded as not sent (demo
+	// mode), emptied as a sent one is; the merchant's log of its e-mails (Mails) shows them with
+	// their preview. kassa serve --demo sets it when no SMTP server is configured.
+	Demo bool
 	// Metrics counts the cycles charged and the e-mails sent (nil: not counted).
 	Metrics *metrics.Set
 	// Tasks are more work of the scheduler, done by each run after the charges: the invoices' due
@@ -90,6 +94,7 @@ type Engine struct {
 	backlog  int
 	lease    time.Duration
 	mailer   *Mailer
+	demo     bool
 	metrics  *metrics.Set
 	tasks    []Task
 	base     string // Config.PublicURL
@@ -101,7 +106,7 @@ type Engine struct {
 // New returns an Engine.
 func New(cfg Config) *Engine {
 	e := &Engine{db: cfg.DB, vault: cfg.Vault, log: cfg.Logger, now: cfg.Now, node: cfg.Node,
-		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer,
+		interval: cfg.Interval, retries: cfg.RetrySchedule, backlog: cfg.BacklogLimit, lease: cfg.Lease, mailer: cfg.Mailer, demo: cfg.Demo,
 		metrics: cfg.Metrics, tasks: cfg.Tasks, base: cfg.PublicURL, wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.Default()

@@ -20,6 +20,8 @@ import (
 // Message is an e-mail with a text and an HTML body. Bcc recipients receive it without appearing in
 // its headers.
 type Message struct {
+	// Kind is what the e-mail is about; Queue refuses a message without one.
+	Kind    Kind
 	To      string
 	Bcc     []string
 	Subject string

@@ -41,15 +41,20 @@ func seal(s store.Sealer, merchantID, to, bcc string, msg Message) []byte {
 // sealer the transaction reaches (an error when no keyring was loaded: nothing is queued in clear).
 // The billing engine's Deliver sends it at least once, retrying while the SMTP server fails, and
 // without a mailer it waits there, sealed. Receipts, invoices, the dashboard's password links and
-// the notices of disabled webhooks go this way.
+// the notices of disabled webhooks go this way. msg must say what it is about (Kind): the merchant's
+// log of its e-mails (Mails) keeps, beside it, its preview, sealed too, in which no link is left.
 func Queue(ctx context.Context, tx *store.Tx, merchantID string, msg Message, now time.Time) error {
+	if !msg.Kind.known() {
+		return fmt.Errorf("billing: an e-mail of unknown kind %q is not queued", msg.Kind)
+	}
 	sealer, err := tx.Sealer()
 	if err != nil {
 		return err
 	}
 	bcc := strings.Join(msg.Bcc, ",")
-	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, sealed, next_attempt, created_at)
-		VALUES ($1, $2, $3, '', '', '', $4, $5, $5)`, merchantID, msg.To, bcc, seal(sealer, merchantID, msg.To, bcc, msg), now.UnixMilli())
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (merchant_id, to_addr, bcc, subject, text_body, html_body, sealed, kind, preview, next_attempt, created_at)
+		VALUES ($1, $2, $3, '', '', '', $4, $5, $6, $7, $7)`, merchantID, msg.To, bcc, seal(sealer, merchantID, msg.To, bcc, msg),
+		string(msg.Kind), sealPreview(sealer, merchantID, msg.To, bcc, msg), now.UnixMilli())
 	return err
 }
 
@@ -176,9 +181,13 @@ const UnsentWarnEvery = time.Hour
 
 // Deliver sends the messages that are due, and returns how many it sent. A failure is retried later
 // (backoff); nothing is dropped. A message sent keeps only its recipients and when it was sent: its
-// subject and bodies are gone from the database. Without a mailer it sends nothing, and warns that
-// e-mails wait.
+// subject and bodies are gone from the database. A failure is recorded as a short phrase
+// (failureReason), the error itself going to the log. Without a mailer it sends nothing, and warns
+// that e-mails wait; in demo mode (Config.Demo) it records them as not sent instead (recordDemo).
 func (e *Engine) Deliver(ctx context.Context) (int, error) {
+	if e.mailer == nil && e.demo {
+		return 0, e.recordDemo(ctx)
+	}
 	if e.mailer == nil {
 		return 0, e.warnUnsent(ctx)
 	}
@@ -207,19 +216,21 @@ func (e *Engine) Deliver(ctx context.Context) (int, error) {
 			continue // another node sends it
 		}
 		msg, sendErr := m.message(sealer)
-		if sendErr == nil {
+		if sendErr != nil {
+			sendErr = fmt.Errorf("%w: %w", errDoesNotOpen, sendErr)
+		} else {
 			sendErr = e.mailer.Send(msg)
 			e.metrics.MailSent(sendErr == nil)
 		}
 		done := e.now()
 		if sendErr == nil {
-			_, err = e.db.Exec(ctx, `UPDATE outbox SET sent_at = $2, attempts = attempts + 1, lease_until = NULL,
+			_, err = e.db.Exec(ctx, `UPDATE outbox SET sent_at = $2, attempts = attempts + 1, lease_until = NULL, last_error = '',
 				sealed = NULL, subject = '', text_body = '', html_body = '' WHERE id = $1`, m.id, done.UnixMilli())
 			sent++
 		} else {
 			e.log.WarnContext(ctx, "e-mail not sent, will retry", "outbox_id", m.id, "err", sendErr)
 			_, err = e.db.Exec(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt = $2, last_error = $3, lease_until = NULL WHERE id = $1`,
-				m.id, done.Add(backoff(m.attempts+1)).UnixMilli(), sendErr.Error())
+				m.id, done.Add(backoff(m.attempts+1)).UnixMilli(), failureReason(sendErr))
 		}
 		if err != nil {
 			return sent, err

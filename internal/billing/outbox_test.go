@@ -36,9 +36,9 @@ func TestOutboxKeepsMessagesSealed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		queue("ada@example.com", billing.Message{Bcc: []string{"books@example.com"}, Subject: "Your link " + subject,
+		queue("ada@example.com", billing.Message{Kind: billing.KindInvoice, Bcc: []string{"books@example.com"}, Subject: "Your link " + subject,
 			Text: "Open " + text, HTML: `<a href="` + html + `">Open</a>`})
-		queue("bob@example.com", billing.Message{Subject: "Another link", Text: "Open " + moved})
+		queue("bob@example.com", billing.Message{Kind: billing.KindInvoice, Subject: "Another link", Text: "Open " + moved})
 		secrets := map[string]string{"a subject": subject, "a text body": text, "an HTML body": html, "the second message's link": moved}
 		storetest.NotStored(t, storetest.RawData(t, db), secrets)
 
@@ -93,7 +93,7 @@ func TestQueueNeedsTheKeyring(t *testing.T) {
 	db := storetest.SQLite(t)
 	ctx := context.Background()
 	err := db.Write(ctx, func(tx *store.Tx) error {
-		return billing.Queue(ctx, tx, "M1", billing.Message{To: "ada@example.com", Subject: "s", Text: "t", HTML: "h"}, time.Now())
+		return billing.Queue(ctx, tx, "M1", billing.Message{Kind: billing.KindReceipt, To: "ada@example.com", Subject: "s", Text: "t", HTML: "h"}, time.Now())
 	})
 	if !errors.Is(err, store.ErrNoSealer) {
 		t.Fatalf("Queue without a keyring: %v", err)
@@ -102,4 +102,38 @@ func TestQueueNeedsTheKeyring(t *testing.T) {
 	if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d messages queued (%v)", n, err)
 	}
+}
+
+// In demo mode, without a mailer, the engine records what waits as not sent: emptied as a sent message
+// is, shown by the merchant's log with its preview, and not warned of as waiting. A person's own
+// e-mail is recorded alike, and left out of the merchant's log.
+func TestDemoModeRecordsEmails(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		f := newFixture(t, db, time.Date(2027, time.October, 5, 14, 0, 0, 0, time.UTC), billing.Config{Demo: true})
+		link := "https://kassa.example/dashboard/password?token=" + rand.Text()
+		for _, kind := range []billing.Kind{billing.KindInvitation, billing.KindPasswordReset} {
+			msg := billing.Message{Kind: kind, To: "ada@example.com", Subject: "Join us", Text: "Open " + link}
+			if err := db.Write(ctx, func(tx *store.Tx) error { return billing.Queue(ctx, tx, f.m.ID, msg, f.clock.Now()) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := f.eng.Deliver(ctx); n != 0 || err != nil {
+			t.Fatalf("Deliver in demo mode = %d, %v", n, err)
+		}
+		for _, e := range billingtest.Outbox(t, db) {
+			if !e.Sent || e.Subject+e.Text+e.HTML != "" {
+				t.Fatalf("a message recorded in demo mode keeps what it said: %+v", e)
+			}
+		}
+		mails, more, err := billing.Mails(ctx, db, f.m.ID, 0, 10)
+		if err != nil || more || len(mails) != 1 {
+			t.Fatalf("Mails = %+v, %v, %v", mails, more, err)
+		}
+		if m := mails[0]; m.Status != billing.MailDemo || m.Kind != billing.KindInvitation || !m.Preview || m.Subject != "Join us" ||
+			m.Text != "Open "+billing.LinkRemoved || m.Sent.IsZero() {
+			t.Fatalf("the invitation in the log: %+v", m)
+		}
+		storetest.NotStored(t, storetest.RawData(t, db), map[string]string{"the link": link})
+	})
 }

@@ -138,7 +138,7 @@ func QueueReceipt(ctx context.Context, tx *store.Tx, merchantID, to string, bcc 
 	if err := receiptHTML.Execute(&html, r); err != nil {
 		return err
 	}
-	return Queue(ctx, tx, merchantID, Message{To: to, Bcc: bcc, Subject: r.subject(),
+	return Queue(ctx, tx, merchantID, Message{Kind: KindReceipt, To: to, Bcc: bcc, Subject: r.subject(),
 		Text: r.text(), HTML: html.String()}, now)
 }
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kassapay/kassa/internal/auth"
+	"github.com/kassapay/kassa/internal/billing"
 	"github.com/kassapay/kassa/internal/browsertest"
 	"github.com/kassapay/kassa/internal/card/cardtest"
 	"github.com/kassapay/kassa/internal/server"
@@ -149,7 +150,8 @@ func TestTwoFactorInBrowser(t *testing.T) {
 // serious or critical violation, and form fields' borders at 3:1 (browsertest.CheckAccessibility).
 func TestDashboardAccessible(t *testing.T) {
 	t.Parallel()
-	s := newShop(t, storetest.SQLite(t), server.Config{})
+	db := storetest.SQLite(t)
+	s := newShop(t, db, server.Config{})
 	ctx := browsertest.New(t)
 	visit := func(path, wait, name string) {
 		t.Helper()
@@ -171,6 +173,16 @@ func TestDashboardAccessible(t *testing.T) {
 	visit("/dashboard/account", "#two-factor-status", "account")
 	visit("/dashboard/activity", "#activity", "activity")
 	visit("/dashboard/settings/ecommerce", "#processor", "eCommerce settings")
+	visit("/dashboard/settings/emails", "#emails-empty", "e-mails, none yet")
+	if err := db.Write(context.Background(), func(tx *store.Tx) error {
+		return billing.QueueReceipt(context.Background(), tx, s.merchantID, "ann@example.com", nil, billing.Receipt{Merchant: "Maple & Birch Goods",
+			Amount: "9.99", Currency: "CAD", Card: "Visa •••• 4242", Date: "2027-01-05", TransactionID: "tr_1"}, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	visit("/dashboard/settings/emails", "#emails", "e-mails")
+	browsertest.Step(t, ctx, 30*time.Second, chromedp.Click(chromedp.CSS(`#emails a[href^="/dashboard/settings/emails/"]`)), chromedp.WaitVisible(chromedp.CSS("#email-html")))
+	browsertest.CheckAccessibilityEverywhere(t, ctx, "an e-mail's preview")
 	visit("/dashboard/account/two-factor/setup", "#totp-key", "two-factor set-up")
 	confirmInBrowser(t, ctx)
 	browsertest.CheckAccessibilityEverywhere(t, ctx, "recovery codes")

@@ -230,6 +230,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.terminalRoutes(r)
 	h.webhookRoutes(r)
 	h.invoiceRoutes(r)
+	h.emailRoutes(r)
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404

@@ -63,17 +63,17 @@ func queueLinkMail(ctx context.Context, tx *store.Tx, u user.User, merchantName 
 	if err := linkHTML.Execute(&html, m); err != nil {
 		return err
 	}
-	subject, text := "Reset your Kassa password", fmt.Sprintf("Someone asked to reset your password for the Kassa dashboard of %s.\n\n"+
+	about, subject, text := billing.KindPasswordReset, "Reset your Kassa password", fmt.Sprintf("Someone asked to reset your password for the Kassa dashboard of %s.\n\n"+
 		"Choose a new password within %s:\n%s\n\nIf it was not you, ignore this e-mail: your password stays as it is.\n", m.Merchant, m.Valid, m.Link)
 	switch {
 	case m.Join:
-		subject, text = "You are invited to "+merchantName+" on Kassa", fmt.Sprintf("You are invited to the Kassa dashboard of %s.\n\n"+
+		about, subject, text = billing.KindInvitation, "You are invited to "+merchantName+" on Kassa", fmt.Sprintf("You are invited to the Kassa dashboard of %s.\n\n"+
 			"Accept the invitation within %s (you sign in with the password you already have):\n%s\n", m.Merchant, m.Valid, m.Link)
 	case m.Invite:
-		subject, text = "You are invited to "+merchantName+" on Kassa", fmt.Sprintf("You are invited to the Kassa dashboard of %s.\n\n"+
+		about, subject, text = billing.KindInvitation, "You are invited to "+merchantName+" on Kassa", fmt.Sprintf("You are invited to the Kassa dashboard of %s.\n\n"+
 			"Choose your password within %s:\n%s\n", m.Merchant, m.Valid, m.Link)
 	}
-	return billing.Queue(ctx, tx, u.MerchantID, billing.Message{To: u.Email, Subject: subject, Text: text, HTML: html.String()}, now)
+	return billing.Queue(ctx, tx, u.MerchantID, billing.Message{Kind: about, To: u.Email, Subject: subject, Text: text, HTML: html.String()}, now)
 }
 
 // validFor says how long a link works, in words.

@@ -232,7 +232,7 @@ func (h *Handler) factorChangedIn(ctx context.Context, tx *store.Tx, u user.User
 	}
 	text := "Your two-factor method changed.\n\n" + factorMail[op] + "\n\nWhen: " + now.UTC().Format("2006-01-02 15:04 UTC") +
 		"\nFrom: " + audit.ActorFrom(ctx).Address + "\n\nIf this was not you, reset your password and tell the owner of your merchant's account at once.\n"
-	return billing.Queue(ctx, tx, u.MerchantID, billing.Message{To: u.Email, Subject: "Your two-factor method changed", Text: text}, now)
+	return billing.Queue(ctx, tx, u.MerchantID, billing.Message{Kind: billing.KindAccountNotice, To: u.Email, Subject: "Your two-factor method changed", Text: text}, now)
 }
 
 // answerRefusal answers err with show when it is a refusal the user can understand (a *fault.Error:

@@ -247,7 +247,9 @@ func (s *Service) reminder(m merchant.Merchant, brand branding.Branding, inv Inv
 	case today == inv.DueDate:
 		when = "is due today"
 	}
-	return s.message(m, brand, inv, SendRequest{To: inv.SentTo,
+	msg := s.message(m, brand, inv, SendRequest{To: inv.SentTo,
 		Subject: fmt.Sprintf("Reminder: invoice %s from %s %s", inv.Number, m.Name, when),
 		Message: fmt.Sprintf("A reminder: invoice %s %s.", inv.Number, when)})
+	msg.Kind = billing.KindReminder
+	return msg
 }

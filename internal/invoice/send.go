@@ -98,6 +98,7 @@ func (s *Service) send(ctx context.Context, tx *store.Tx, m merchant.Merchant, i
 		return err
 	}
 	msg := s.message(m, brand, *inv, r)
+	msg.Kind = billing.KindInvoice
 	if r.SendCopy && m.Email != "" {
 		msg.Bcc = []string{m.Email}
 	}

@@ -65,3 +65,42 @@ func TestUpgradeToSealedOutbox(t *testing.T) {
 		})
 	}
 }
+
+// beforeMailLog is the last schema whose outbox kept no kind, preview or demo mark, and the raw error
+// of a failed attempt.
+const beforeMailLog = 67
+
+// The upgrade to the merchant's log of e-mails (migration 68): an e-mail queued before is listed as
+// an e-mail of unknown kind, without a preview, and one whose attempts failed says only that the mail
+// server failed: the raw error it kept, which named the server's address, is cleared.
+func TestUpgradeToMailLog(t *testing.T) {
+	for name, open := range unmigrated() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := open(t)
+			if err := db.MigrateTo(ctx, beforeMailLog); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UnixMilli()
+			raw := "dial tcp 10.9.8.7:25: connect: connection refused"
+			mustExec(t, db, `INSERT INTO outbox (merchant_id, to_addr, subject, text_body, html_body, attempts, last_error, next_attempt, created_at)
+				VALUES ('aaaaaaaaaa', 'ada@example.com', '', '', '', 2, $1, $2, $2)`, raw, now)
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			servertest.Start(t, db, server.Config{NoBillingEngine: true}) // loads the keyring the log opens previews with
+			mails, more, err := billing.Mails(ctx, db, "aaaaaaaaaa", 0, 10)
+			if err != nil || more || len(mails) != 1 {
+				t.Fatalf("Mails = %+v, %v, %v", mails, more, err)
+			}
+			if m := mails[0]; m.Kind.Label() != "E-mail" || m.Status != billing.MailFailed || m.Reason != "the mail server failed" || m.Preview || m.To != "ada@example.com" {
+				t.Fatalf("the e-mail queued before the upgrade: %+v", m)
+			}
+			var kept int
+			if err := db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE last_error <> ''`).Scan(&kept); err != nil || kept != 0 {
+				t.Fatalf("%d raw errors kept (%v)", kept, err)
+			}
+		})
+	}
+}

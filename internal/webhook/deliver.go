@@ -826,7 +826,7 @@ Every delivery to it has failed since %s. Kassa sends it nothing more until it i
 (Settings → Webhooks in the dashboard, or PATCH /v1/webhook-endpoints/%s with "disabled": false).
 The delivery log of the endpoint shows what its server answered.
 `, endpointID, merchant, target, since.UTC().Format("January 2, 2006 15:04 MST"), endpointID)
-	return billing.Message{To: to, Subject: "Webhook endpoint disabled: " + target, Text: text,
+	return billing.Message{Kind: billing.KindWebhookNotice, To: to, Subject: "Webhook endpoint disabled: " + target, Text: text,
 		HTML: "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Webhook endpoint disabled</title></head><body><pre>" +
 			html.EscapeString(text) + "</pre></body></html>\n"}
 }
