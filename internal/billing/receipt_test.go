@@ -54,7 +54,7 @@ func TestReceipts(t *testing.T) {
 			t.Fatalf("headers: %v (Bcc must not show)", msg.Header)
 		}
 		// The fixture's shop is on the simulator: its receipts say that no money moved.
-		if subj != "Receipt from Test Shop: 42.50 CAD (Test payment — no money moved)" {
+		if subj != "Receipt from Test Shop: CA$42.50 (Test payment — no money moved)" {
 			t.Fatalf("subject %q", subj)
 		}
 		var txID string

@@ -272,7 +272,7 @@ func TestCredentialsInBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#activity")),
 		)
 		row := browsertest.Eval[string](t, ctx, `[...document.querySelectorAll('#activity tbody tr')].map(r => r.textContent).find(t => t.includes('sale')) || ''`)
-		if !strings.Contains(row, "API client "+id) || !strings.Contains(row, "12.34 CAD") || !strings.Contains(row, "approved") {
+		if !strings.Contains(row, "API client "+id) || !strings.Contains(row, "CA$12.34") || !strings.Contains(row, "approved") {
 			t.Errorf("the API's sale on the Activity page: %q", row)
 		}
 		if link := browsertest.Eval[string](t, ctx, `(document.querySelector('#activity a[href^="/dashboard/transactions/"]') || {}).textContent || ''`); len(link) != 20 {

@@ -43,6 +43,8 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/webhook"
+
+	"golang.org/x/text/language"
 )
 
 //go:embed *.html
@@ -294,6 +296,7 @@ type view struct {
 	Title, Nonce  string
 	Session       *user.Session
 	Merchant      string
+	Lang          language.Tag // the merchant's locale, which amounts are shown in (template func amount)
 	Nav           []navItem
 	Switch        []switchItem // the merchants the signed-in person may switch to, when more than one
 	Error, Notice string
@@ -371,7 +374,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		if err != nil {
 			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: read the merchant", "err", err)
 		}
-		v.Merchant = m.Name
+		v.Merchant, v.Lang = m.Name, m.Language()
 		if len(sess.Merchants) > 1 {
 			for _, id := range sess.Merchants {
 				other, err := h.cfg.Merchants.Get(r.Context(), id)

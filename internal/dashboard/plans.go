@@ -55,8 +55,9 @@ func (h *Handler) plans(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, more := trimPage(list, c)
+	lang := h.lang(r)
 	for _, p := range list {
-		pg.Plans = append(pg.Plans, planRow{LookupID: p.LookupID, Name: p.Name, Amount: money.Format(p.Amount, p.Currency) + " " + p.Currency.Code,
+		pg.Plans = append(pg.Plans, planRow{LookupID: p.LookupID, Name: p.Name, Amount: money.Display(p.Amount, p.Currency, lang),
 			Frequency: string(p.Frequency), Payments: payments(p.NumberOfPayments), Receipt: p.SendReceipt,
 			Current: p.CurrentSubscriptions, Total: p.TotalSubscriptions})
 	}

@@ -263,7 +263,7 @@ func (s *Service) completion(ctx context.Context, ss Session, m merchant.Merchan
 	description := in.Description
 	return func(ctx context.Context, tx *store.Tx) error {
 		now := s.now()
-		return billing.QueueReceipt(ctx, tx, m.ID, in.ReceiptEmail, nil, billing.ReceiptOf(m.Name, t, description, now, m.Location()), now)
+		return billing.QueueReceipt(ctx, tx, m.ID, in.ReceiptEmail, nil, billing.ReceiptOf(m, t, description, now, m.Location()), now)
 	}, nil
 }
 

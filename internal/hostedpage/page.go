@@ -144,7 +144,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
 		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
 	if !d.Save {
-		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
+		d.Amount = money.Display(in.Amount, in.Currency, m.Language())
 	}
 	s.render(w, r, http.StatusOK, ss.frameAncestors(m), d)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
+
+	"golang.org/x/text/language"
 )
 
 // Routes registers the invoice service; protect wraps each API route (a bearer token with the invoice
@@ -233,17 +235,17 @@ var page = template.Must(template.New("invoice").Parse(`<!doctype html>
 </html>
 `))
 
-// pageLine is a line of an invoice as its page and its PDF show it: the unit price and the tax in the
-// currency's decimals, the line's total with the currency's code.
+// pageLine is a line of an invoice as its page and its PDF show it: the unit price, the tax and the
+// line's total as people read amounts in the merchant's locale (money.Display).
 type pageLine struct{ Description, SKU, Quantity, UnitPrice, Tax, Total string }
 
-// pageLines are the lines of inv as its page and its PDF show them.
-func pageLines(inv Invoice) []pageLine {
+// pageLines are the lines of inv as its page and its PDF show them, amounts in lang.
+func pageLines(inv Invoice, lang language.Tag) []pageLine {
 	c := inv.Currency
 	out := make([]pageLine, len(inv.Items))
 	for i, it := range inv.Items {
 		out[i] = pageLine{Description: it.Description, SKU: it.SKU, Quantity: formatDecimal(it.Quantity, QuantityScale),
-			UnitPrice: money.Format(it.UnitPrice, c), Tax: money.Format(it.Tax, c), Total: money.Format(it.Total, c) + " " + c.Code}
+			UnitPrice: money.Display(it.UnitPrice, c, lang), Tax: money.Display(it.Tax, c, lang), Total: money.Display(it.Total, c, lang)}
 	}
 	return out
 }
@@ -335,7 +337,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := pageView{Found: true, Title: "Invoice " + inv.Number, Number: inv.Number, Merchant: m.Name, Due: inv.DueDate,
-		Customer: inv.Customer.name(), Lines: pageLines(inv), Totals: totalRows(inv)}
+		Customer: inv.Customer.name(), Lines: pageLines(inv, m.Language()), Totals: totalRows(inv, m.Language())}
 	if v.Customer == "" {
 		v.Customer = inv.Customer.Company
 	}
