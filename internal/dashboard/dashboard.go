@@ -217,6 +217,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", settingsPath+"/api-keys", h.requireRole(managers, h.createAPIKey))
 	r.Handle("POST", settingsPath+"/api-keys/{id}/revoke", h.requireRole(managers, h.revokeAPIKey))
 	r.Handle("POST", settingsPath+"/origins", h.requireRole(managers, h.setOrigins))
+	r.Handle("POST", settingsPath+"/region", h.requireRole(managers, h.setRegion))
 	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
 	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
