@@ -167,6 +167,7 @@ type sessionPage struct {
 	Tries    []pageTry
 	Attempts []payment.Transaction
 	Loc      *time.Location
+	Lang     language.Tag // the merchant's locale, for the attempts' amounts
 }
 
 // pageTry is one try to pay on a session's page.
@@ -182,7 +183,7 @@ func (h *Handler) checkoutSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss, err := h.cfg.HostedPages.Get(r.Context(), m.ID, r.PathValue("session"))
-	pg := sessionPage{Session: ss, Status: ss.Status(h.cfg.Now()), Loc: m.Location()}
+	pg := sessionPage{Session: ss, Status: ss.Status(h.cfg.Now()), Loc: m.Location(), Lang: m.Language()}
 	for _, a := range ss.Attempts {
 		pg.Tries = append(pg.Tries, pageTry{Attempt: a, At: time.Unix(a.CreatedAt, 0)})
 	}

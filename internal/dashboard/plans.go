@@ -81,6 +81,7 @@ func (h *Handler) plans(w http.ResponseWriter, r *http.Request) {
 type planForm struct {
 	New                                         bool
 	LookupID, Name, Amount, Currency, Frequency string
+	Shown                                       string // Amount as people read it, in the merchant's locale: what those who may not edit see
 	Payments                                    string
 	Receipt                                     bool
 	Current, Total                              int
@@ -109,6 +110,11 @@ func (h *Handler) renderPlan(w http.ResponseWriter, r *http.Request, status int,
 	f.Currencies, f.Frequencies, f.CanEdit = m.Currencies, frequencies, isManager(sess.Role)
 	if f.Currency == "" {
 		f.Currency = m.DefaultCurrency
+	}
+	if c, ok := money.Lookup(f.Currency); ok {
+		if minor, err := money.Parse(f.Amount, c); err == nil {
+			f.Shown = money.Display(minor, c, m.Language())
+		}
 	}
 	v.Title, v.Data = "Plan "+f.Name, f
 	if f.New {
