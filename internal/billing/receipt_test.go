@@ -63,7 +63,7 @@ func TestReceipts(t *testing.T) {
 		}
 		for _, typ := range []string{"text/plain", "text/html"} {
 			body := parts[typ]
-			for _, want := range []string{"Test payment — no money moved", "Test Shop", "42.50", "CAD", "VISA ending in 4242", "October 5, 2027", txID, "Coffee club"} {
+			for _, want := range []string{"Test payment — no money moved", "Test Shop", "CA$42.50", "VISA ending in 4242", "October 5, 2027", txID, "Coffee club"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("%s part lacks %q:\n%s", typ, want, body)
 				}
