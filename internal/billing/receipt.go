@@ -19,8 +19,7 @@ import (
 // charges and the dashboard's virtual terminal send it.
 type Receipt struct {
 	Merchant      string
-	Amount        string // formatted (money.Format), without the currency
-	Currency      string
+	Amount        string // as people read it in the merchant's locale, with its currency (money.Display)
 	Card          string // brand and last four digits only (PCI DSS 3.4.1)
 	Date          string
 	TransactionID string
@@ -65,7 +64,7 @@ var pageReceipt = template.Must(template.New("page-receipt").Parse(`<section cla
 <p class="done">Paid{{if .Test}} (test payment: no money moved){{end}}</p>
 <dl>
 <dt>Paid to</dt><dd>{{.Merchant}}</dd>
-<dt>Amount</dt><dd>{{.Amount}} {{.Currency}}</dd>
+<dt>Amount</dt><dd>{{.Amount}}</dd>
 {{if .Card}}<dt>Card</dt><dd id="receipt-card">{{.Card}}</dd>
 {{end}}<dt>Date</dt><dd>{{.Date}}</dd>
 <dt>Reference</dt><dd id="receipt-reference">{{.TransactionID}}</dd>
@@ -86,9 +85,9 @@ func (r Receipt) HTML() (template.HTML, error) {
 // testNotice is what a receipt of a test payment says of it.
 const testNotice = "Test payment — no money moved"
 
-// ReceiptOf is the receipt of transaction t of the merchant named merchant, dated at in loc.
-func ReceiptOf(merchant string, t payment.Transaction, description string, at time.Time, loc *time.Location) Receipt {
-	return Receipt{Merchant: merchant, Amount: money.Format(t.Amount, t.Currency), Currency: t.Currency.Code,
+// ReceiptOf is the receipt of transaction t of merchant m, dated at in loc, its amount in m's locale.
+func ReceiptOf(m merchant.Merchant, t payment.Transaction, description string, at time.Time, loc *time.Location) Receipt {
+	return Receipt{Merchant: m.Name, Amount: money.Display(t.Amount, t.Currency, m.Language()),
 		Card: t.CardType + " ending in " + t.CardSuffix, Date: at.In(loc).Format("January 2, 2006 15:04 MST"),
 		TransactionID: t.TransactionID, Description: description, Test: t.TestMode}
 }
@@ -100,7 +99,7 @@ var receiptHTML = template.Must(template.New("receipt").Funcs(template.FuncMap{"
 {{end}}<h1 style="font-size: 1.25rem{{with .Accent}}; color: {{.}}{{end}}">Receipt from {{.Merchant}}</h1>
 {{if .Test}}<p style="padding: .5rem .75rem; background: #fff3bf; color: #3d2e00; border-left: 4px solid #9a6700"><strong>{{testNotice}}.</strong> This receipt is of a test: nothing was charged to the card.</p>
 {{end}}<table>
-<tr><th scope="row" align="left">Amount</th><td>{{.Amount}} {{.Currency}}</td></tr>
+<tr><th scope="row" align="left">Amount</th><td>{{.Amount}}</td></tr>
 <tr><th scope="row" align="left">Card</th><td>{{.Card}}</td></tr>
 <tr><th scope="row" align="left">Date</th><td>{{.Date}}</td></tr>
 <tr><th scope="row" align="left">Transaction</th><td>{{.TransactionID}}</td></tr>
@@ -111,7 +110,7 @@ var receiptHTML = template.Must(template.New("receipt").Funcs(template.FuncMap{"
 
 // subject is the receipt's e-mail subject: the merchant and amount, and for a test payment testNotice.
 func (r Receipt) subject() string {
-	s := "Receipt from " + r.Merchant + ": " + r.Amount + " " + r.Currency
+	s := "Receipt from " + r.Merchant + ": " + r.Amount
 	if r.Test {
 		s += " (" + testNotice + ")"
 	}
@@ -123,8 +122,8 @@ func (r Receipt) text() string {
 	if r.Test {
 		fmt.Fprintf(&b, "%s. This receipt is of a test: nothing was charged to the card.\n\n", testNotice)
 	}
-	fmt.Fprintf(&b, "Receipt from %s\n\nAmount:      %s %s\nCard:        %s\nDate:        %s\nTransaction: %s\n",
-		r.Merchant, r.Amount, r.Currency, r.Card, r.Date, r.TransactionID)
+	fmt.Fprintf(&b, "Receipt from %s\n\nAmount:      %s\nCard:        %s\nDate:        %s\nTransaction: %s\n",
+		r.Merchant, r.Amount, r.Card, r.Date, r.TransactionID)
 	if r.Description != "" {
 		fmt.Fprintf(&b, "For:         %s\n", r.Description)
 	}
@@ -163,7 +162,7 @@ func (e *Engine) queueReceipt(ctx context.Context, tx *store.Tx, sub vault.Subsc
 	if err != nil {
 		return err
 	}
-	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m.Name, t, sub.Description, now, sub.Location()).Branded(brand, e.base), now)
+	return QueueReceipt(ctx, tx, sub.MerchantID, sub.Email, bccs, ReceiptOf(m, t, sub.Description, now, sub.Location()).Branded(brand, e.base), now)
 }
 
 // StatusReport counts what the billing engine has to do.

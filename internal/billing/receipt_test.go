@@ -79,7 +79,7 @@ func TestReceipts(t *testing.T) {
 			t.Fatalf("headers: %v (Bcc must not show)", msg.Header)
 		}
 		// The fixture's shop is on the simulator: its receipts say that no money moved.
-		if subj != "Receipt from Test Shop: 42.50 CAD (Test payment — no money moved)" {
+		if subj != "Receipt from Test Shop: CA$42.50 (Test payment — no money moved)" {
 			t.Fatalf("subject %q", subj)
 		}
 		var txID string
@@ -88,7 +88,7 @@ func TestReceipts(t *testing.T) {
 		}
 		for _, typ := range []string{"text/plain", "text/html"} {
 			body := parts[typ]
-			for _, want := range []string{"Test payment — no money moved", "Test Shop", "42.50", "CAD", "VISA ending in 4242", "October 5, 2027", txID, "Coffee club"} {
+			for _, want := range []string{"Test payment — no money moved", "Test Shop", "CA$42.50", "VISA ending in 4242", "October 5, 2027", txID, "Coffee club"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("%s part lacks %q:\n%s", typ, want, body)
 				}

@@ -14,6 +14,8 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
+
+	"golang.org/x/text/language"
 )
 
 // record writes, in tx, the audit record of a dashboard action: op on resource (a "user/<id>", or ""
@@ -119,7 +121,7 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, "activity", v)
 		return
 	}
-	v.Rows = activityRows(page.Entries, emails, loc)
+	v.Rows = activityRows(page.Entries, emails, loc, m.Language())
 	if page.More {
 		query.Set("before", page.Next.String())
 		v.Activity.Older = query.Encode()
@@ -136,12 +138,13 @@ func emailsOf(staff []user.User) map[string]string {
 	return out
 }
 
-// activityRows are history entries as the pages show them, times in loc, users by e-mail (emails).
-func activityRows(entries []history.Entry, emails map[string]string, loc *time.Location) []activityRow {
+// activityRows are history entries as the pages show them, times in loc, amounts in lang, users by
+// e-mail (emails).
+func activityRows(entries []history.Entry, emails map[string]string, loc *time.Location, lang language.Tag) []activityRow {
 	var out []activityRow
 	for _, e := range entries {
 		out = append(out, activityRow{When: e.At.In(loc).Format("2006-01-02 15:04:05 MST"), Who: who(e.Record, emails),
-			What: e.Operation, Transaction: e.TransactionID, Rest: rest(e.Record), Outcome: strings.ToLower(e.Outcome), From: e.Address})
+			What: e.Operation, Transaction: e.TransactionID, Rest: rest(e.Record, lang), Outcome: strings.ToLower(e.Outcome), From: e.Address})
 	}
 	return out
 }
@@ -161,14 +164,14 @@ func who(e audit.Record, emails map[string]string) string {
 }
 
 // rest says what else a record names after its operation and transaction, in a line: the vault
-// record or setting it acted on, and its amount and detail.
-func rest(e audit.Record) string {
+// record or setting it acted on, and its amount (in lang) and detail.
+func rest(e audit.Record, lang language.Tag) string {
 	var parts []string
 	if e.Resource != "" {
 		parts = append(parts, e.Resource)
 	}
 	if c, ok := money.Lookup(e.Currency); ok {
-		parts = append(parts, money.Format(e.Amount, c)+" "+c.Code)
+		parts = append(parts, money.Display(e.Amount, c, lang))
 	}
 	if e.Detail != "" {
 		parts = append(parts, "("+e.Detail+")")

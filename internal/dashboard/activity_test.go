@@ -127,12 +127,12 @@ func TestActivityIsOneHistory(t *testing.T) {
 		}
 
 		_, body = b.get("/dashboard/activity?action=sale")
-		if strings.Count(body, "<tr><td>") != 1 || !strings.Contains(body, "API client ") || !strings.Contains(body, "12.34 CAD") ||
+		if strings.Count(body, "<tr><td>") != 1 || !strings.Contains(body, "API client ") || !strings.Contains(body, "CA$12.34") ||
 			!strings.Contains(body, `<a href="/dashboard/transactions/`+sale+`">`) || !strings.Contains(body, "approved") {
 			t.Errorf("the API's sale on the Activity page: %s", body)
 		}
 		_, body = b.get("/dashboard/activity?action=refund")
-		if strings.Count(body, "<tr><td>") != 1 || !strings.Contains(body, "owner@maple.example") || !strings.Contains(body, "2.00 CAD") ||
+		if strings.Count(body, "<tr><td>") != 1 || !strings.Contains(body, "owner@maple.example") || !strings.Contains(body, "CA$2.00") ||
 			!strings.Contains(body, "127.0.0.1") {
 			t.Errorf("the owner's refund, once, on the Activity page: %s", body)
 		}

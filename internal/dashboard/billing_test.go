@@ -125,7 +125,7 @@ func TestPlansCreateEditDelete(t *testing.T) {
 		rep.signIn("reporting@maple.example")
 		resp, body = rep.get("/dashboard/plans/" + id)
 		wantStatus(t, "reporting reads the plan", resp, body, http.StatusOK)
-		if strings.Contains(body, "<form method=\"post\" action=\"/dashboard/plans") || !strings.Contains(body, "15.00 USD") {
+		if strings.Contains(body, "<form method=\"post\" action=\"/dashboard/plans") || !strings.Contains(body, "$15.00") {
 			t.Fatalf("reporting's plan page: %s", body)
 		}
 		forbidden(t, s, []string{"/dashboard/plans/new", "/dashboard/plans/" + id, "/dashboard/plans/" + id + "/delete"})
@@ -222,7 +222,7 @@ func TestSubscriptionsListDetailAndActions(t *testing.T) {
 		resp, body = b.get(page)
 		wantStatus(t, "the subscription's page", resp, body, http.StatusOK)
 		tx := regexp.MustCompile(`<a href="/dashboard/transactions/([^"]+)">`).FindStringSubmatch(body)
-		if tx == nil || !strings.Contains(body, "<td>APPROVED</td><td>9.00 USD</td>") {
+		if tx == nil || !strings.Contains(body, "<td>APPROVED</td><td>$9.00</td>") {
 			t.Fatalf("the billed cycle and its transaction: %s", body)
 		}
 		if r := s.a.must(t, "GET", "/transaction-service/transaction/"+tx[1], nil); r.Str("transaction_result") != "APPROVED" || r.Str("transaction_source") != "RECURRING" {
@@ -405,7 +405,7 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 		resp, body = b.get("/dashboard/payments/intents/" + declined)
 		wantStatus(t, "the intent", resp, body, http.StatusOK)
 		links := regexp.MustCompile(`<td><a href="/dashboard/transactions/([^"]+)">`).FindAllStringSubmatch(body, -1)
-		if len(links) != 2 || !strings.Contains(body, "12.50 USD") || !strings.Contains(body, "test: nothing is charged") ||
+		if len(links) != 2 || !strings.Contains(body, "$12.50") || !strings.Contains(body, "test: nothing is charged") ||
 			!strings.Contains(body, "DECLINED") || !strings.Contains(body, `id="intent-status">succeeded<`) {
 			t.Fatalf("the intent's page: %s", body)
 		}
@@ -431,7 +431,7 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 		}
 		resp, body = b.get("/dashboard/payments/sessions/" + session.Str("id"))
 		wantStatus(t, "the session", resp, body, http.StatusOK)
-		if !strings.Contains(body, `id="session-status">open<`) || !strings.Contains(body, "3.00 USD") || !strings.Contains(body, `id="page-attempts-empty"`) {
+		if !strings.Contains(body, `id="session-status">open<`) || !strings.Contains(body, "$3.00") || !strings.Contains(body, `id="page-attempts-empty"`) {
 			t.Fatalf("the session's page: %s", body)
 		}
 
@@ -756,7 +756,7 @@ func TestRetryNowSuspendedAndStatusFilter(t *testing.T) {
 		}
 		charged := 0
 		for _, body := range bodies {
-			if strings.Contains(body, "The retry is approved: 9.00 USD charged.") {
+			if strings.Contains(body, "The retry is approved: $9.00 charged.") {
 				charged++
 			} else if !strings.Contains(body, "This retry was made already") {
 				t.Fatalf("a submit's answer: %s", body)

@@ -176,7 +176,7 @@ func TestDashboardAccessible(t *testing.T) {
 	visit("/dashboard/settings/emails", "#emails-empty", "e-mails, none yet")
 	if err := db.Write(context.Background(), func(tx *store.Tx) error {
 		return billing.QueueReceipt(context.Background(), tx, s.merchantID, "ann@example.com", nil, billing.Receipt{Merchant: "Maple & Birch Goods",
-			Amount: "9.99", Currency: "CAD", Card: "Visa •••• 4242", Date: "2027-01-05", TransactionID: "tr_1"}, time.Now())
+			Amount: "CA$9.99", Card: "Visa •••• 4242", Date: "2027-01-05", TransactionID: "tr_1"}, time.Now())
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestCredentialsInBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#activity")),
 		)
 		row := browsertest.Eval[string](t, ctx, `[...document.querySelectorAll('#activity tbody tr')].map(r => r.textContent).find(t => t.includes('sale')) || ''`)
-		if !strings.Contains(row, "API client "+id) || !strings.Contains(row, "12.34 CAD") || !strings.Contains(row, "approved") {
+		if !strings.Contains(row, "API client "+id) || !strings.Contains(row, "CA$12.34") || !strings.Contains(row, "approved") {
 			t.Errorf("the API's sale on the Activity page: %q", row)
 		}
 		if link := browsertest.Eval[string](t, ctx, `(document.querySelector('#activity a[href^="/dashboard/transactions/"]') || {}).textContent || ''`); len(link) != 20 {

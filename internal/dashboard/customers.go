@@ -255,7 +255,7 @@ func (h *Handler) customer(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	loc := m.Location()
+	loc, lang := m.Location(), m.Language()
 	cv := &customerView{ID: c.LookupID, Name: fullName(c), Manage: isManager(sess.Role)}
 	for _, f := range vault.DetailFields() {
 		if val := c.Value(f.Name); val != "" {
@@ -267,7 +267,7 @@ func (h *Handler) customer(w http.ResponseWriter, r *http.Request) {
 			Expiry: cd.Expiry.String(), Description: cd.Description, Default: cd.IsDefault})
 	}
 	for _, sub := range c.Subscriptions {
-		row := subscriptionRow{ID: sub.LookupID, Plan: sub.Name, Status: sub.Status, Amount: money.Format(sub.Amount, sub.Currency) + " " + sub.Currency.Code}
+		row := subscriptionRow{ID: sub.LookupID, Plan: sub.Name, Status: sub.Status, Amount: money.Display(sub.Amount, sub.Currency, lang)}
 		if sub.NextRun.Valid {
 			row.Next = time.UnixMilli(sub.NextRun.Int64).In(loc).Format("2006-01-02")
 		}
@@ -290,7 +290,7 @@ func (h *Handler) customer(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, t := range list {
 		cv.Payments = append(cv.Payments, paymentRow{ID: t.TransactionID, When: t.CreatedAt.In(loc).Format("2006-01-02 15:04"),
-			Kind: t.Kind, Result: t.Status, Amount: money.Format(t.Amount, t.Currency) + " " + t.Currency.Code,
+			Kind: t.Kind, Result: t.Status, Amount: money.Display(t.Amount, t.Currency, lang),
 			Card: brandName(t.CardType) + " ending " + t.CardSuffix})
 	}
 	h.render(w, r, http.StatusOK, "customer", view{Title: cv.Name, Wide: true, Data: cv, Notice: notices[r.URL.Query().Get("done")]})

@@ -206,15 +206,15 @@ func TestCustomerDetail(t *testing.T) {
 			t.Errorf("cards %q", got)
 		}
 		next := time.Now().Add(7 * 24 * time.Hour).UTC().Format("2006-01-02")
-		if got := rows(body, "subscriptions"); len(got) != 1 || got[0] != "Coffee club ACTIVE 9.50 CAD "+next {
+		if got := rows(body, "subscriptions"); len(got) != 1 || got[0] != "Coffee club ACTIVE CA$9.50 "+next {
 			t.Errorf("subscriptions %q, want the next billing on %s", got, next)
 		}
 		if !strings.Contains(body, `href="/dashboard/subscriptions/`+c+`/`+sub+`"`) {
 			t.Error("no link to the subscription")
 		}
 		got := rows(body, "payments")
-		if len(got) != 2 || !strings.HasPrefix(got[0], refund["transaction_id"].(string)) || !strings.Contains(got[0], "REFUND APPROVED 5.00 CAD Visa ending 4242") ||
-			!strings.HasPrefix(got[1], sale["transaction_id"].(string)) || !strings.Contains(got[1], "SALE APPROVED 20.00 CAD") {
+		if len(got) != 2 || !strings.HasPrefix(got[0], refund["transaction_id"].(string)) || !strings.Contains(got[0], "REFUND APPROVED CA$5.00 Visa ending 4242") ||
+			!strings.HasPrefix(got[1], sale["transaction_id"].(string)) || !strings.Contains(got[1], "SALE APPROVED CA$20.00") {
 			t.Errorf("payments %q", got)
 		}
 		if !strings.Contains(body, `href="/dashboard/transactions/`+sale["transaction_id"].(string)+`"`) {

@@ -43,6 +43,8 @@ import (
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
 	"github.com/kassapay/kassa/internal/webhook"
+
+	"golang.org/x/text/language"
 )
 
 //go:embed *.html
@@ -216,6 +218,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	r.Handle("POST", settingsPath+"/api-keys/{id}/revoke", h.requireRole(managers, h.revokeAPIKey))
 	r.Handle("POST", settingsPath+"/origins", h.requireRole(managers, h.setOrigins))
 	r.Handle("POST", settingsPath+"/branding", h.requireRole(managers, h.setBranding))
+	r.Handle("POST", settingsPath+"/region", h.requireRole(managers, h.setRegion))
 	r.Handle("GET", accountPath, h.requireRole(everyone, h.account))
 	r.Handle("GET", setupPath, h.requireRole(everyone, h.setupPage))
 	r.Handle("POST", setupPath, h.requireRole(everyone, h.setup))
@@ -296,6 +299,7 @@ type view struct {
 	Title, Nonce  string
 	Session       *user.Session
 	Merchant      string
+	Lang          language.Tag // the merchant's locale, which amounts are shown in (template func amount)
 	Nav           []navItem
 	Switch        []switchItem // the merchants the signed-in person may switch to, when more than one
 	Error, Notice string
@@ -374,7 +378,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		if err != nil {
 			httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: read the merchant", "err", err)
 		}
-		v.Merchant = m.Name
+		v.Merchant, v.Lang = m.Name, m.Language()
 		if len(sess.Merchants) > 1 {
 			for _, id := range sess.Merchants {
 				other, err := h.cfg.Merchants.Get(r.Context(), id)

@@ -62,8 +62,8 @@ func TestEmailsPage(t *testing.T) {
 		receipt := func(merchantID, to string) {
 			t.Helper()
 			if err := db.Write(ctx, func(tx *store.Tx) error {
-				return billing.QueueReceipt(ctx, tx, merchantID, to, nil, billing.Receipt{Merchant: "Maple & Birch Goods", Amount: "9.99",
-					Currency: "CAD", Card: "Visa •••• 4242", Date: "2027-01-05", TransactionID: "tr_1"}, time.Now())
+				return billing.QueueReceipt(ctx, tx, merchantID, to, nil, billing.Receipt{Merchant: "Maple & Birch Goods", Amount: "CA$9.99",
+					Card: "Visa •••• 4242", Date: "2027-01-05", TransactionID: "tr_1"}, time.Now())
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -126,9 +126,9 @@ func TestEmailsPage(t *testing.T) {
 			got[i] = html.UnescapeString(got[i])
 		}
 		want := []string{
-			"Receipt cy@example.com Receipt from Maple & Birch Goods: 9.99 CAD Queued",
+			"Receipt cy@example.com Receipt from Maple & Birch Goods: CA$9.99 Queued",
 			"Invoice reminder bob@example.com Reminder: invoice E-1 is due today Failed the mail server could not be reached ; tried again",
-			"Receipt ann@example.com Receipt from Maple & Birch Goods: 9.99 CAD Sent",
+			"Receipt ann@example.com Receipt from Maple & Birch Goods: CA$9.99 Sent",
 			"Invoice bob@example.com Invoice E-1 from Maple & Birch Goods Sent",
 			"Staff invitation books@maple.example You are invited to Maple & Birch Goods on Kassa Sent",
 		}

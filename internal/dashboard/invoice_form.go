@@ -357,7 +357,7 @@ func totalsOf(f *invoiceForm, m merchant.Merchant) formTotals {
 		if p.Currency.Code == "" {
 			return "—"
 		}
-		return money.Format(v, p.Currency) + " " + p.Currency.Code
+		return money.Display(v, p.Currency, m.Language())
 	}
 	var skipped []string
 	for k, l := range p.Lines {
@@ -369,10 +369,7 @@ func totalsOf(f *invoiceForm, m merchant.Merchant) formTotals {
 		}
 		out.Lines[k] = amt(l.Total) + ", tax " + amt(l.Tax)
 	}
-	discount := amt(p.Discount)
-	if p.Discount > 0 {
-		discount = "-" + discount
-	}
+	discount := amt(-p.Discount) // a discount reads as the negative amount it is
 	out.Totals = []totalRow{{"total-subtotal", "Subtotal", amt(p.Totals.Subtotal)}, {"total-tax", "Tax", amt(p.Totals.Tax)},
 		{"total-discount", "Discount", discount}, {"total-shipping", "Shipping", amt(p.Shipping)},
 		{"total-total", "Total", amt(p.Totals.Total)}}

@@ -16,6 +16,8 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/store"
+
+	"golang.org/x/text/language"
 )
 
 // Invoices: the list by status with totals; create with line items and live totals, send, cancel,
@@ -141,12 +143,12 @@ func (h *Handler) invoices(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, s := range sums {
 		pg.Count += s.Count
-		pg.Sums = append(pg.Sums, invoiceSum{Currency: s.Currency.Code, Total: money.Format(s.Total, s.Currency) + " " + s.Currency.Code, Count: s.Count})
+		pg.Sums = append(pg.Sums, invoiceSum{Currency: s.Currency.Code, Total: money.Display(s.Total, s.Currency, m.Language()), Count: s.Count})
 	}
 	list, more := trimPage(list, c)
 	for _, inv := range list {
 		pg.Rows = append(pg.Rows, invoiceRow{LookupID: inv.LookupID, Number: inv.Number, Customer: billedName(inv.Customer),
-			Email: inv.Customer.Email, Status: string(inv.Status), Total: amountOf(inv, inv.Totals.Total), Due: inv.DueDate,
+			Email: inv.Customer.Email, Status: string(inv.Status), Total: amountOf(inv, inv.Totals.Total, m.Language()), Due: inv.DueDate,
 			Created: inv.CreatedAt.In(m.Location()).Format(time.DateOnly)})
 	}
 	switch {
@@ -211,9 +213,9 @@ func billedName(c invoice.Customer) string {
 	return c.Email
 }
 
-// amountOf formats minor units of the invoice's currency: "176.98 CAD".
-func amountOf(inv invoice.Invoice, minor int64) string {
-	return money.Format(minor, inv.Currency) + " " + inv.Currency.Code
+// amountOf formats minor units of the invoice's currency in lang: "CA$176.98" in en-US.
+func amountOf(inv invoice.Invoice, minor int64, lang language.Tag) string {
+	return money.Display(minor, inv.Currency, lang)
 }
 
 // invoicePage is an invoice's page: the invoice as its customer sees it, its state, and the forms of
@@ -309,8 +311,8 @@ func (h *Handler) renderInvoice(w http.ResponseWriter, r *http.Request, status i
 		return
 	}
 	public := strings.TrimRight(h.cfg.PublicURL, "/")
-	pg := &invoicePage{Inv: inv, Wire: inv.Wire(public), Merchant: m.Name, Totals: inv.TotalRows(),
-		Total: amountOf(inv, inv.Totals.Total), Loc: m.Location(),
+	pg := &invoicePage{Inv: inv, Wire: inv.Wire(public), Merchant: m.Name, Totals: inv.TotalRows(m.Language()),
+		Total: amountOf(inv, inv.Totals.Total, m.Language()), Loc: m.Location(),
 		PayURL: inv.PaymentURL(public), PDFURL: inv.PDFURL(public), CanEdit: isManager(sess.Role),
 		Editable: inv.Status == invoice.Draft || inv.Status == invoice.Sent, Deletable: inv.Status == invoice.Draft,
 		Sendable: inv.Status == invoice.Draft || inv.Status == invoice.Sent || inv.Status == invoice.Overdue}
@@ -322,7 +324,7 @@ func (h *Handler) renderInvoice(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	if p := inv.Payment; p != nil {
-		pg.Paid = &paidView{TransactionID: p.TransactionID, Amount: amountOf(inv, p.Amount),
+		pg.Paid = &paidView{TransactionID: p.TransactionID, Amount: amountOf(inv, p.Amount, m.Language()),
 			When: time.UnixMilli(p.Date).In(m.Location()).Format("2006-01-02 15:04")}
 		if p.CardLast4 != "" {
 			pg.Paid.Card = brandName(p.CardType) + " ending " + p.CardLast4

@@ -63,25 +63,25 @@ func TestInvoiceInBrowser(t *testing.T) {
 		typeInto(t, ctx, "line-0-description", "Widgets")
 		typeInto(t, ctx, "line-0-quantity", "2")
 		typeInto(t, ctx, "line-0-unit_price", "49.99")
-		waitText(t, ctx, "total-total", "99.98 CAD")
-		waitText(t, ctx, "line-0-amount", "99.98 CAD, tax 0.00 CAD")
+		waitText(t, ctx, "total-total", "CA$99.98")
+		waitText(t, ctx, "line-0-amount", "CA$99.98, tax CA$0.00")
 		typeInto(t, ctx, "tax_rate", "13")
-		waitText(t, ctx, "total-total", "112.98 CAD")
+		waitText(t, ctx, "total-total", "CA$112.98")
 		browsertest.Step(t, ctx, 10*time.Second, chromedp.Click(chromedp.CSS("#add-line")))
 		if f := browsertest.Eval[string](t, ctx, `document.activeElement.name + ' ' + document.querySelectorAll('#lines legend')[1].textContent`); f != "items[1].description Line 2" {
 			t.Fatalf("after adding a line the focus is on %q", f)
 		}
 		typeInto(t, ctx, "line-1-description", "Consulting hours")
 		waitText(t, ctx, "line-1-amount", "Not counted: Line 2 unit price is required.")
-		waitText(t, ctx, "total-total", "112.98 CAD") // the line not complete yet does not count
+		waitText(t, ctx, "total-total", "CA$112.98") // the line not complete yet does not count
 		typeInto(t, ctx, "line-1-quantity", "1.5")
 		typeInto(t, ctx, "line-1-unit_price", "33.33")
-		waitText(t, ctx, "line-1-amount", "50.00 CAD, tax 6.50 CAD")
-		waitText(t, ctx, "total-total", "169.48 CAD")
+		waitText(t, ctx, "line-1-amount", "CA$50.00, tax CA$6.50")
+		waitText(t, ctx, "total-total", "CA$169.48")
 		typeInto(t, ctx, "discount_amount", "5")
 		typeInto(t, ctx, "shipping_amount", "12.50")
-		waitText(t, ctx, "total-total", "176.98 CAD")
-		waitText(t, ctx, "total-tax", "19.50 CAD")
+		waitText(t, ctx, "total-total", "CA$176.98")
+		waitText(t, ctx, "total-tax", "CA$19.50")
 		if rm := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('.remove-line')].filter(b => !b.hidden).map(b => b.textContent)`); strings.Join(rm, ",") != "Remove line 1,Remove line 2" {
 			t.Fatalf("the remove buttons: %q", rm)
 		}

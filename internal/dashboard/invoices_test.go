@@ -116,14 +116,14 @@ func TestInvoiceListTotalsAndSearch(t *testing.T) {
 			query      string
 			sums, list []string
 		}{
-			{"", []string{"CAD 3 197.99 CAD", "USD 2 15.50 USD"}, []string{"A-5", "A-4", "A-3", "A-2", "A-1"}},
-			{"?status=DRAFT", []string{"CAD 2 177.99 CAD"}, []string{"A-5", "A-1"}},
-			{"?status=SENT", []string{"CAD 1 20.00 CAD", "USD 1 10.00 USD"}, []string{"A-3", "A-2"}},
-			{"?status=CANCELLED", []string{"USD 1 5.50 USD"}, []string{"A-4"}},
+			{"", []string{"CAD 3 CA$197.99", "USD 2 $15.50"}, []string{"A-5", "A-4", "A-3", "A-2", "A-1"}},
+			{"?status=DRAFT", []string{"CAD 2 CA$177.99"}, []string{"A-5", "A-1"}},
+			{"?status=SENT", []string{"CAD 1 CA$20.00", "USD 1 $10.00"}, []string{"A-3", "A-2"}},
+			{"?status=CANCELLED", []string{"USD 1 $5.50"}, []string{"A-4"}},
 			{"?status=PAID", nil, nil},
-			{"?q=BOB%40example.com", []string{"CAD 3 197.99 CAD"}, []string{"A-5", "A-3", "A-1"}},
-			{"?q=bob%40example.com&status=SENT", []string{"CAD 1 20.00 CAD"}, []string{"A-3"}},
-			{"?q=A-2", []string{"USD 1 10.00 USD"}, []string{"A-2"}},
+			{"?q=BOB%40example.com", []string{"CAD 3 CA$197.99"}, []string{"A-5", "A-3", "A-1"}},
+			{"?q=bob%40example.com&status=SENT", []string{"CAD 1 CA$20.00"}, []string{"A-3"}},
+			{"?q=A-2", []string{"USD 1 $10.00"}, []string{"A-2"}},
 			{"?q=A-", nil, nil},
 		} {
 			resp, body := b.get("/dashboard/invoices" + tc.query)
@@ -146,7 +146,7 @@ func TestInvoiceListTotalsAndSearch(t *testing.T) {
 			!strings.Contains(body, `href="/dashboard/invoices?q=bob%40example.com&amp;status=SENT" aria-current="page"`) {
 			t.Errorf("the tabs do not keep the search: %s", body)
 		}
-		if _, body := b.get("/dashboard/invoices/" + draft); !strings.Contains(body, "176.98 CAD") {
+		if _, body := b.get("/dashboard/invoices/" + draft); !strings.Contains(body, "CA$176.98") {
 			t.Errorf("the draft's page: %s", body)
 		}
 		resp, body = b.get("/dashboard/invoices?status=LOST")
@@ -165,7 +165,7 @@ func TestInvoiceListTotalsAndSearch(t *testing.T) {
 		if len(first) != 25 || !strings.HasPrefix(first[0], "B-21 ") || older == nil || strings.Contains(body, `rel="prev"`) {
 			t.Fatalf("the first page: %d rows from %q, older %v", len(first), first[0], older)
 		}
-		if got := rows(body, "invoice-sums"); strings.Join(got, "|") != "CAD 25 219.99 CAD|USD 2 15.50 USD" {
+		if got := rows(body, "invoice-sums"); strings.Join(got, "|") != "CAD 25 CA$219.99|USD 2 $15.50" {
 			t.Errorf("the sums count every page: %q", got)
 		}
 		_, body = b.get("/dashboard/invoices" + strings.ReplaceAll(older[1], "&amp;", "&"))
@@ -212,10 +212,10 @@ func TestInvoiceCreateAndEdit(t *testing.T) {
 		form.Set("action", "recalculate")
 		resp, page = b.post("/dashboard/invoices/new", form)
 		wantStatus(t, "recalculate", resp, page, http.StatusOK)
-		if got := rows(page, "invoice-totals"); strings.Join(got, "|") != "Subtotal 149.98 CAD|Tax 19.50 CAD|Discount -5.00 CAD|Shipping 12.50 CAD|Total 176.98 CAD" {
+		if got := rows(page, "invoice-totals"); strings.Join(got, "|") != "Subtotal CA$149.98|Tax CA$19.50|Discount -CA$5.00|Shipping CA$12.50|Total CA$176.98" {
 			t.Errorf("the recalculated totals: %q", got)
 		}
-		for i, want := range []string{"99.98 CAD, tax 13.00 CAD", "50.00 CAD, tax 6.50 CAD"} {
+		for i, want := range []string{"CA$99.98, tax CA$13.00", "CA$50.00, tax CA$6.50"} {
 			if !strings.Contains(page, fmt.Sprintf(`id="line-%d-amount">%s</p>`, i, want)) {
 				t.Errorf("line %d does not come to %s: %s", i+1, want, page)
 			}
@@ -235,10 +235,10 @@ func TestInvoiceCreateAndEdit(t *testing.T) {
 		}
 		js.Set("items[3].description", "Half done")
 		tot := postTotals(t, b, js)
-		if lines := fmt.Sprint(tot["lines"]); lines != "[99.98 CAD, tax 13.00 CAD  50.00 CAD, tax 6.50 CAD Not counted: Line 3 unit price is required.]" {
+		if lines := fmt.Sprint(tot["lines"]); lines != "[CA$99.98, tax CA$13.00  CA$50.00, tax CA$6.50 Not counted: Line 3 unit price is required.]" {
 			t.Errorf("the script's lines: %s", lines)
 		}
-		if last := tot["totals"].([]any)[4].(map[string]any); last["id"] != "total-total" || last["value"] != "176.98 CAD" ||
+		if last := tot["totals"].([]any)[4].(map[string]any); last["id"] != "total-total" || last["value"] != "CA$176.98" ||
 			!strings.Contains(tot["note"].(string), "Line 3 is not counted") {
 			t.Errorf("the script's totals: %v", tot)
 		}
@@ -269,7 +269,7 @@ func TestInvoiceCreateAndEdit(t *testing.T) {
 			t.Errorf("the lines through the API: %s", inv.Raw)
 		}
 		_, page = b.get("/dashboard/invoices/" + id + "?done=created")
-		if !strings.Contains(page, "The invoice is saved as a draft.") || !strings.Contains(page, "176.98 CAD") ||
+		if !strings.Contains(page, "The invoice is saved as a draft.") || !strings.Contains(page, "CA$176.98") ||
 			!strings.Contains(page, `data-copy="pay-link"`) || !strings.Contains(page, inv.Str("payment_url")) ||
 			!strings.Contains(page, `href="`+strings.TrimSuffix(inv.Str("payment_url"), "/pay")+`/pdf"`) {
 			t.Errorf("the invoice's page: %s", page)
@@ -509,7 +509,7 @@ func TestInvoiceChargeStoredCard(t *testing.T) {
 		csrf := b.signIn("owner@maple.example")
 		path := "/dashboard/invoices/" + id
 		_, page := b.get(path)
-		if !strings.Contains(page, `<option value="`+cards[0]+`">Visa ending 4242`) || !strings.Contains(page, "Charge 250.00 CAD") {
+		if !strings.Contains(page, `<option value="`+cards[0]+`">Visa ending 4242`) || !strings.Contains(page, "Charge CA$250.00") {
 			t.Fatalf("the charge form: %s", page)
 		}
 		charge := url.Values{"csrf_token": {csrf}, "key": {formKeyOf(t, page, path+"/charge")}, "card": {cards[0]}}

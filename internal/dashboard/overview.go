@@ -9,6 +9,8 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/report"
+
+	"golang.org/x/text/language"
 )
 
 // overviewPage is what the overview shows: for today, the last 7 and the last 30
@@ -42,8 +44,8 @@ type figureRow struct {
 	Cells [len(report.Periods)]string
 }
 
-// figures lays out a currency's totals over report.Periods.
-func figures(o report.Overview, c money.Currency) currencyFigures {
+// figures lays out a currency's totals over report.Periods, amounts in lang.
+func figures(o report.Overview, c money.Currency, lang language.Tag) currencyFigures {
 	var t [len(report.Periods)]report.Totals
 	for i, days := range report.Periods {
 		t[i] = o.Period(c.Code, days)
@@ -56,11 +58,11 @@ func figures(o report.Overview, c money.Currency) currencyFigures {
 		return r
 	}
 	return currencyFigures{Code: c.Code, Rows: []figureRow{
-		row("Gross volume", func(t report.Totals) string { return money.Format(t.Gross, c) }),
+		row("Gross volume", func(t report.Totals) string { return money.Display(t.Gross, c, lang) }),
 		row("Approved", func(t report.Totals) string { return count(t.Approved) }),
 		row("Approval rate", func(t report.Totals) string { return permille(t.Approved, t.Attempts()) }),
-		row("Refunds", func(t report.Totals) string { return money.Format(t.Refunds, c) }),
-		row("Net", func(t report.Totals) string { return money.Format(t.Net(), c) }),
+		row("Refunds", func(t report.Totals) string { return money.Display(t.Refunds, c, lang) }),
+		row("Net", func(t report.Totals) string { return money.Display(t.Net(), c, lang) }),
 	}}
 }
 
@@ -135,7 +137,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	p := overviewPage{Test: test, Zone: loc.String(), Billing: billing, Loc: loc, HasCharts: len(o.Currencies) > 0}
 	for _, code := range o.Currencies {
 		c, _ := money.Lookup(code)
-		p.Figures = append(p.Figures, figures(o, c))
+		p.Figures = append(p.Figures, figures(o, c, m.Language()))
 		if chosen.Code == "" {
 			chosen = c
 		}
@@ -156,7 +158,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if p.HasCharts {
-		p.Volume, p.Outcomes = volumeChart(o, chosen, mode), outcomesChart(o, mode)
+		p.Volume, p.Outcomes = volumeChart(o, chosen, mode, m.Language()), outcomesChart(o, mode)
 	}
 	for _, rs := range o.Reasons[:min(len(o.Reasons), topReasons)] {
 		text := processor.Messages[rs.Code]
@@ -168,8 +170,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "overview", view{Title: "Overview", Wide: true, TestData: test, Data: p})
 }
 
-// volumeChart is the chart of the gross volume per day in currency c, with its table.
-func volumeChart(o report.Overview, c money.Currency, mode string) chartView {
+// volumeChart is the chart of the gross volume per day in currency c, with its table; the table and
+// the description read amounts in lang, the axis' ticks are plain numbers of the caption's currency.
+func volumeChart(o report.Overview, c money.Currency, mode string, lang language.Tag) chartView {
 	daily := o.Daily[c.Code]
 	values := make([]int64, len(o.Dates))
 	var total, top int64
@@ -187,14 +190,14 @@ func volumeChart(o report.Overview, c money.Currency, mode string) chartView {
 	if c.Digits == 0 {
 		format = func(v int64) string { return money.Format(v, c) }
 	}
-	desc := "Gross volume per day of the last 30 days, " + mode + " transactions, in " + c.Code + ": " + money.Format(total, c) + " in all"
+	desc := "Gross volume per day of the last 30 days, " + mode + " transactions, in " + c.Code + ": " + money.Display(total, c, lang) + " in all"
 	if top > 0 {
-		desc += ", the most " + money.Format(top, c) + " on " + o.Dates[topDay].Format("January 2")
+		desc += ", the most " + money.Display(top, c, lang) + " on " + o.Dates[topDay].Format("January 2")
 	}
 	v := chartView{chart: newChart("volume", "Daily volume in "+c.Code, desc+". The table beside the chart lists every day.",
 		o.Dates, []chartSeries{{Name: "volume", Class: "bar-volume", Values: values}}, format),
 		Caption: "Daily volume in " + c.Code + ", today first", Columns: []string{"Gross volume (" + c.Code + ")"}}
-	v.Rows = chartRows(o.Dates, func(i int) []string { return []string{money.Format(values[i], c)} })
+	v.Rows = chartRows(o.Dates, func(i int) []string { return []string{money.Display(values[i], c, lang)} })
 	return v
 }
 

@@ -62,8 +62,8 @@ var overviewSales = []sale{
 }
 
 // The Home page of owners, admins and reporting is the overview: today's test figures of the shop
-// whose payments go to the simulator (gross 20.00 USD of a sale and a capture, 2 of 3 approved,
-// refunds 2.50, net 17.50), the decline reason, the e-mail waiting in the outbox; the live figures
+// whose payments go to the simulator (gross $20.00 of a sale and a capture, 2 of 3 approved,
+// refunds $2.50, net $17.50), the decline reason, the e-mail waiting in the outbox; the live figures
 // apart, behind the switch. Sales staff get the short Home. A mode that is neither is a 400.
 func TestOverviewFigures(t *testing.T) {
 	t.Parallel()
@@ -75,8 +75,8 @@ func TestOverviewFigures(t *testing.T) {
 			b.signIn(role + "@maple.example")
 			resp, body := b.get("/dashboard")
 			wantStatus(t, role+"'s overview", resp, body, http.StatusOK)
-			for _, want := range []string{`id="figures"`, "<caption>USD</caption>", "<td>20.00</td><td>20.00</td><td>20.00</td>",
-				"<td>66.7 %</td>", "<td>2.50</td>", "<td>17.50</td>", "Insufficient funds", "insufficient_funds",
+			for _, want := range []string{`id="figures"`, "<caption>USD</caption>", "<td>$20.00</td><td>$20.00</td><td>$20.00</td>",
+				"<td>66.7 %</td>", "<td>$2.50</td>", "<td>$17.50</td>", "Insufficient funds", "insufficient_funds",
 				`<span class="n">1</span> e-mails waiting`, `href="/dashboard/subscriptions?status=RETRY"`, `role="img"`, "Test transactions."} {
 				if !strings.Contains(body, want) {
 					t.Fatalf("%s's overview lacks %q:\n%s", role, want, body)
@@ -91,7 +91,7 @@ func TestOverviewFigures(t *testing.T) {
 		b.signIn("owner@maple.example")
 		resp, body := b.get("/dashboard?mode=live")
 		wantStatus(t, "the live overview", resp, body, http.StatusOK)
-		if !strings.Contains(body, "<caption>CAD</caption>") || !strings.Contains(body, "<td>0.00</td><td>100.00</td><td>100.00</td>") ||
+		if !strings.Contains(body, "<caption>CAD</caption>") || !strings.Contains(body, "<td>CA$0.00</td><td>CA$100.00</td><td>CA$100.00</td>") ||
 			strings.Contains(body, "<caption>USD</caption>") {
 			t.Fatalf("the live overview:\n%s", body)
 		}

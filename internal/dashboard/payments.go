@@ -14,6 +14,8 @@ import (
 	"github.com/kassapay/kassa/internal/httpapi"
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/payment"
+
+	"golang.org/x/text/language"
 )
 
 // Payments: payment intents and hosted-page sessions, listed, and each in detail with its attempts
@@ -91,6 +93,7 @@ type intentPage struct {
 	checkout.Intent
 	Attempts []payment.Transaction // the ledger transactions of its money operations, oldest first
 	Loc      *time.Location
+	Lang     language.Tag // the merchant's locale, for the attempts' amounts
 }
 
 // intent shows one of the merchant's payment intents with the ledger transactions of its attempts.
@@ -100,7 +103,7 @@ func (h *Handler) intent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := h.cfg.Checkout.Get(r.Context(), checkout.Who{Merchant: m}, r.PathValue("intent"))
-	pg := intentPage{Intent: in, Loc: m.Location()}
+	pg := intentPage{Intent: in, Loc: m.Location(), Lang: m.Language()}
 	if err == nil {
 		pg.Attempts, err = h.attempts(r.Context(), in)
 	}
@@ -164,6 +167,7 @@ type sessionPage struct {
 	Tries    []pageTry
 	Attempts []payment.Transaction
 	Loc      *time.Location
+	Lang     language.Tag // the merchant's locale, for the attempts' amounts
 }
 
 // pageTry is one try to pay on a session's page.
@@ -179,7 +183,7 @@ func (h *Handler) checkoutSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss, err := h.cfg.HostedPages.Get(r.Context(), m.ID, r.PathValue("session"))
-	pg := sessionPage{Session: ss, Status: ss.Status(h.cfg.Now()), Loc: m.Location()}
+	pg := sessionPage{Session: ss, Status: ss.Status(h.cfg.Now()), Loc: m.Location(), Lang: m.Language()}
 	for _, a := range ss.Attempts {
 		pg.Tries = append(pg.Tries, pageTry{Attempt: a, At: time.Unix(a.CreatedAt, 0)})
 	}

@@ -55,8 +55,9 @@ func (h *Handler) plans(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, more := trimPage(list, c)
+	lang := h.lang(r)
 	for _, p := range list {
-		pg.Plans = append(pg.Plans, planRow{LookupID: p.LookupID, Name: p.Name, Amount: money.Format(p.Amount, p.Currency) + " " + p.Currency.Code,
+		pg.Plans = append(pg.Plans, planRow{LookupID: p.LookupID, Name: p.Name, Amount: money.Display(p.Amount, p.Currency, lang),
 			Frequency: string(p.Frequency), Payments: payments(p.NumberOfPayments), Receipt: p.SendReceipt,
 			Current: p.CurrentSubscriptions, Total: p.TotalSubscriptions})
 	}
@@ -80,6 +81,7 @@ func (h *Handler) plans(w http.ResponseWriter, r *http.Request) {
 type planForm struct {
 	New                                         bool
 	LookupID, Name, Amount, Currency, Frequency string
+	Shown                                       string // Amount as people read it, in the merchant's locale: what those who may not edit see
 	Payments                                    string
 	Receipt                                     bool
 	Current, Total                              int
@@ -108,6 +110,11 @@ func (h *Handler) renderPlan(w http.ResponseWriter, r *http.Request, status int,
 	f.Currencies, f.Frequencies, f.CanEdit = m.Currencies, frequencies, isManager(sess.Role)
 	if f.Currency == "" {
 		f.Currency = m.DefaultCurrency
+	}
+	if c, ok := money.Lookup(f.Currency); ok {
+		if minor, err := money.Parse(f.Amount, c); err == nil {
+			f.Shown = money.Display(minor, c, m.Language())
+		}
 	}
 	v.Title, v.Data = "Plan "+f.Name, f
 	if f.New {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kassapay/kassa/internal/auth"
 	"github.com/kassapay/kassa/internal/branding"
+	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/store"
 )
 
@@ -53,6 +55,9 @@ type settingsView struct {
 	Live       bool
 	Keys       *keysView
 	Branding   brandingView
+	Timezone   string         // the merchant's IANA time zone
+	Locale     string         // the merchant's locale, a tag of Locales
+	Locales    []money.Locale // the locales a merchant may choose
 }
 
 // settings serves Settings → eCommerce.
@@ -96,6 +101,11 @@ func (h *Handler) renderSettings(w http.ResponseWriter, r *http.Request, status 
 	}
 	if err == nil {
 		sv.Keys, err = h.loadKeys(r.Context(), sess.MerchantID)
+	}
+	if err == nil {
+		var m merchant.Merchant
+		m, err = h.cfg.Merchants.Get(r.Context(), sess.MerchantID)
+		sv.Timezone, sv.Locale, sv.Locales = m.Timezone, m.Language().String(), money.Locales()
 	}
 	if err != nil {
 		h.fail(w, r, err)

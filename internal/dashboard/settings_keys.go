@@ -170,6 +170,25 @@ func (h *Handler) setOrigins(w http.ResponseWriter, r *http.Request) {
 	h.renderSettings(w, r, http.StatusOK, view{Notice: "The hosted page's embedding origins are saved."})
 }
 
+// setRegion sets the merchant's time zone, whose days every date and day boundary of the dashboard
+// follows, and the locale amounts are shown in. A bad one is refused naming its field, and neither is
+// saved.
+func (h *Handler) setRegion(w http.ResponseWriter, r *http.Request) {
+	sess := signedIn(r)
+	zone, locale := strings.TrimSpace(r.PostFormValue("timezone")), r.PostFormValue("locale")
+	err := h.cfg.DB.Write(r.Context(), func(tx *store.Tx) error {
+		if _, err := merchant.ApplyUpdate(r.Context(), tx, sess.MerchantID, merchant.Update{Timezone: &zone, Locale: &locale}); err != nil {
+			return err
+		}
+		return record(r.Context(), tx, sess.MerchantID, "merchant.region", "", zone+" "+locale, h.cfg.Now())
+	})
+	if h.answerRefusal(w, r, err, func(status int, msg string) { h.renderSettings(w, r, status, view{Error: msg}) }) {
+		return
+	}
+	h.cfg.Merchants.Forget(sess.MerchantID)
+	h.renderSettings(w, r, http.StatusOK, view{Notice: "The time zone and locale are saved."})
+}
+
 // chosen is the choice of choices whose value the form sent.
 func chosen(choices []validity, value string) (time.Duration, bool) {
 	for _, c := range choices {

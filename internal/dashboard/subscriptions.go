@@ -242,7 +242,7 @@ func (h *Handler) retryNow(w http.ResponseWriter, r *http.Request) {
 	notice := "This retry was made already (the form was sent twice, or the page reloaded): nothing more was charged. The history below shows its outcome."
 	switch {
 	case charged && c.Status == payment.StatusApproved:
-		notice = "The retry is approved: " + money.Format(c.Amount, c.Currency) + " " + c.Currency.Code + " charged."
+		notice = "The retry is approved: " + money.Display(c.Amount, c.Currency, h.lang(r)) + " charged."
 	case charged:
 		notice = "The retry is declined: " + fault.Sentence(c.Message)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/user"
 	"github.com/kassapay/kassa/internal/vault"
+
+	"golang.org/x/text/language"
 )
 
 // The virtual terminal: a sale or an authorization for a phone or mail order, with the currency,
@@ -113,7 +115,7 @@ func (h *Handler) startTerminal(w http.ResponseWriter, r *http.Request) {
 		var ss hostedpage.Session
 		if ss, page, err = h.cfg.HostedPages.CreateForDashboard(r.Context(), h.dashboardWho(r, m), req); err == nil {
 			h.render(w, r, http.StatusOK, "cardframe", view{Title: "Terminal: card", Data: cardFrameView{Frame: page,
-				Done: terminalPath + "/sessions/" + ss.SessionID, DoneIs: "See the result", Summary: summary(f, req)}})
+				Done: terminalPath + "/sessions/" + ss.SessionID, DoneIs: "See the result", Summary: summary(f, req, m.Language())}})
 			return
 		}
 	}
@@ -212,12 +214,12 @@ func pow10(n int) int64 {
 }
 
 // summary says what the card form is about to do.
-func summary(f terminalForm, req hostedpage.DashboardRequest) string {
+func summary(f terminalForm, req hostedpage.DashboardRequest, lang language.Tag) string {
 	what := "Sale"
 	if f.Kind == payment.KindAuthorization {
 		what = "Authorization"
 	}
-	s := what + " of " + money.Format(req.Intent.Amount, req.Intent.Currency) + " " + req.Intent.Currency.Code + ", mail or telephone order"
+	s := what + " of " + money.Display(req.Intent.Amount, req.Intent.Currency, lang) + ", mail or telephone order"
 	if f.OrderID != "" {
 		s += ", order " + f.OrderID
 	}

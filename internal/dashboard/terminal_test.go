@@ -84,7 +84,7 @@ func TestTerminalRolesAndForm(t *testing.T) {
 		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-src 'self'") || !strings.Contains(csp, "script-src 'nonce-") {
 			t.Errorf("the card form's page CSP: %s", csp)
 		}
-		if !strings.Contains(body, "Sale of 12.50 USD, mail or telephone order, order PO-1.") {
+		if !strings.Contains(body, "Sale of $12.50, mail or telephone order, order PO-1.") {
 			t.Errorf("the page does not say what the form does:\n%s", body)
 		}
 		// Without script, the page's link goes to the result, which says the form is still open.
@@ -239,7 +239,7 @@ func TestTerminalSaleInBrowser(t *testing.T) {
 		browsertest.Step(t, ctx, 30*time.Second, chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
 		signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, "nav")
 		terminalOrder(t, ctx, s.srv.URL, map[string]string{"amount": "8.00", "order_id": "PO-8", "customer": "Ada@Example.com"}, "save-existing")
-		if summary := browsertest.Eval[string](t, ctx, `document.querySelector('main').textContent`); !strings.Contains(summary, "Sale of 8.00 CAD") {
+		if summary := browsertest.Eval[string](t, ctx, `document.querySelector('main').textContent`); !strings.Contains(summary, "Sale of CA$8.00") {
 			t.Fatalf("the card form's page for the existing customer: %s", summary)
 		}
 		typeCard(t, ctx, cardtest.Mastercard)

@@ -20,6 +20,8 @@ import (
 	"github.com/kassapay/kassa/internal/processor"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/user"
+
+	"golang.org/x/text/language"
 )
 
 // The Transactions section: the list with filters (date range in the merchant's time zone, type,
@@ -181,7 +183,7 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	loc := m.Location()
+	loc, lang := m.Location(), m.Language()
 	form, f, bad := parseList(r.URL.Query(), loc)
 	lv := &listView{Form: form, Kinds: kinds, Zone: loc.String(), Export: template.URL(form.query().Encode()), Filtered: len(form.query()) > 0}
 	v := view{Title: "Transactions", Wide: true, Data: lv}
@@ -229,7 +231,7 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, t := range rows {
 		lv.Rows = append(lv.Rows, listRow{ID: t.TransactionID, When: t.CreatedAt.In(loc).Format("2006-01-02 15:04"), Type: t.Kind,
-			Result: t.Status, Declined: t.Status != payment.StatusApproved, Amount: money.Format(t.Amount, t.Currency) + " " + t.Currency.Code,
+			Result: t.Status, Declined: t.Status != payment.StatusApproved, Amount: money.Display(t.Amount, t.Currency, lang),
 			Card: cardShown(t), Customer: customerOf(t), Order: t.OrderID})
 	}
 	h.render(w, r, http.StatusOK, "transactions", v)
@@ -263,7 +265,8 @@ type detailView struct {
 	Zone       string
 	Declined   bool
 	Actions    bool   // the user may capture, refund or void
-	Refundable string // what remains to refund of an approved sale or capture, "" for none
+	Refundable string // what remains to refund of an approved sale or capture, a plain decimal for the form; "" for none
+	Remains    string // Refundable as people read it, in the merchant's locale
 	Capturable string // the authorized amount, the capture form's default
 	CanRefund  bool
 	CanCapture bool
@@ -296,10 +299,10 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 	if !ok {
 		return
 	}
-	loc := m.Location()
-	dv := &detailView{T: t, Amount: money.Format(t.Amount, t.Currency) + " " + t.Currency.Code, Zone: loc.String(),
+	loc, lang := m.Location(), m.Language()
+	dv := &detailView{T: t, Amount: money.Display(t.Amount, t.Currency, lang), Zone: loc.String(),
 		Declined: t.Status != payment.StatusApproved, Actions: slices.Contains(managers, sess.Role), Failed: failed, Typed: typed}
-	dv.Fields = details(t, loc)
+	dv.Fields = details(t, loc, lang)
 	switch t.Authentication {
 	case processor.AuthenticationSucceeded:
 		dv.ThreeDS = "Challenged; the cardholder passed"
@@ -318,7 +321,7 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 		}
 		ids = append(ids, c.TransactionID)
 		dv.Chain = append(dv.Chain, chainRow{ID: c.TransactionID, When: c.CreatedAt.In(loc).Format("2006-01-02 15:04:05"), Type: c.Kind,
-			Result: c.Status, Amount: money.Format(c.Amount, c.Currency) + " " + c.Currency.Code, Current: c.ID == t.ID})
+			Result: c.Status, Amount: money.Display(c.Amount, c.Currency, lang), Current: c.ID == t.ID})
 	}
 	err = h.cfg.DB.Read(r.Context(), func(q store.Querier) error {
 		staff, err := user.List(r.Context(), q, m.ID)
@@ -336,7 +339,7 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 			dv.Processor = kind + " account " + t.ProcessorAccount + map[bool]string{true: " (test)", false: ""}[test]
 		}
 		entries, err := history.Trail(r.Context(), q, m.ID, ids)
-		dv.Trail = activityRows(entries, emailsOf(staff), loc)
+		dv.Trail = activityRows(entries, emailsOf(staff), loc, lang)
 		return err
 	})
 	if err != nil {
@@ -347,7 +350,7 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 		switch t.Kind {
 		case payment.KindSale, payment.KindCapture:
 			if left := t.Amount - t.Reserved; left > 0 {
-				dv.CanRefund, dv.Refundable = true, money.Format(left, t.Currency)
+				dv.CanRefund, dv.Refundable, dv.Remains = true, money.Format(left, t.Currency), money.Display(left, t.Currency, lang)
 			}
 		case payment.KindAuthorization:
 			dv.CanCapture = t.ClosedBy == "" && t.Amount > 0
@@ -369,13 +372,13 @@ func (h *Handler) showTransaction(w http.ResponseWriter, r *http.Request, status
 }
 
 // details are every field of a transaction, as its page lists them; the card only as first 6 and
-// last 4.
-func details(t payment.Transaction, loc *time.Location) []detailField {
+// last 4; times in loc, the amount in lang.
+func details(t payment.Transaction, loc *time.Location, lang language.Tag) []detailField {
 	c := t.Customer
 	all := []detailField{
 		{"Transaction ID", t.TransactionID}, {"Number", strconv.FormatInt(t.ID, 10)}, {"Type", t.Kind}, {"Result", t.Status},
 		{"Message", t.Message}, {"Decline code", t.DeclineCode},
-		{"Amount", money.Format(t.Amount, t.Currency) + " " + t.Currency.Code},
+		{"Amount", money.Display(t.Amount, t.Currency, lang)},
 		{"Time", t.CreatedAt.In(loc).Format("2006-01-02 15:04:05 MST")}, {"Last change", t.UpdatedAt.In(loc).Format("2006-01-02 15:04:05 MST")},
 		{"Card", cardShown(t)}, {"Source", t.Source}, {"Order by", map[bool]string{true: "Mail or telephone (virtual terminal)"}[t.MailOrder]},
 		{"Customer", c.CustomerLookupID}, {"Test", map[bool]string{true: "Yes: nothing was charged", false: "No"}[t.TestMode]},
@@ -468,12 +471,13 @@ func (h *Handler) followUp(kind string) http.HandlerFunc {
 			}
 		}
 		if r.PostFormValue("confirm") != "yes" {
+			lang := m.Language()
 			cv := &followUpConfirm{T: t, Kind: kind, Verb: verb, Action: transactionsPath + "/" + t.TransactionID + "/" + verb, Key: key,
 				AmountTyped: typed}
 			if kind != payment.KindVoid {
-				cv.Amount = money.Format(amount, t.Currency) + " " + t.Currency.Code
+				cv.Amount = money.Display(amount, t.Currency, lang)
 			} else {
-				cv.Amount = money.Format(t.Amount, t.Currency) + " " + t.Currency.Code
+				cv.Amount = money.Display(t.Amount, t.Currency, lang)
 			}
 			h.render(w, r, http.StatusOK, "transaction_confirm", view{Title: "Confirm the " + verb, Data: cv})
 			return

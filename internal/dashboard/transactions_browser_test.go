@@ -69,7 +69,7 @@ func TestTransactionsInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS("#refund-form button[type=submit]")),
 			chromedp.WaitVisible(chromedp.CSS("#confirm")),
 		)
-		if q := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-question').textContent`); !strings.Contains(q, "Refund 25.00 CAD") {
+		if q := browsertest.Eval[string](t, ctx, `document.getElementById('confirm-question').textContent`); !strings.Contains(q, "Refund CA$25.00") {
 			t.Fatalf("the confirmation asks %q", q)
 		}
 		browsertest.CheckAccessibilityEverywhere(t, ctx, "refund confirmation")
@@ -89,7 +89,7 @@ func TestTransactionsInBrowser(t *testing.T) {
 			chromedp.Navigate(s.srv.URL+"/dashboard/transactions/"+sale),
 			chromedp.WaitVisible(chromedp.CSS("#refundable")),
 		)
-		if left := browsertest.Eval[string](t, ctx, `document.getElementById('refundable').textContent`); !strings.HasPrefix(left, "35.00 CAD remains") {
+		if left := browsertest.Eval[string](t, ctx, `document.getElementById('refundable').textContent`); !strings.HasPrefix(left, "CA$35.00 remains") {
 			t.Fatalf("after the refund: %q", left)
 		}
 		browsertest.Step(t, ctx, 30*time.Second,

@@ -230,7 +230,7 @@ func TestTransactionActions(t *testing.T) {
 		b := s.browser(t)
 		csrf := b.signIn("admin@maple.example")
 		_, page := b.get("/dashboard/transactions/" + sale)
-		if !strings.Contains(page, "100.00 CAD remains to refund") {
+		if !strings.Contains(page, "CA$100.00 remains to refund") {
 			t.Fatalf("the sale's page: %s", page)
 		}
 		key := signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
@@ -254,14 +254,14 @@ func TestTransactionActions(t *testing.T) {
 			t.Fatalf("the API's sale: %d", r.Status)
 		}
 		_, page = b.get("/dashboard/transactions/" + sale)
-		if !strings.Contains(page, "70.00 CAD remains to refund") {
+		if !strings.Contains(page, "CA$70.00 remains to refund") {
 			t.Fatalf("the sale's page after the refund: %s", page)
 		}
 		// The trail records what was done to the sale, and by whom: the API client's sale, and the one
 		// refund of the admin's three submissions.
 		rows := trail(t, page)
-		if len(rows) != 2 || !strings.HasPrefix(rows[0][0], "API client ") || rows[0][1] != "sale "+sale+" 100.00 CAD (Approved)" ||
-			rows[1] != [3]string{"admin@maple.example", "refund " + refundID + " 30.00 CAD (Approved)", "approved"} {
+		if len(rows) != 2 || !strings.HasPrefix(rows[0][0], "API client ") || rows[0][1] != "sale "+sale+" CA$100.00 (Approved)" ||
+			rows[1] != [3]string{"admin@maple.example", "refund " + refundID + " CA$30.00 (Approved)", "approved"} {
 			t.Fatalf("the sale's audit trail after the refund: %q", rows)
 		}
 		// A new form: more than remains is refused, said on the page.
@@ -653,7 +653,7 @@ func TestRefundDoubleSubmitAtOnce(t *testing.T) {
 				t.Fatalf("round %d: neither submit landed on the refund: %v", round, statuses)
 			}
 			_, page = b.get("/dashboard/transactions/" + sale)
-			if !strings.Contains(page, "30.00 CAD remains to refund") {
+			if !strings.Contains(page, "CA$30.00 remains to refund") {
 				t.Fatalf("round %d: the sale's page after the refund: %s", round, page)
 			}
 		}

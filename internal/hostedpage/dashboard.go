@@ -269,7 +269,7 @@ func (s *Service) completion(ctx context.Context, ss Session, m merchant.Merchan
 			return err
 		}
 		return billing.QueueReceipt(ctx, tx, m.ID, in.ReceiptEmail, nil,
-			billing.ReceiptOf(m.Name, t, description, now, m.Location()).Branded(brand, s.base), now)
+			billing.ReceiptOf(m, t, description, now, m.Location()).Branded(brand, s.base), now)
 	}, nil
 }
 

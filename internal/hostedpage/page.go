@@ -162,7 +162,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 	d := pageData{State: cfg.State, Merchant: m.Name, Save: ss.Purpose == PurposeSaveCard, ReturnURL: ss.ReturnURL,
 		Appearance: ss.Appearance, Config: cfg, Invoice: ss.Dashboard.Invoice, Brand: brand, Test: s.ledger.Test(ctx, m.ID, in.LatestCharge)}
 	if !d.Save {
-		d.Amount = money.Format(in.Amount, in.Currency) + " " + in.Currency.Code
+		d.Amount = money.Display(in.Amount, in.Currency, m.Language())
 		if ss.Outcome == "completed" {
 			d.Receipt = s.receipt(ctx, ss, m, in, now)
 		}
@@ -189,7 +189,7 @@ func (s *Service) receipt(ctx context.Context, ss Session, m merchant.Merchant, 
 	if ss.Purpose == PurposeTerminal || ss.Purpose == PurposeInvoice {
 		sentTo = in.ReceiptEmail
 	}
-	r := billing.ReceiptOf(m.Name, t, in.Description, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, now, sentTo)
+	r := billing.ReceiptOf(m, t, in.Description, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, now, sentTo)
 	return &r
 }
 

@@ -236,7 +236,7 @@ func TestPageHeadersAndStates(t *testing.T) {
 			t.Fatalf("page: %d, CSP %q, cookie %q", status, csp, h.Get("Set-Cookie"))
 		}
 		for _, want := range []string{`autocomplete="cc-number"`, `autocomplete="cc-exp"`, `autocomplete="cc-csc"`, `autocomplete="cc-name"`,
-			`<label for="card-number">`, `role="alert"`, "10.00 CAD", `id="cancel-button"`} {
+			`<label for="card-number">`, `role="alert"`, "CA$10.00", `id="cancel-button"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the page lacks %s", want)
 			}

@@ -146,7 +146,7 @@ func TestInvoiceLife(t *testing.T) {
 			"customer_email", "ada@example.com", "customer_first_name", "Ada", "customer_city", "London",
 			"customer_lookup_id", customer.Str("lookup_id"), "invoice_number", "INV-"+jpy.Str("lookup_id"))
 		if mails := outbox(t, f.srv, m.ID); len(mails) != 1 || mails[0].to != "ada@example.com" || !strings.Contains(mails[0].text, jpy.Str("payment_url")) ||
-			!strings.Contains(mails[0].text, "3455 JPY") || !strings.Contains(mails[0].subject, jpy.Str("invoice_number")) {
+			!strings.Contains(mails[0].text, "¥3,455") || !strings.Contains(mails[0].subject, jpy.Str("invoice_number")) {
 			t.Fatalf("outbox after send_email: %+v", mails)
 		}
 
@@ -237,7 +237,7 @@ func TestInvoiceLife(t *testing.T) {
 		}
 		if e := mails[1]; e.to != "accounts@example.com" || e.subject != "Your invoice" || !strings.Contains(e.bcc, "@example.com") ||
 			!strings.Contains(e.text, "Hello <Bob>") || !strings.Contains(e.html, "Hello &lt;Bob&gt;") || !strings.Contains(e.text, payURL) || !strings.Contains(e.text, cad.Str("pdf_url")) || !strings.Contains(e.html, cad.Str("pdf_url")) ||
-			!strings.Contains(e.text, "120.50 CAD") || !strings.Contains(e.text, "Due: 2030-01-31") {
+			!strings.Contains(e.text, "CA$120.50") || !strings.Contains(e.text, "Due: 2030-01-31") {
 			t.Errorf("the invoice's e-mail: %+v", e)
 		}
 		want(t, "send to a bad address", m.Do(t, "POST", base+"/"+id+"/send", map[string]any{"email": "nobody"}), 400, "invalid_request", "email")
@@ -246,7 +246,7 @@ func TestInvoiceLife(t *testing.T) {
 		// The public page leads to the card form, which shows the invoice; an unknown key is a 404 page.
 		got, status := getPage(t, payURL)
 		if status != 200 || !strings.Contains(got, "Invoice 2026-001") || !strings.Contains(got, "Test Shop") ||
-			!strings.Contains(got, "120.50 CAD") || !strings.Contains(got, "card-form") {
+			!strings.Contains(got, "CA$120.50") || !strings.Contains(got, "card-form") {
 			t.Errorf("the invoice page: %d\n%s", status, got)
 		}
 		if _, status := getPage(t, f.srv.URL+"/invoice/NOSUCHKEY/pay"); status != 404 {

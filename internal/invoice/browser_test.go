@@ -39,7 +39,7 @@ func TestPayingAnInvoiceInBrowser(t *testing.T) {
 		browsertest.Step(t, tab, 30*time.Second, chromedp.Navigate(inv.Str("payment_url")),
 			chromedp.WaitVisible(chromedp.CSS("#card-number")))
 		page := browsertest.Eval[string](t, tab, `document.querySelector('main').textContent`)
-		for _, w := range []string{"Test Shop", "Invoice WEB-1", "Consulting day", "113.00 CAD"} {
+		for _, w := range []string{"Test Shop", "Invoice WEB-1", "Consulting day", "CA$113.00"} {
 			if !strings.Contains(page, w) {
 				t.Fatalf("the card form lacks %q: %s", w, page)
 			}
@@ -93,10 +93,10 @@ func TestPayingAnInvoiceInBrowser(t *testing.T) {
 			subject string
 			has     []string
 		}{
-			{"Invoice WEB-1 from Test Shop", []string{"Consulting day", "113.00 CAD", inv.Str("payment_url"), inv.Str("pdf_url")}},
+			{"Invoice WEB-1 from Test Shop", []string{"Consulting day", "CA$113.00", inv.Str("payment_url"), inv.Str("pdf_url")}},
 			// Paid on the simulator: the receipt says it moved no money.
-			{"Receipt from Test Shop: 113.00 CAD (Test payment — no money moved)",
-				[]string{"Test payment — no money moved", "113.00", "CAD", "VISA ending in 4242", txID, "Invoice WEB-1"}},
+			{"Receipt from Test Shop: CA$113.00 (Test payment — no money moved)",
+				[]string{"Test payment — no money moved", "CA$113.00", "VISA ending in 4242", txID, "Invoice WEB-1"}},
 		}
 		for i, w := range want {
 			_, subject, parts := billingtest.Read(t, msgs[i])

@@ -20,6 +20,8 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
+
+	"golang.org/x/text/language"
 )
 
 // Routes registers the invoice service; protect wraps each API route (a bearer token with the invoice
@@ -257,17 +259,17 @@ th, td { text-align: left; padding: .2rem .3rem; }
 </html>
 `))
 
-// pageLine is a line of an invoice as its page and its PDF show it: the unit price and the tax in the
-// currency's decimals, the line's total with the currency's code.
+// pageLine is a line of an invoice as its page and its PDF show it: the unit price, the tax and the
+// line's total as people read amounts in the merchant's locale (money.Display).
 type pageLine struct{ Description, SKU, Quantity, UnitPrice, Tax, Total string }
 
-// pageLines are the lines of inv as its page and its PDF show them.
-func pageLines(inv Invoice) []pageLine {
+// pageLines are the lines of inv as its page and its PDF show them, amounts in lang.
+func pageLines(inv Invoice, lang language.Tag) []pageLine {
 	c := inv.Currency
 	out := make([]pageLine, len(inv.Items))
 	for i, it := range inv.Items {
 		out[i] = pageLine{Description: it.Description, SKU: it.SKU, Quantity: formatDecimal(it.Quantity, QuantityScale),
-			UnitPrice: money.Format(it.UnitPrice, c), Tax: money.Format(it.Tax, c), Total: money.Format(it.Total, c) + " " + c.Code}
+			UnitPrice: money.Display(it.UnitPrice, c, lang), Tax: money.Display(it.Tax, c, lang), Total: money.Display(it.Total, c, lang)}
 	}
 	return out
 }
@@ -362,7 +364,7 @@ func (s *Service) receipt(ctx context.Context, m merchant.Merchant, inv Invoice)
 		httpapi.Logger(ctx).ErrorContext(ctx, "invoice page: read the payment for the receipt", "invoice", inv.LookupID, "err", err)
 		return nil
 	}
-	r := billing.ReceiptOf(m.Name, t, "Invoice "+inv.Number, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, s.now(), inv.Customer.Email)
+	r := billing.ReceiptOf(m, t, "Invoice "+inv.Number, t.CreatedAt, m.Location()).ForPage(t.CreatedAt, s.now(), inv.Customer.Email)
 	return &r
 }
 
@@ -383,7 +385,7 @@ func (s *Service) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := pageView{Found: true, Title: "Invoice " + inv.Number, Number: inv.Number, Merchant: m.Name, Due: inv.DueDate,
-		Customer: inv.Customer.name(), Lines: pageLines(inv), Totals: totalRows(inv), Nonce: rand.Text()}
+		Customer: inv.Customer.name(), Lines: pageLines(inv, m.Language()), Totals: totalRows(inv, m.Language()), Nonce: rand.Text()}
 	if err := s.db.Read(r.Context(), func(q store.Querier) (err error) { v.Brand, err = branding.Get(r.Context(), q, m.ID); return err }); err != nil {
 		noInvoice(w, r, fmt.Errorf("invoice %s: branding: %w", inv.LookupID, err), "invoice page") // a 500, logged
 		return

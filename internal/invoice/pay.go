@@ -23,6 +23,8 @@ import (
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
 	"github.com/kassapay/kassa/internal/store"
+
+	"golang.org/x/text/language"
 )
 
 // Paying an invoice.
@@ -196,7 +198,7 @@ func (s *Service) paid(ctx context.Context, tx *store.Tx, in checkout.Intent, t 
 			return err
 		}
 		err = billing.QueueReceipt(ctx, tx, m.ID, inv.Customer.Email, nil,
-			billing.ReceiptOf(m.Name, t, "Invoice "+inv.Number, now, m.Location()).Branded(brand, s.publicURL), now)
+			billing.ReceiptOf(m, t, "Invoice "+inv.Number, now, m.Location()).Branded(brand, s.publicURL), now)
 		if err != nil {
 			return err
 		}
@@ -238,7 +240,7 @@ func (s *Service) openPage(ctx context.Context, m merchant.Merchant, ref, key st
 		if err != nil {
 			return "", err
 		}
-		shown, now := pageInvoice(inv), s.now()
+		shown, now := pageInvoice(inv, m.Language()), s.now()
 		id := ""
 		if inv.SessionID != "" {
 			err = s.db.Read(ctx, func(q store.Querier) error {
@@ -313,28 +315,29 @@ func (s *Service) newSession(ctx context.Context, m merchant.Merchant, inv Invoi
 	return id, err
 }
 
-// pageInvoice is inv as the card form shows it.
-func pageInvoice(inv Invoice) hostedpage.Invoice {
+// pageInvoice is inv as the card form shows it, amounts in lang.
+func pageInvoice(inv Invoice, lang language.Tag) hostedpage.Invoice {
 	c := inv.Currency
-	amt := func(v int64) string { return money.Format(v, c) + " " + c.Code }
-	out := hostedpage.Invoice{LookupID: inv.LookupID, Number: inv.Number, Totals: totalRows(inv), Due: inv.DueDate}
+	amt := func(v int64) string { return money.Display(v, c, lang) }
+	out := hostedpage.Invoice{LookupID: inv.LookupID, Number: inv.Number, Totals: totalRows(inv, lang), Due: inv.DueDate}
 	for _, it := range inv.Items {
 		out.Lines = append(out.Lines, hostedpage.InvoiceLine{Description: it.Description,
-			Quantity: formatDecimal(it.Quantity, QuantityScale) + " × " + money.Format(it.UnitPrice, c), Amount: amt(it.Total)})
+			Quantity: formatDecimal(it.Quantity, QuantityScale) + " × " + amt(it.UnitPrice), Amount: amt(it.Total)})
 	}
 	return out
 }
 
-// totalRows are the invoice's totals as its page, form and e-mail show them.
-func totalRows(inv Invoice) [][2]string {
+// totalRows are the invoice's totals as its page, form and e-mail show them, amounts in lang (the
+// merchant's locale); the discount reads as the negative amount it is.
+func totalRows(inv Invoice, lang language.Tag) [][2]string {
 	c := inv.Currency
-	amt := func(v int64) string { return money.Format(v, c) + " " + c.Code }
+	amt := func(v int64) string { return money.Display(v, c, lang) }
 	rows := [][2]string{{"Subtotal", amt(inv.Totals.Subtotal)}}
 	if inv.Totals.Tax != 0 {
 		rows = append(rows, [2]string{"Tax (" + formatDecimal(inv.TaxRate, RateScale) + "%)", amt(inv.Totals.Tax)})
 	}
 	if inv.Discount != 0 {
-		rows = append(rows, [2]string{"Discount", "-" + amt(inv.Discount)})
+		rows = append(rows, [2]string{"Discount", amt(-inv.Discount)})
 	}
 	if inv.Shipping != 0 {
 		rows = append(rows, [2]string{"Shipping", amt(inv.Shipping)})

@@ -86,7 +86,7 @@ func TestPayingAnInvoice(t *testing.T) {
 			t.Fatalf("the invoice page: %d, want a redirect to the card form", status)
 		}
 		page, status := getPage(t, f.srv.URL+form)
-		for _, w := range []string{"Test Shop", "Invoice PAY-1", "Consulting day", "2 × 50.00", "Tax (13%)", "113.00 CAD", "card-form"} {
+		for _, w := range []string{"Test Shop", "Invoice PAY-1", "Consulting day", "2 × CA$50.00", "Tax (13%)", "CA$113.00", "card-form"} {
 			if status != 200 || !strings.Contains(page, w) {
 				t.Fatalf("the card form (%d) lacks %q:\n%s", status, w, page)
 			}

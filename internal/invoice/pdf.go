@@ -109,7 +109,9 @@ type pdfDoc struct {
 // safe returns s as the core font can show it: composed (NFC, so that an "e" followed by a combining
 // diaeresis is the "ë" cp1252 has), without invisible formatting characters (zero-width spaces,
 // direction marks), each other control character a space — but a line break where lines may break
-// the text — and each character cp1252 lacks a "?". It is still UTF-8: text() translates it.
+// the text —, each character cp1252 lacks its compatibility form (NFKC) where cp1252 has that (the
+// fullwidth yen sign CLDR gives ja-JP is "¥", a narrow no-break space a space), and any other a "?".
+// It is still UTF-8: text() translates it.
 func (d *pdfDoc) safe(s string, lines bool) string {
 	var b strings.Builder
 	for _, r := range norm.NFC.String(s) {
@@ -120,11 +122,25 @@ func (d *pdfDoc) safe(s string, lines bool) string {
 		case unicode.IsControl(r):
 			r = ' '
 		case r >= 0x80 && d.tr(string(r)) == ".": // the translator's mark of a character it has not
+			if k := norm.NFKC.String(string(r)); d.cp1252(k) {
+				b.WriteString(k)
+				continue
+			}
 			r = '?'
 		}
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// cp1252 reports whether the translator has every character of s.
+func (d *pdfDoc) cp1252(s string) bool {
+	for _, r := range s {
+		if r >= 0x80 && d.tr(string(r)) == "." {
+			return false
+		}
+	}
+	return true
 }
 
 // text is s in the PDF's encoding, on one line.
@@ -268,7 +284,7 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string, brand branding.B
 		d.SetFont("Helvetica", "", 9)
 	}
 	tableHeader()
-	for _, l := range pageLines(inv) {
+	for _, l := range pageLines(inv, m.Language()) {
 		texts := []string{l.Description, l.SKU, l.Quantity, l.UnitPrice, l.Tax, l.Total} // pdfColumns' order
 		cells := make([][]string, len(pdfColumns))
 		rows := 0
@@ -298,7 +314,7 @@ func renderPDF(inv Invoice, m merchant.Merchant, payURL string, brand branding.B
 	d.Ln(3)
 
 	// The totals, right-aligned; the total in bold under a rule.
-	rows := totalRows(inv)
+	rows := totalRows(inv, m.Language())
 	for i, row := range rows {
 		last := i == len(rows)-1
 		if d.GetY()+pdfLine+2 > pageHeight-pdfBottom {

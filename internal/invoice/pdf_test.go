@@ -123,11 +123,11 @@ func TestInvoicePDF(t *testing.T) {
 			[]string{"1 King St W"}, []string{"Suite 5"}, []string{"Toronto, ON M5V 2T6"}, []string{"Canada"}, []string{"zoe@example.com"},
 			[]string{"+1 416 555 0100"},
 			[]string{"Description", "SKU", "Quantity", "Unit price", "Tax", "Amount"},
-			[]string{"Widgets", "W-1", "2", "49.99", "13.00", "99.98 CAD"},
-			[]string{"Hours", "H-7", "1.5", "33.33", "6.50", "50.00 CAD"},
-			[]string{"Delivery box", "1", "10.50", "1.37", "10.50 CAD"},
-			[]string{"Subtotal", "160.48 CAD"}, []string{"Tax (13%)", "20.87 CAD"}, []string{"Discount", "-5.00 CAD"},
-			[]string{"Shipping", "12.50 CAD"}, []string{"Total", "188.85 CAD"},
+			[]string{"Widgets", "W-1", "2", "CA$49.99", "CA$13.00", "CA$99.98"},
+			[]string{"Hours", "H-7", "1.5", "CA$33.33", "CA$6.50", "CA$50.00"},
+			[]string{"Delivery box", "1", "CA$10.50", "CA$1.37", "CA$10.50"},
+			[]string{"Subtotal", "CA$160.48"}, []string{"Tax (13%)", "CA$20.87"}, []string{"Discount", "-CA$5.00"},
+			[]string{"Shipping", "CA$12.50"}, []string{"Total", "CA$188.85"},
 			[]string{"Notes"}, []string{"Thank you, Zoë — €5 off next time."}, []string{"Terms"}, []string{"Net 30"},
 			[]string{"View this invoice online:"}, []string{cad.Str("payment_url")})
 
@@ -148,7 +148,7 @@ func TestInvoicePDF(t *testing.T) {
 		text = invoicePDF(t, paid)
 		info := paid.Body["payment_info"].(map[string]any)
 		lines(t, "the paid invoice", text, []string{"PAID " + day(paid.Body["paid_at"])}, []string{"Transaction", info["transaction_id"].(string)},
-			[]string{"Total", "188.85 CAD"}, []string{"View this invoice online:"}, []string{cad.Str("payment_url")})
+			[]string{"Total", "CA$188.85"}, []string{"View this invoice online:"}, []string{cad.Str("payment_url")})
 		if strings.Contains(text, "4242") || strings.Contains(text, "VISA") {
 			t.Errorf("the paid invoice's PDF shows the card:\n%s", text)
 		}
@@ -158,11 +158,11 @@ func TestInvoicePDF(t *testing.T) {
 			"discount_amount": 100, "shipping_amount": "800",
 			"items": []map[string]any{{"description": "Tea", "quantity": 3, "unit_price": 333}, {"description": "Pot", "unit_price": "1505"}}})
 		want(t, "create JPY", jpy, 200)
-		lines(t, "the JPY invoice", invoicePDF(t, jpy), []string{"Kaisha"}, []string{"Tea", "3", "333", "100", "999 JPY"},
-			[]string{"Pot", "1", "1505", "151", "1505 JPY"}, []string{"Subtotal", "2504 JPY"}, []string{"Tax (10%)", "251 JPY"},
-			[]string{"Discount", "-100 JPY"}, []string{"Shipping", "800 JPY"}, []string{"Total", "3455 JPY"})
+		lines(t, "the JPY invoice", invoicePDF(t, jpy), []string{"Kaisha"}, []string{"Tea", "3", "¥333", "¥100", "¥999"},
+			[]string{"Pot", "1", "¥1,505", "¥151", "¥1,505"}, []string{"Subtotal", "¥2,504"}, []string{"Tax (10%)", "¥251"},
+			[]string{"Discount", "-¥100"}, []string{"Shipping", "¥800"}, []string{"Total", "¥3,455"})
 		want(t, "cancel", m.Do(t, "PUT", base+"/"+jpy.Str("lookup_id"), map[string]any{"status": "CANCELLED"}), 200)
-		lines(t, "the cancelled invoice", invoicePDF(t, jpy), []string{"CANCELLED"}, []string{"Total", "3455 JPY"})
+		lines(t, "the cancelled invoice", invoicePDF(t, jpy), []string{"CANCELLED"}, []string{"Total", "¥3,455"})
 
 		// No invoice: an unknown key, the lookup id in its place, a key of another length.
 		key := strings.TrimSuffix(strings.TrimPrefix(cad.Str("pdf_url"), f.srv.URL+"/invoice/"), "/pdf")
@@ -194,7 +194,7 @@ func TestInvoicePDFPages(t *testing.T) {
 		}
 		for i := range items {
 			lines(t, "the long invoice", text, []string{fmt.Sprintf("Item number %02d", i+1), fmt.Sprintf("SKU-%02d", i+1), "1",
-				fmt.Sprintf("%d.00", i+1), "0.00", fmt.Sprintf("%d.00 CAD", i+1)})
+				fmt.Sprintf("CA$%d.00", i+1), "CA$0.00", fmt.Sprintf("CA$%d.00", i+1)})
 		}
 		for i, p := range pages {
 			lines(t, fmt.Sprintf("page %d", i+1), p, []string{fmt.Sprintf("Invoice LONG-1 · page %d of %d", i+1, len(pages))})
@@ -202,7 +202,7 @@ func TestInvoicePDFPages(t *testing.T) {
 				lines(t, fmt.Sprintf("page %d", i+1), p, []string{"Description", "SKU", "Quantity", "Unit price", "Tax", "Amount"})
 			}
 		}
-		lines(t, "the last page", pages[len(pages)-1], []string{"Total", "3240.00 CAD"}, []string{inv.Str("payment_url")})
+		lines(t, "the last page", pages[len(pages)-1], []string{"Total", "CA$3,240.00"}, []string{inv.Str("payment_url")})
 	})
 }
 
@@ -239,7 +239,7 @@ func TestInvoicePDFOddText(t *testing.T) {
 			lines(t, fmt.Sprintf("the line %q", o.in), text, strings.Fields(o.out))
 		}
 		lines(t, "the odd invoice", text, []string{"Invoice ODD-?-1"}, []string{"Zoë", "?"}, []string{"Ltd", "?", "Co"}, []string{"Ü-?"},
-			[]string{"Net 30"}, []string{"end"}, []string{"Total", "12.00 CAD"})
+			[]string{"Net 30"}, []string{"end"}, []string{"Total", "CA$12.00"})
 		if n := strings.Count(text, "W"); n < 400 {
 			t.Errorf("%d of the 400 W of the long word", n)
 		}

@@ -5,6 +5,8 @@ import (
 	"github.com/kassapay/kassa/internal/merchant"
 	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/payment"
+
+	"golang.org/x/text/language"
 )
 
 // Previewed is what an invoice's body comes to while it is still being typed (Preview).
@@ -71,6 +73,6 @@ func Preview(b Body, m merchant.Merchant) Previewed {
 	return p
 }
 
-// TotalRows are the invoice's totals as its page, form, e-mail and the dashboard show them: the
-// subtotal, the tax, discount and shipping when there are any, and the total.
-func (inv Invoice) TotalRows() [][2]string { return totalRows(inv) }
+// TotalRows are the invoice's totals as its page, form, e-mail and the dashboard show them, amounts
+// in lang: the subtotal, the tax, discount and shipping when there are any, and the total.
+func (inv Invoice) TotalRows(lang language.Tag) [][2]string { return totalRows(inv, lang) }

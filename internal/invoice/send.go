@@ -127,8 +127,8 @@ func (s *Service) message(m merchant.Merchant, brand branding.Branding, inv Invo
 	if subject == "" {
 		subject = fmt.Sprintf("Invoice %s from %s", inv.Number, m.Name)
 	}
-	c := inv.Currency
-	amt := func(v int64) string { return money.Format(v, c) + " " + c.Code }
+	c, lang := inv.Currency, m.Language()
+	amt := func(v int64) string { return money.Display(v, c, lang) }
 	url := inv.PaymentURL(s.publicURL)
 	var t, h strings.Builder
 	esc := html.EscapeString
@@ -147,10 +147,10 @@ func (s *Service) message(m merchant.Merchant, brand branding.Branding, inv Invo
 	fmt.Fprintf(&h, "<h1%s>Invoice %s from %s</h1>\n<table>\n", accent, esc(inv.Number), esc(m.Name))
 	for _, it := range inv.Items {
 		q := formatDecimal(it.Quantity, QuantityScale)
-		fmt.Fprintf(&t, "%s  %s × %s  %s\n", it.Description, q, money.Format(it.UnitPrice, c), amt(it.Total))
-		fmt.Fprintf(&h, "<tr><td>%s</td><td>%s × %s</td><td>%s</td></tr>\n", esc(it.Description), q, money.Format(it.UnitPrice, c), amt(it.Total))
+		fmt.Fprintf(&t, "%s  %s × %s  %s\n", it.Description, q, amt(it.UnitPrice), amt(it.Total))
+		fmt.Fprintf(&h, "<tr><td>%s</td><td>%s × %s</td><td>%s</td></tr>\n", esc(it.Description), q, esc(amt(it.UnitPrice)), esc(amt(it.Total)))
 	}
-	rows := totalRows(inv)
+	rows := totalRows(inv, lang)
 	if inv.DueDate != "" {
 		rows = append(rows, [2]string{"Due", inv.DueDate})
 	}

@@ -61,3 +61,11 @@ func (c *Cache) Get(ctx context.Context, id string) (Merchant, error) {
 	c.mu.Unlock()
 	return m, nil
 }
+
+// Forget drops the merchant with id from memory, so that the next Get on this node reads what a
+// change just stored; other nodes see it within the TTL.
+func (c *Cache) Forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}

@@ -21,6 +21,8 @@ import (
 	"github.com/kassapay/kassa/internal/origin"
 	"github.com/kassapay/kassa/internal/store"
 	"github.com/kassapay/kassa/internal/velocity"
+
+	"golang.org/x/text/language"
 )
 
 // Merchant is one merchant account.
@@ -46,6 +48,9 @@ type Settings struct {
 	// Timezone is the IANA time zone whose calendar subscriptions bill by, and whose days invoices'
 	// due dates and reminders are (default UTC).
 	Timezone string
+	// Locale is the BCP 47 tag of the locale amounts are shown in to people, on the dashboard, hosted
+	// pages, invoices and receipts: one of money.Locales (default en-US).
+	Locale string
 	// AllowedOrigins are the origins whose pages may embed the merchant's hosted payment page; none
 	// means the default (see FrameAncestors).
 	AllowedOrigins []string
@@ -110,6 +115,15 @@ func (s Settings) Location() *time.Location {
 		return loc
 	}
 	return time.UTC
+}
+
+// Language is the merchant's locale, for money.Display; money.DefaultLocale when the stored tag is
+// not one money supports.
+func (s Settings) Language() language.Tag {
+	if t, ok := money.ParseLocale(s.Locale); ok {
+		return t
+	}
+	return money.DefaultLocale
 }
 
 // Accepts reports whether the merchant accepts currency code (upper case).
@@ -198,7 +212,8 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Mercha
 		return Merchant{}, err
 	}
 	m.ID = id
-	m.Settings = Settings{Currencies: []string{"CAD", "USD"}, MaxAmountCents: 99999999, SimulatorProfile: ProfileStandard, Timezone: "UTC"}
+	m.Settings = Settings{Currencies: []string{"CAD", "USD"}, MaxAmountCents: 99999999, SimulatorProfile: ProfileStandard, Timezone: "UTC",
+		Locale: money.DefaultLocale.String()}
 	if !m.Accepts(m.DefaultCurrency) {
 		m.Currencies = append([]string{m.DefaultCurrency}, m.Currencies...)
 	}
@@ -223,9 +238,9 @@ func Get(ctx context.Context, q store.Querier, id string) (Merchant, error) {
 	var currencies, origins string
 	v := &m.Velocity
 	err := q.QueryRowContext(ctx, `SELECT name, email, default_currency, created_at,
-		currencies, max_amount_cents, simulator_profile, timezone, allowed_origins, velocity_card_declines,
+		currencies, max_amount_cents, simulator_profile, timezone, locale, allowed_origins, velocity_card_declines,
 		velocity_credential_declines, velocity_intent_failures, velocity_sessions, velocity_request_rate FROM merchants WHERE id = $1`, id).
-		Scan(&m.Name, &m.Email, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &origins,
+		Scan(&m.Name, &m.Email, &m.DefaultCurrency, &created, &currencies, &m.MaxAmountCents, &m.SimulatorProfile, &m.Timezone, &m.Locale, &origins,
 			&v.CardDeclines, &v.CredentialDeclines, &v.IntentFailures, &v.Sessions, &v.RequestRate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Merchant{}, ErrNotFound
@@ -272,6 +287,7 @@ type Update struct {
 	MaxAmount        *string // decimal, e.g. "5000.00"
 	SimulatorProfile *string
 	Timezone         *string  // IANA name, e.g. America/Toronto
+	Locale           *string  // BCP 47 tag of one of money.Locales, e.g. fr-CA
 	AllowedOrigins   []string // origins that may embed the hosted payment page; an empty non-nil list restores the default
 	// Velocity changes the limits whose field is not zero: to a number from 1 to velocity.MaxLimit, or
 	// back to the default with velocity.UseDefault.
@@ -316,6 +332,13 @@ func ApplyUpdate(ctx context.Context, tx store.Querier, id string, u Update) (Me
 		}
 		m.Timezone = *u.Timezone
 	}
+	if u.Locale != nil {
+		t, ok := money.ParseLocale(*u.Locale)
+		if !ok {
+			return Merchant{}, fault.Invalid("locale", "locale must be one of the supported locales, such as en-CA or fr-CA")
+		}
+		m.Locale = t.String()
+	}
 	if u.AllowedOrigins != nil {
 		m.AllowedOrigins = nil
 		for _, o := range u.AllowedOrigins {
@@ -334,9 +357,9 @@ func ApplyUpdate(ctx context.Context, tx store.Querier, id string, u Update) (Me
 	v := m.Velocity
 	_, err = tx.ExecContext(ctx, `UPDATE merchants SET currencies = $2, max_amount_cents = $3, simulator_profile = $4, timezone = $5,
 		allowed_origins = $6, velocity_card_declines = $7, velocity_credential_declines = $8, velocity_intent_failures = $9,
-		velocity_sessions = $10, velocity_request_rate = $11 WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents,
+		velocity_sessions = $10, velocity_request_rate = $11, locale = $12 WHERE id = $1`, id, strings.Join(m.Currencies, " "), m.MaxAmountCents,
 		m.SimulatorProfile, m.Timezone, strings.Join(m.AllowedOrigins, " "), v.CardDeclines, v.CredentialDeclines, v.IntentFailures,
-		v.Sessions, v.RequestRate)
+		v.Sessions, v.RequestRate, m.Locale)
 	return m, err
 }
 

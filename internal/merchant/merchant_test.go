@@ -190,3 +190,52 @@ func TestVelocityLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestLocaleAndZone checks that a merchant's locale and time zone are stored and read back on both
+// backends, that a new merchant reads amounts as en-US shows them, and that a tag Kassa does not
+// support, or a zone that is not one, is refused naming its field and leaves the stored one.
+func TestLocaleAndZone(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		m, err := create(db, merchant.New{Name: "Shop", Email: "locale@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := merchant.Get(ctx, db.Reader(), m.ID); got.Locale != "en-US" || got.Language().String() != "en-US" {
+			t.Fatalf("new merchant's locale %q", got.Locale)
+		}
+		update := func(u merchant.Update) error {
+			return db.Write(ctx, func(tx *store.Tx) error {
+				_, err := merchant.ApplyUpdate(ctx, tx, m.ID, u)
+				return err
+			})
+		}
+		locale, zone := "de-de", "Asia/Tokyo"
+		if err := update(merchant.Update{Locale: &locale, Timezone: &zone}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := merchant.Get(ctx, db.Reader(), m.ID)
+		if err != nil || got.Locale != "de-DE" || got.Language().String() != "de-DE" || got.Location().String() != "Asia/Tokyo" {
+			t.Fatalf("stored %q %q, %v", got.Locale, got.Timezone, err)
+		}
+		for _, tc := range []struct {
+			u     merchant.Update
+			field string
+		}{
+			{merchant.Update{Locale: ptr("tlh-KX")}, "locale"},
+			{merchant.Update{Locale: ptr("de")}, "locale"},
+			{merchant.Update{Locale: ptr("not a tag")}, "locale"},
+			{merchant.Update{Timezone: ptr("Mars/Olympus")}, "timezone"},
+		} {
+			var f *fault.Error
+			if err := update(tc.u); !errors.As(err, &f) || f.Status != 400 || f.Field != tc.field {
+				t.Fatalf("%+v: %v", tc.u, err)
+			}
+		}
+		if got, _ := merchant.Get(ctx, db.Reader(), m.ID); got.Locale != "de-DE" || got.Timezone != "Asia/Tokyo" {
+			t.Fatalf("a refused update changed %q %q", got.Locale, got.Timezone)
+		}
+	})
+}
+
+func ptr(s string) *string { return &s }
