@@ -196,3 +196,63 @@ func scrub(body, id string) string {
 	body = strings.ReplaceAll(body, id, "ID")
 	return regexp.MustCompile(`(nonce|value|content)="[^"]*"`).ReplaceAllString(body, `$1=""`)
 }
+
+// The search box on a large merchant: 100,000 transactions and 100,000 customers, each query a page
+// over real HTTP (session, reads, rendering), on SQLite and on PostgreSQL. Every match is read through
+// an index that begins with the merchant, so the time does not grow with the merchant's rows.
+func BenchmarkSearch(b *testing.B) {
+	const n = 100_000
+	for _, backend := range []struct {
+		name string
+		open func(testing.TB) *store.DB
+	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.Postgres}} {
+		b.Run(backend.name, func(b *testing.B) {
+			db := backend.open(b)
+			s := newShop(b, db, server.Config{})
+			sale := s.api(b, s.merchantID).pay(b, payment.KindSale, "12.50", cardtest.Visa, nil)
+			ctx := context.Background()
+			// In writes of 10,000 rows, each well within the store's time for one.
+			for from := 0; from < n; from += 10_000 {
+				err := db.Write(ctx, func(tx *store.Tx) error {
+					if _, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT $2 + 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2 + 10000)
+						INSERT INTO transactions (transaction_id, merchant_id, kind, status, amount, currency, scale, source, card_prefix, card_suffix,
+						email, first_name, last_name, order_id, created_at, updated_at)
+						SELECT 'B' || i, $1, 'SALE', 'APPROVED', 100 + i, 'CAD', 2, 'E_COMMERCE', '424242', CAST(1000 + i % 9000 AS TEXT),
+						'buyer' || (i % 20000) || '@example.com', 'Given' || (i % 20000), 'Family' || (i % 20000), 'O-' || i, i, i FROM n`,
+						s.merchantID, from); err != nil {
+						return err
+					}
+					_, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT $2 + 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2 + 10000)
+						INSERT INTO customers (lookup_id, merchant_id, email, first_name, last_name, created_at, updated_at)
+						SELECT 'C' || i, $1, 'buyer' || i || '@example.com', 'Given' || i, 'Family' || i, i, i FROM n`, s.merchantID, from)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := db.Raw().ExecContext(ctx, "ANALYZE"); err != nil {
+				b.Fatal(err)
+			}
+			br := s.browser(b)
+			br.signIn("owner@maple.example")
+			for _, q := range []struct{ name, q string }{
+				{"order", "O-77777"},
+				{"last4", "1077"},
+				{"email", "buyer77@example.com"},
+				{"name", "given7777"},
+				{"common-name", "given"},
+				{"transaction-id", sale},
+				{"nothing", "no such thing"},
+			} {
+				b.Run(q.name, func(b *testing.B) {
+					for b.Loop() {
+						if resp, body := searchFor(br, q.q); resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusSeeOther {
+							b.Fatalf("search %q: %d %s", q.q, resp.StatusCode, body)
+						}
+					}
+				})
+			}
+		})
+	}
+}
