@@ -171,6 +171,8 @@ func TestDashboardAccessible(t *testing.T) {
 	visit("/dashboard/staff", "#invite-email", "staff")
 	visit("/dashboard/account", "#two-factor-status", "account")
 	visit("/dashboard/activity", "#activity", "activity")
+	visit("/dashboard/activity?action=session.start", ".chips", "activity, filtered")
+	visit("/dashboard/search?q=nothing", "#search-empty", "search, nothing found")
 	visit("/dashboard/settings/ecommerce", "#processor", "eCommerce settings")
 	visit("/dashboard/account/two-factor/setup", "#totp-key", "two-factor set-up")
 	confirmInBrowser(t, ctx)
