@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kassapay/kassa/internal/card"
 	"github.com/kassapay/kassa/internal/card/cardtest"
@@ -255,4 +256,30 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Whatever the search box is sent — bytes no database keeps, IDs of any length and case, quotes,
+// wildcards, the highest code points — is answered as a page that says what was found (200), the
+// object's page (303), or what is wrong with the query (400): never a 5xx.
+func FuzzSearch(f *testing.F) {
+	for _, q := range []string{"", " ", "ORD-1", "4242", "a@b", "jane roe", "%", "_", "'", "\x00", "\xff", "\U0010FFFF",
+		"AAAAAAAAAA", "aaaaaaaaaaaaaaaaaaaa", strings.Repeat("é", 201)} {
+		f.Add(q)
+	}
+	s := newShop(f, storetest.SQLite(f), server.Config{})
+	owner := s.browser(f)
+	owner.signIn("owner@maple.example")
+	f.Fuzz(func(t *testing.T, q string) {
+		owner.t = t
+		resp, body := searchFor(owner, q)
+		switch resp.StatusCode {
+		case http.StatusOK, http.StatusSeeOther, http.StatusBadRequest:
+		default:
+			t.Fatalf("search %q: %d\n%s", q, resp.StatusCode, body)
+		}
+		if trimmed := strings.TrimSpace(q); resp.StatusCode == http.StatusBadRequest && trimmed != "" && utf8.ValidString(trimmed) &&
+			!strings.Contains(trimmed, "\x00") && utf8.RuneCountInString(trimmed) <= 200 {
+			t.Fatalf("search %q refused:\n%s", q, body)
+		}
+	})
 }
