@@ -48,9 +48,13 @@ type activityRow struct {
 type activityFilter struct {
 	Staff        []user.User
 	User, Action string
-	Older        string // the query of the next page
-	Export       string // the query of the CSV export of the filter
+	Older        string       // the query of the next page
+	Export       string       // the query of the CSV export of the filter
+	Chips        []filterChip // the filters applied, each removable
 }
+
+// activityFilters are the Activity page's filters as its chips name them.
+var activityFilters = []filterParam{{"user", "Staff"}, {"action", "Action"}}
 
 // activityQuery reads the Activity page's filter from its query (user, action, before): the
 // history's filter, and the error of a cursor that no page gave. A sales user's is its own records.
@@ -116,6 +120,12 @@ func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
 	}
 	query := activityValues(sess, f)
 	v.Activity.Export = query.Encode()
+	v.Activity.Chips = chipsOf("/dashboard/activity", query, activityFilters, func(name, value string) string {
+		if name == "user" && emails[value] != "" {
+			return emails[value]
+		}
+		return value
+	})
 	if bad != nil {
 		v.Error = bad.Message
 		h.render(w, r, http.StatusBadRequest, "activity", v)

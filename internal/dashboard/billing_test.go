@@ -562,6 +562,7 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 		signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, "nav")
 		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/subscriptions"]`)),
+			chromedp.Click(chromedp.CSS(`details.filter > summary`)), // the form waits behind the Filter disclosure
 			chromedp.WaitVisible(chromedp.CSS("#filter-status")),
 			chromedp.SetValue(chromedp.CSS("#filter-status"), "ACTIVE"),
 			chromedp.Click(chromedp.CSS(`form.filters button`)),

@@ -68,13 +68,14 @@ func TestSignInInBrowser(t *testing.T) {
 			t.Fatalf("the page's style did not apply: header display %s", bg)
 		}
 		// Tab reaches the test-mode banner's link (the shop is on the simulator), the navigation's
-		// links in order, then sign-out.
+		// links in order, the search box (by its label), then sign-out.
 		var focused []string
-		for range 13 {
+		for range 14 {
 			browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent("\t"))
-			focused = append(focused, browsertest.Eval[string](t, ctx, `document.activeElement.textContent.trim()`))
+			focused = append(focused, browsertest.Eval[string](t, ctx, `(e => e.textContent.trim() || (e.labels && e.labels[0] ? e.labels[0].textContent.trim() : ''))(document.activeElement)`))
 		}
-		if strings.Join(focused, ", ") != "Connect an acquirer, Home, Transactions, Terminal, Customers, Billing, Invoices, Payments, Staff, Settings, Activity, Account, Sign out" {
+		if strings.Join(focused, "; ") != "Connect an acquirer; Home; Transactions; Terminal; Customers; Billing; Invoices; Payments; Staff; Settings; Activity; Account; "+
+			"Search by ID, order, card last 4, e-mail, name or invoice number; Sign out" {
 			t.Fatalf("keyboard focus went %q", focused)
 		}
 		browsertest.Step(t, ctx, 30*time.Second,
@@ -172,6 +173,8 @@ func TestDashboardAccessible(t *testing.T) {
 	visit("/dashboard/staff", "#invite-email", "staff")
 	visit("/dashboard/account", "#two-factor-status", "account")
 	visit("/dashboard/activity", "#activity", "activity")
+	visit("/dashboard/activity?action=session.start", ".chips", "activity, filtered")
+	visit("/dashboard/search?q=nothing", "#search-empty", "search, nothing found")
 	visit("/dashboard/settings/ecommerce", "#processor", "eCommerce settings")
 	visit("/dashboard/settings/emails", "#emails-empty", "e-mails, none yet")
 	if err := db.Write(context.Background(), func(tx *store.Tx) error {

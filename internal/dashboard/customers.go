@@ -59,6 +59,7 @@ type customersView struct {
 	Rows         []customerRow
 	Newer, Older template.URL // the neighbouring pages; "" when there is none
 	Manage       bool         // the user may add customers
+	Chips        []filterChip // the search applied, removable
 	Empty        *emptyState  // in place of the table when there is no row
 }
 
@@ -113,6 +114,7 @@ func (h *Handler) customers(w http.ResponseWriter, r *http.Request) {
 	}
 	f, matched := search(cv.Q)
 	cv.Matched = matched
+	cv.Chips = chipsOf(customersPath, url.Values{"q": {strings.TrimSpace(cv.Q)}}, []filterParam{{"q", "Search"}}, nil)
 	// One more than a page says whether there is another page beyond it.
 	f.Limit, f.Before, f.After = customerPage+1, before, after
 	list, err := h.cfg.Vault.ListCustomers(r.Context(), sess.MerchantID, f)

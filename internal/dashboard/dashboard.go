@@ -234,6 +234,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.webhookRoutes(r)
 	h.invoiceRoutes(r)
 	h.emailRoutes(r)
+	r.Handle("GET", searchPath, h.requireRole(everyone, h.searchPage))
 }
 
 // root sends a browser that opens Kassa's address to the dashboard; an API client keeps the JSON 404
@@ -320,6 +321,8 @@ type view struct {
 	NewKey        *checkout.NewKey     // a payments-API key just made, shown once
 	Activity      *activityFilter      // the Activity page's filter
 	Rows          []activityRow        // the Activity page's records
+	// Search is the query the header's search box shows: the one the page answers.
+	Search string
 	// Wide: the page's main column is wide (tables of many columns).
 	Wide bool
 	// TestData: what the page shows is test data whatever the merchant's processor (the overview's

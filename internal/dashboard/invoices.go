@@ -60,7 +60,8 @@ type invoicesPage struct {
 	Pager      pager
 	CanEdit    bool
 	Filtered   bool
-	Empty      *emptyState // in place of the table when there is no row
+	Chips      []filterChip // the search applied, removable (the tabs say the status)
+	Empty      *emptyState  // in place of the table when there is no row
 }
 
 // invoiceTab is a tab of the list: a status, with the search kept.
@@ -121,6 +122,7 @@ func (h *Handler) invoices(w http.ResponseWriter, r *http.Request) {
 	pg.Matched = invoiceSearch(pg.Q, &f)
 	pg.Filtered = pg.Q != "" || pg.Status != ""
 	pg.Tabs = invoiceTabs(pg.Status, pg.Q)
+	pg.Chips = chipsOf(invoicesPath, url.Values{"status": {pg.Status}, "q": {pg.Q}}, []filterParam{{"q", "Search"}}, nil)
 	var list []invoice.Invoice
 	var sums []invoice.Sum
 	if err == nil {

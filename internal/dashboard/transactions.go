@@ -158,8 +158,14 @@ type listView struct {
 	Newer, Older, Export template.URL
 	Zone                 string // the merchant's time zone, in which dates are read and shown
 	Filtered             bool
-	Empty                *emptyState // in place of the table when there is no row
+	Chips                []filterChip // the filters applied, each removable
+	Empty                *emptyState  // in place of the table when there is no row
 }
+
+// listFilters are the list's filters as its chips name them, in the form's order.
+var listFilters = []filterParam{{"from", "From"}, {"to", "To"}, {"type", "Type"}, {"result", "Result"}, {"min", "Minimum amount"},
+	{"max", "Maximum amount"}, {"first6", "Card first 6"}, {"last4", "Card last 4"}, {"email", "Customer e-mail"},
+	{"name", "Customer name"}, {"id", "Transaction ID"}, {"order", "Order ID"}}
 
 // listRow is a transaction in the list.
 type listRow struct {
@@ -185,7 +191,8 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) {
 	}
 	loc, lang := m.Location(), m.Language()
 	form, f, bad := parseList(r.URL.Query(), loc)
-	lv := &listView{Form: form, Kinds: kinds, Zone: loc.String(), Export: template.URL(form.query().Encode()), Filtered: len(form.query()) > 0}
+	lv := &listView{Form: form, Kinds: kinds, Zone: loc.String(), Export: template.URL(form.query().Encode()), Filtered: len(form.query()) > 0,
+		Chips: chipsOf(transactionsPath, form.query(), listFilters, nil)}
 	v := view{Title: "Transactions", Wide: true, Data: lv}
 	if bad != nil {
 		lv.Invalid, v.Error = bad.Field, bad.Message

@@ -42,10 +42,11 @@ func TestTransactionsInBrowser(t *testing.T) {
 
 		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/transactions"]`)),
+			chromedp.Click(chromedp.CSS(`#filter > summary`)), // the form waits behind the Filter disclosure
 			chromedp.WaitVisible(chromedp.CSS("#f-last4")),
 			chromedp.SendKeys(chromedp.CSS("#f-last4"), "4242"),
 			chromedp.Click(chromedp.CSS(`#filters button[type=submit]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#filters a[href="/dashboard/transactions"]`)), // "Clear the filter": the filtered page
+			chromedp.WaitVisible(chromedp.CSS(`.chips a[href="/dashboard/transactions"]`)), // the filter's chip: the filtered page
 			chromedp.WaitVisible(chromedp.CSS("#transactions")),
 		)
 		if got := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#transactions tbody a')].map(a => a.textContent)`); !slices.Equal(got, []string{sale}) {
