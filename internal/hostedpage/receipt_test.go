@@ -41,7 +41,7 @@ func TestHostedPageReceipt(t *testing.T) {
 		if name == nil {
 			t.Fatalf("no merchant on the page:\n%s", body)
 		}
-		for _, want := range []string{"<dd>" + name[1] + "</dd>", "<dd>19.99 CAD</dd>", "ending in 4242</dd>",
+		for _, want := range []string{"<dd>" + name[1] + "</dd>", "<dd>CA$19.99</dd>", "ending in 4242</dd>",
 			`<dd id="receipt-reference">` + charge + "</dd>", "test payment: no money moved"} {
 			if charge == "" || !strings.Contains(rec, want) {
 				t.Errorf("the receipt lacks %q:\n%s", want, rec)
