@@ -92,8 +92,10 @@ func TestWebhookPageShowsNoAddress(t *testing.T) {
 		b.signIn("reporting@maple.example")
 		resp, body := b.get(webhooksPath + "/" + id)
 		wantStatus(t, "the endpoint's page", resp, body, http.StatusOK)
-		if n := strings.Count(body, "<pre>target not allowed</pre>"); n != 2 {
-			t.Errorf("%d attempts shown as refused, want 2: %s", n, body)
+		// The deliverer's attempt and the one recorded above, at least: on a slow machine its retry
+		// can come before the page is read. The leaks below catch an attempt shown otherwise.
+		if n := strings.Count(body, "<pre>target not allowed</pre>"); n < 2 {
+			t.Errorf("%d attempts shown as refused, want 2 or more: %s", n, body)
 		}
 		for _, leak := range []string{"127.0.0.1", "::1", "10.0.0.1", "not public", "lookup"} {
 			if strings.Contains(body, leak) {
