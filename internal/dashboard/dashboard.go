@@ -181,9 +181,10 @@ func New(cfg Config) *Handler {
 }
 
 // Routes registers the dashboard, and GET / for browsers. Under /dashboard no error is the API's
-// JSON: an unknown path is the dashboard's 404 page (notFound) and a panic its 500 page (crashed).
+// JSON: an unknown path is the dashboard's 404 page (notFound), a path asked with a method it does
+// not take its 405 page (notAllowed), and a panic its 500 page (crashed).
 func (h *Handler) Routes(r *httpapi.Router) {
-	r.Pages("/dashboard", http.HandlerFunc(h.notFound), h.crashed)
+	r.Pages("/dashboard", http.HandlerFunc(h.notFound), http.HandlerFunc(h.notAllowed), h.crashed)
 	r.HandleFunc("GET", "/{$}", h.root)
 	r.HandleFunc("GET", signInPath, h.signInPage)
 	r.Handle("POST", signInPath, h.csrf.Handler(http.HandlerFunc(h.signIn)))
@@ -431,18 +432,34 @@ func (h *Handler) crashed(w http.ResponseWriter, r *http.Request, recovered any)
 // another merchant is answered by the same page, so that it cannot be told from a missing one. A
 // signed-in user sees the navigation, as on every page; a signed-out visitor sees the page alone.
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
-	if signedIn(r).UserID == "" {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			sess, ok, err := h.cfg.Sessions.Open(r.Context(), c.Value)
-			if err != nil {
-				httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: open the session of a 404", "err", err)
-			}
-			if ok {
-				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
-			}
-		}
+	h.render(w, h.withSession(r), http.StatusNotFound, "notfound", view{Title: "Page not found"})
+}
+
+// notAllowed is the 405 page of a dashboard path asked with a method it does not take (a link to an
+// action, which only a form posts; a form posted to a page that is only read), the router's Allow
+// header kept. It shows the navigation as notFound does.
+func (h *Handler) notAllowed(w http.ResponseWriter, r *http.Request) {
+	h.render(w, h.withSession(r), http.StatusMethodNotAllowed, "notallowed", view{Title: "Not available this way", Data: r.Method})
+}
+
+// withSession is r with its session, if its cookie opens one, for an error page that no route's
+// requireRole opened it for: the page then shows the navigation. It never refuses nor redirects.
+func (h *Handler) withSession(r *http.Request) *http.Request {
+	if signedIn(r).UserID != "" {
+		return r
 	}
-	h.render(w, r, http.StatusNotFound, "notfound", view{Title: "Page not found"})
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return r
+	}
+	sess, ok, err := h.cfg.Sessions.Open(r.Context(), c.Value)
+	if err != nil {
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: open the session of an error page", "err", err)
+	}
+	if !ok {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
 }
 
 func (h *Handler) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time, same http.SameSite) {
