@@ -429,6 +429,19 @@ func (h *Handler) find(w http.ResponseWriter, r *http.Request) (merchant.Merchan
 	return m, t, true
 }
 
+// followUpLimit is the most that an operation of kind may move on t as read, and whether t has such a
+// limit: a refund of a sale or capture what remains unrefunded, a capture of an authorization its
+// amount.
+func followUpLimit(kind string, t payment.Transaction) (int64, bool) {
+	switch {
+	case kind == payment.KindRefund && (t.Kind == payment.KindSale || t.Kind == payment.KindCapture):
+		return t.Amount - t.Reserved, true
+	case kind == payment.KindCapture && t.Kind == payment.KindAuthorization:
+		return t.Amount, true
+	}
+	return 0, false
+}
+
 // followUpConfirm is the confirmation of a capture, refund or void.
 type followUpConfirm struct {
 	T                   payment.Transaction
@@ -468,6 +481,14 @@ func (h *Handler) followUp(kind string) http.HandlerFunc {
 			}
 		}
 		if r.PostFormValue("confirm") != "yes" {
+			// What the transaction as read allows is checked before the confirmation is asked for, so
+			// that a merchant never confirms what the ledger would then refuse; the ledger checks again
+			// when the operation is carried out, against the transaction as it is then.
+			if most, ok := followUpLimit(kind, t); ok && amount > most {
+				h.showTransaction(w, r, http.StatusConflict, verb, typed, "The "+verb+" of "+money.Format(amount, t.Currency)+" "+t.Currency.Code+
+					" exceeds the "+money.Format(most, t.Currency)+" "+t.Currency.Code+" that "+map[bool]string{true: "remains refundable", false: "is authorized"}[kind == payment.KindRefund]+".")
+				return
+			}
 			cv := &followUpConfirm{T: t, Kind: kind, Verb: verb, Action: transactionsPath + "/" + t.TransactionID + "/" + verb, Key: key,
 				AmountTyped: typed}
 			if kind != payment.KindVoid {
