@@ -162,7 +162,6 @@ type listView struct {
 // listRow is a transaction in the list.
 type listRow struct {
 	ID, When, Type, Result, Amount, Card, Customer, Order string
-	Declined                                              bool
 }
 
 // scope is the filter every list and export of the signed-in user starts from: sales staff see only
@@ -229,7 +228,7 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, t := range rows {
 		lv.Rows = append(lv.Rows, listRow{ID: t.TransactionID, When: t.CreatedAt.In(loc).Format("2006-01-02 15:04"), Type: t.Kind,
-			Result: t.Status, Declined: t.Status != payment.StatusApproved, Amount: money.Format(t.Amount, t.Currency) + " " + t.Currency.Code,
+			Result: t.Status, Amount: money.Format(t.Amount, t.Currency) + " " + t.Currency.Code,
 			Card: cardShown(t), Customer: customerOf(t), Order: t.OrderID})
 	}
 	h.render(w, r, http.StatusOK, "transactions", v)
