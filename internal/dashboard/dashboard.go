@@ -107,26 +107,29 @@ var (
 // page's actions it is offered.
 func isManager(role user.Role) bool { return slices.Contains(managers, role) }
 
-// section is one part of the dashboard in the navigation.
+// section is one part of the dashboard in the navigation, in its group ("" for one on its own).
 type section struct {
-	Name, Path, About string
-	Roles             []user.Role
+	Group, Name, Path, About string
+	Roles                    []user.Role
 }
 
-// sections are the parts of the dashboard, in the navigation's order; each shows to the roles that
-// may open it.
+// sections are the parts of the dashboard, in the navigation's order and grouped as a merchant looks
+// for them: money taken (Payments), the people paying and what bills them (Customers), what a
+// merchant's developers connect (Developers), and the business's own set-up (Settings). Each shows
+// to the roles that may open it, and a group to the roles that may open one of its sections.
 var sections = []section{
-	{"Home", "/dashboard", "who you are signed in as", everyone},
-	{"Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
-	{"Terminal", terminalPath, "take a payment by telephone or mail", sellers},
-	{"Customers", customersPath, "customers and their stored cards", readers},
-	{"Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
-	{"Invoices", invoicesPath, "invoices e-mailed to customers with a link to pay them", readers},
-	{"Payments", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
-	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
-	{"Settings", settingsPath, "client credentials and connected partners", managers},
-	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
-	{"Account", accountPath, "your password, two-factor authentication and sessions", everyone},
+	{"", "Home", "/dashboard", "who you are signed in as", everyone},
+	{"Payments", "Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
+	{"Payments", "Terminal", terminalPath, "take a payment by telephone or mail", sellers},
+	{"Customers", "Customers", customersPath, "customers and their stored cards", readers},
+	{"Customers", "Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
+	{"Customers", "Invoices", invoicesPath, "invoices e-mailed to customers with a link to pay them", readers},
+	{"Developers", "Payments API", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
+	{"Developers", "Webhooks", webhooksPath, "the endpoints Kassa sends events to, and their deliveries", readers},
+	{"Developers", "Activity", "/dashboard/activity", "who did what, when, from where: staff and API clients", everyone},
+	{"Settings", "eCommerce", settingsPath, "the processor, client credentials, payments API keys and connected partners", managers},
+	{"Settings", "Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
+	{"Settings", "Account", accountPath, "your password, two-factor authentication and sessions", everyone},
 }
 
 // Config configures a Handler.
@@ -295,7 +298,7 @@ type view struct {
 	Title, Nonce  string
 	Session       *user.Session
 	Merchant      string
-	Nav           []navItem
+	Nav           []navGroup
 	Switch        []switchItem // the merchants the signed-in person may switch to, when more than one
 	Error, Notice string
 	Email, Token  string
@@ -352,9 +355,32 @@ func (h *Handler) testBannerFor(ctx context.Context, sess user.Session, testData
 	return b
 }
 
+// navGroup is a group of the navigation with the sections of it the user's role may open; Name is
+// "" for a section on its own.
+type navGroup struct {
+	Name  string
+	Items []navItem
+}
+
 type navItem struct {
 	section
 	Current bool
+}
+
+// navFor is the navigation of role on the page at path: the sections it may open, in their groups.
+func navFor(role user.Role, path string) []navGroup {
+	var out []navGroup
+	for _, s := range sections {
+		if !slices.Contains(s.Roles, role) {
+			continue
+		}
+		if n := len(out); n == 0 || s.Group == "" || out[n-1].Name != s.Group {
+			out = append(out, navGroup{Name: s.Group})
+		}
+		g := &out[len(out)-1]
+		g.Items = append(g.Items, navItem{section: s, Current: s.Path == path})
+	}
+	return out
 }
 
 // switchItem is a merchant of the header's switcher.
@@ -384,11 +410,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 			}
 		}
 		v.Test = h.testBannerFor(r.Context(), sess, v.TestData)
-		for _, s := range sections {
-			if slices.Contains(s.Roles, sess.Role) {
-				v.Nav = append(v.Nav, navItem{section: s, Current: s.Path == r.URL.Path})
-			}
-		}
+		v.Nav = navFor(sess.Role, r.URL.Path)
 	}
 	v.Nonce = rand.Text()
 	csp := "default-src 'none'; style-src 'nonce-" + v.Nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
