@@ -561,6 +561,7 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 		browsertest.Viewport(t, ctx, browsertest.Phone)
 		signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, "nav")
 		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`details.menu summary`)), // the navigation is a menu at this width
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/subscriptions"]`)),
 			chromedp.WaitVisible(chromedp.CSS("#filter-status")),
 			chromedp.SetValue(chromedp.CSS("#filter-status"), "ACTIVE"),
