@@ -256,3 +256,26 @@ func TestStoredBranding(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
+
+// The favicon is a 32×32 PNG of the accent colour with clear corners, cacheable and not sniffed.
+func TestFavicon(t *testing.T) {
+	rec := httptest.NewRecorder()
+	branding.Favicon(rec, httptest.NewRequest("GET", "/favicon.ico", nil))
+	h := rec.Header()
+	if rec.Code != http.StatusOK || h.Get("Content-Type") != "image/png" || h.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(h.Get("Cache-Control"), "public") {
+		t.Fatalf("%d %v", rec.Code, h)
+	}
+	img, err := png.Decode(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 32 || b.Dy() != 32 {
+		t.Fatalf("bounds %v", b)
+	}
+	if _, _, _, a := img.At(0, 0).RGBA(); a != 0 {
+		t.Errorf("the corner is not clear")
+	}
+	if c := color.NRGBAModel.Convert(img.At(16, 16)).(color.NRGBA); c != (color.NRGBA{R: 0x1f, G: 0x5f, B: 0xbf, A: 0xff}) {
+		t.Errorf("the middle is %v", c)
+	}
+}

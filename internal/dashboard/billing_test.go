@@ -222,7 +222,7 @@ func TestSubscriptionsListDetailAndActions(t *testing.T) {
 		resp, body = b.get(page)
 		wantStatus(t, "the subscription's page", resp, body, http.StatusOK)
 		tx := regexp.MustCompile(`<a href="/dashboard/transactions/([^"]+)">`).FindStringSubmatch(body)
-		if tx == nil || !strings.Contains(body, "<td>APPROVED</td><td>$9.00</td>") {
+		if tx == nil || !strings.Contains(body, `<td><span class="badge badge-success">APPROVED</span></td><td>$9.00</td>`) {
 			t.Fatalf("the billed cycle and its transaction: %s", body)
 		}
 		if r := s.a.must(t, "GET", "/transaction-service/transaction/"+tx[1], nil); r.Str("transaction_result") != "APPROVED" || r.Str("transaction_source") != "RECURRING" {
@@ -488,7 +488,7 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 		if !strings.Contains(body, want) || !strings.Contains(body, `id="intent-status">requires_payment_method<`) {
 			t.Fatalf("the declined intent's page lacks %s: %s", want, body)
 		}
-		if links := regexp.MustCompile(`<td>DECLINED[^<]*</td>`).FindAllString(body, -1); len(links) != 1 {
+		if links := regexp.MustCompile(`<td><span class="badge badge-critical">DECLINED</span>[^<]*</td>`).FindAllString(body, -1); len(links) != 1 {
 			t.Fatalf("the declined intent's attempts: %q", links)
 		}
 
@@ -504,7 +504,7 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 		}
 		sessionPage := "/dashboard/payments/sessions/" + paid.Str("id")
 		_, body = b.get(sessionPage)
-		tries := regexp.MustCompile(`<tr><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td></tr>`)
+		tries := regexp.MustCompile(`<tr><td>[^<]*</td><td><span class="badge badge-[a-z]+">([^<]*)</span></td><td>([^<]*)</td></tr>`)
 		if tried := tries.FindAllStringSubmatch(body, -1); len(tried) != 1 || tried[0][2] == "—" || strings.Contains(body, `id="page-attempts-empty"`) ||
 			strings.Contains(body, `id="session-error">none<`) {
 			t.Fatalf("the session after a declined try: tries %q: %s", tried, body)
@@ -514,7 +514,7 @@ func TestPaymentIntentsAndSessions(t *testing.T) {
 		}
 		_, body = b.get(sessionPage)
 		tried := tries.FindAllStringSubmatch(body, -1)
-		results := regexp.MustCompile(`<td>(APPROVED|DECLINED)[^<]*</td>`).FindAllStringSubmatch(body, -1)
+		results := regexp.MustCompile(`<td><span class="badge badge-[a-z]+">(APPROVED|DECLINED)</span>[^<]*</td>`).FindAllStringSubmatch(body, -1)
 		if len(tried) != 2 || tried[0][2] == tried[1][2] || !strings.Contains(body, `id="session-status">completed<`) ||
 			len(results) != 2 || results[0][1] != "DECLINED" || results[1][1] != "APPROVED" {
 			t.Fatalf("the paid session: tries %q, ledger attempts %q: %s", tried, results, body)
@@ -561,6 +561,7 @@ func TestPauseAndResumeInBrowser(t *testing.T) {
 		browsertest.Viewport(t, ctx, browsertest.Phone)
 		signInInBrowser(t, ctx, s.srv.URL, "admin@maple.example", pw, "nav")
 		browsertest.Step(t, ctx, 30*time.Second,
+			chromedp.Click(chromedp.CSS(`details.menu summary`)), // the navigation is a menu at this width
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/subscriptions"]`)),
 			chromedp.Click(chromedp.CSS(`details.filter > summary`)), // the form waits behind the Filter disclosure
 			chromedp.WaitVisible(chromedp.CSS("#filter-status")),

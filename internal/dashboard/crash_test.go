@@ -18,7 +18,7 @@ func TestPanicPage(t *testing.T) {
 	t.Parallel()
 	h := New(Config{})
 	r := httpapi.NewRouter()
-	r.Pages("/dashboard", http.HandlerFunc(h.notFound), h.crashed)
+	r.Pages("/dashboard", http.HandlerFunc(h.notFound), http.HandlerFunc(h.notAllowed), h.crashed)
 	boom := func(w http.ResponseWriter, r *http.Request) { panic("secret handler bug") }
 	r.HandleFunc("GET", "/dashboard/boom", boom)
 	r.HandleFunc("GET", "/v1/boom", boom)

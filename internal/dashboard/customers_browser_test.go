@@ -35,6 +35,7 @@ func TestChargeStoredCardInBrowser(t *testing.T) {
 		c := strings.TrimPrefix(browsertest.Eval[string](t, ctx, `document.querySelector('#saved a').getAttribute('href')`), "/dashboard/customers/")
 		browsertest.Step(t, ctx, 30*time.Second,
 			chromedp.EmulateViewport(375, 740),
+			chromedp.Click(chromedp.CSS(`details.menu summary`)), // the navigation is a menu at this width
 			chromedp.Click(chromedp.CSS(`nav a[href="/dashboard/customers"]`)),
 			chromedp.WaitVisible(chromedp.CSS("#q")),
 			chromedp.SendKeys(chromedp.CSS("#q"), "JANE@roe.example\r"),

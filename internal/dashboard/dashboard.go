@@ -109,26 +109,29 @@ var (
 // page's actions it is offered.
 func isManager(role user.Role) bool { return slices.Contains(managers, role) }
 
-// section is one part of the dashboard in the navigation.
+// section is one part of the dashboard in the navigation, in its group ("" for one on its own).
 type section struct {
-	Name, Path, About string
-	Roles             []user.Role
+	Group, Name, Path, About string
+	Roles                    []user.Role
 }
 
-// sections are the parts of the dashboard, in the navigation's order; each shows to the roles that
-// may open it.
+// sections are the parts of the dashboard, in the navigation's order and grouped as a merchant looks
+// for them: money taken (Payments), the people paying and what bills them (Customers), what a
+// merchant's developers connect (Developers), and the business's own set-up (Settings). Each shows
+// to the roles that may open it, and a group to the roles that may open one of its sections.
 var sections = []section{
-	{"Home", "/dashboard", "who you are signed in as", everyone},
-	{"Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
-	{"Terminal", terminalPath, "take a payment by telephone or mail", sellers},
-	{"Customers", customersPath, "customers and their stored cards", readers},
-	{"Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
-	{"Invoices", invoicesPath, "invoices e-mailed to customers with a link to pay them", readers},
-	{"Payments", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
-	{"Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
-	{"Settings", settingsPath, "client credentials and connected partners", managers},
-	{"Activity", "/dashboard/activity", "who did what, when, from where", everyone},
-	{"Account", accountPath, "your password, two-factor authentication and sessions", everyone},
+	{"", "Home", "/dashboard", "who you are signed in as", everyone},
+	{"Payments", "Transactions", transactionsPath, "find payments, refund, capture or void them, export them", listers},
+	{"Payments", "Terminal", terminalPath, "take a payment by telephone or mail", sellers},
+	{"Customers", "Customers", customersPath, "customers and their stored cards", readers},
+	{"Customers", "Billing", "/dashboard/subscriptions", "subscriptions and the plans they bill", readers},
+	{"Customers", "Invoices", invoicesPath, "invoices e-mailed to customers with a link to pay them", readers},
+	{"Developers", "Payments API", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
+	{"Developers", "Webhooks", webhooksPath, "the endpoints Kassa sends events to, and their deliveries", readers},
+	{"Developers", "Activity", "/dashboard/activity", "who did what, when, from where: staff and API clients", everyone},
+	{"Settings", "eCommerce", settingsPath, "the processor, client credentials, payments API keys and connected partners", managers},
+	{"Settings", "Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
+	{"Settings", "Account", accountPath, "your password, two-factor authentication and sessions", everyone},
 }
 
 // Config configures a Handler.
@@ -183,9 +186,10 @@ func New(cfg Config) *Handler {
 }
 
 // Routes registers the dashboard, and GET / for browsers. Under /dashboard no error is the API's
-// JSON: an unknown path is the dashboard's 404 page (notFound) and a panic its 500 page (crashed).
+// JSON: an unknown path is the dashboard's 404 page (notFound), a path asked with a method it does
+// not take its 405 page (notAllowed), and a panic its 500 page (crashed).
 func (h *Handler) Routes(r *httpapi.Router) {
-	r.Pages("/dashboard", http.HandlerFunc(h.notFound), h.crashed)
+	r.Pages("/dashboard", http.HandlerFunc(h.notFound), http.HandlerFunc(h.notAllowed), h.crashed)
 	r.HandleFunc("GET", "/{$}", h.root)
 	r.HandleFunc("GET", signInPath, h.signInPage)
 	r.Handle("POST", signInPath, h.csrf.Handler(http.HandlerFunc(h.signIn)))
@@ -301,7 +305,7 @@ type view struct {
 	Session       *user.Session
 	Merchant      string
 	Lang          language.Tag // the merchant's locale, which amounts are shown in (template func amount)
-	Nav           []navItem
+	Nav           []navGroup
 	Switch        []switchItem // the merchants the signed-in person may switch to, when more than one
 	Error, Notice string
 	Field         string // the form field Error is about, marked invalid on the form ("" for none)
@@ -361,9 +365,32 @@ func (h *Handler) testBannerFor(ctx context.Context, sess user.Session, testData
 	return b
 }
 
+// navGroup is a group of the navigation with the sections of it the user's role may open; Name is
+// "" for a section on its own.
+type navGroup struct {
+	Name  string
+	Items []navItem
+}
+
 type navItem struct {
 	section
 	Current bool
+}
+
+// navFor is the navigation of role on the page at path: the sections it may open, in their groups.
+func navFor(role user.Role, path string) []navGroup {
+	var out []navGroup
+	for _, s := range sections {
+		if !slices.Contains(s.Roles, role) {
+			continue
+		}
+		if n := len(out); n == 0 || s.Group == "" || out[n-1].Name != s.Group {
+			out = append(out, navGroup{Name: s.Group})
+		}
+		g := &out[len(out)-1]
+		g.Items = append(g.Items, navItem{section: s, Current: s.Path == path})
+	}
+	return out
 }
 
 // switchItem is a merchant of the header's switcher.
@@ -393,11 +420,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 			}
 		}
 		v.Test = h.testBannerFor(r.Context(), sess, v.TestData)
-		for _, s := range sections {
-			if slices.Contains(s.Roles, sess.Role) {
-				v.Nav = append(v.Nav, navItem{section: s, Current: s.Path == r.URL.Path})
-			}
-		}
+		v.Nav = navFor(sess.Role, r.URL.Path)
 	}
 	v.Nonce = rand.Text()
 	csp := "default-src 'none'; style-src 'nonce-" + v.Nonce + "'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -444,18 +467,34 @@ func (h *Handler) crashed(w http.ResponseWriter, r *http.Request, recovered any)
 // another merchant is answered by the same page, so that it cannot be told from a missing one. A
 // signed-in user sees the navigation, as on every page; a signed-out visitor sees the page alone.
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
-	if signedIn(r).UserID == "" {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			sess, ok, err := h.cfg.Sessions.Open(r.Context(), c.Value)
-			if err != nil {
-				httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: open the session of a 404", "err", err)
-			}
-			if ok {
-				r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
-			}
-		}
+	h.render(w, h.withSession(r), http.StatusNotFound, "notfound", view{Title: "Page not found"})
+}
+
+// notAllowed is the 405 page of a dashboard path asked with a method it does not take (a link to an
+// action, which only a form posts; a form posted to a page that is only read), the router's Allow
+// header kept. It shows the navigation as notFound does.
+func (h *Handler) notAllowed(w http.ResponseWriter, r *http.Request) {
+	h.render(w, h.withSession(r), http.StatusMethodNotAllowed, "notallowed", view{Title: "Not available this way", Data: r.Method})
+}
+
+// withSession is r with its session, if its cookie opens one, for an error page that no route's
+// requireRole opened it for: the page then shows the navigation. It never refuses nor redirects.
+func (h *Handler) withSession(r *http.Request) *http.Request {
+	if signedIn(r).UserID != "" {
+		return r
 	}
-	h.render(w, r, http.StatusNotFound, "notfound", view{Title: "Page not found"})
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return r
+	}
+	sess, ok, err := h.cfg.Sessions.Open(r.Context(), c.Value)
+	if err != nil {
+		httpapi.Logger(r.Context()).ErrorContext(r.Context(), "dashboard: open the session of an error page", "err", err)
+	}
+	if !ok {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
 }
 
 func (h *Handler) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time, same http.SameSite) {

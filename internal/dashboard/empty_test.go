@@ -32,6 +32,8 @@ func TestListsEmptyStates(t *testing.T) {
 			{"/dashboard/transactions", "transactions-empty", "No payments yet", []string{`href="/dashboard/terminal"`, `href="/docs/api"`}},
 			{"/dashboard/invoices", "invoices-empty", "No invoices yet", []string{`href="/dashboard/invoices/new"`}},
 			{"/dashboard/plans", "plans-empty", "No plans yet", []string{`href="/dashboard/plans/new"`}},
+			{"/dashboard/subscriptions", "subscriptions-empty", "No subscriptions yet", []string{`href="/dashboard/plans/new"`, `href="/docs/api"`}},
+			{"/dashboard/payments/intents", "intents-empty", "No payment intents yet", []string{`href="/dashboard/settings/ecommerce#api-keys-heading"`, `href="/docs/api"`}},
 			{webhooksPath, "webhooks-empty", "No endpoints yet", []string{`href="` + webhooksPath + `/new"`}},
 		}
 		owner := s.browser(t)
@@ -69,6 +71,15 @@ func TestListsEmptyStates(t *testing.T) {
 		_, body := sales.get("/dashboard/transactions")
 		if sec := emptyState(body, "transactions-empty"); !strings.Contains(sec, `href="/dashboard/terminal"`) || strings.Contains(sec, `href="/docs/api"`) {
 			t.Errorf("sales: the empty transactions list should offer the terminal and not the API: %s", sec)
+		}
+
+		for _, f := range []struct{ path, id string }{{"/dashboard/subscriptions?status=PAUSED", "subscriptions-empty"},
+			{"/dashboard/payments/intents?status=succeeded", "intents-empty"}} {
+			resp, body := owner.get(f.path)
+			wantStatus(t, "filtered "+f.path, resp, body, http.StatusOK)
+			if sec := emptyState(body, f.id); !strings.Contains(sec, "Nothing matches these filters") || strings.Contains(sec, " yet<") {
+				t.Errorf("%s: a filter that excludes everything should say so: %s", f.path, sec)
+			}
 		}
 
 		resp, body := owner.get("/dashboard/transactions?result=DECLINED")

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -104,4 +105,55 @@ func TestInternalErrorPage(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A dashboard path asked with a method it does not take is the dashboard's HTML 405 page with the
+// router's Allow, signed in (with the navigation) or not: a form posted to a page that is only read,
+// a link to an action that only a form posts. The API's paths keep their JSON 405.
+func TestNotAllowedPage(t *testing.T) {
+	t.Parallel()
+	s := newShop(t, storetest.SQLite(t), server.Config{})
+	owner := s.browser(t)
+	csrf := owner.signIn("owner@maple.example")
+	visitor := s.browser(t)
+	for _, c := range []struct {
+		who         *browser
+		method, url string
+		allow       string
+		signedIn    bool
+	}{
+		{owner, "POST", "/dashboard/activity", "GET, HEAD", true},
+		{owner, "GET", "/dashboard/sign-out", "POST", true},
+		{owner, "GET", "/dashboard/staff/invite", "POST", true},
+		{visitor, "GET", "/dashboard/staff/invite", "POST", false},
+	} {
+		what := c.method + " " + c.url
+		var resp *http.Response
+		var body string
+		if c.method == "POST" {
+			resp, body = c.who.post(c.url, url.Values{"csrf_token": {csrf}})
+		} else {
+			resp, body = c.who.get(c.url)
+		}
+		wantStatus(t, what, resp, body, http.StatusMethodNotAllowed)
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("%s: Content-Type %q, want text/html", what, ct)
+		}
+		if got := resp.Header.Get("Allow"); got != c.allow {
+			t.Errorf("%s: Allow %q, want %q", what, got, c.allow)
+		}
+		if !strings.Contains(body, "<h1>Not available this way</h1>") || !strings.Contains(body, "a "+c.method+" request") ||
+			!strings.Contains(body, `<a href="/dashboard">Back to the overview</a>`) {
+			t.Errorf("%s: not the 405 page:\n%s", what, body)
+		}
+		if nav := strings.Contains(body, "Sign out"); nav != c.signedIn {
+			t.Errorf("%s: navigation shown %v, want %v", what, nav, c.signedIn)
+		}
+	}
+	req, _ := http.NewRequest("DELETE", s.srv.URL+"/v1/payment-intents", nil)
+	resp, body := owner.do(req)
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+		!strings.Contains(body, `"method_not_allowed"`) {
+		t.Fatalf("the API's DELETE /v1/payment-intents: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
 }

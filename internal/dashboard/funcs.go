@@ -28,6 +28,8 @@ var funcs = template.FuncMap{
 	},
 	// millis is a time the store keeps as epoch milliseconds, for when.
 	"millis": fromMillis,
+	// badge is a status in its coloured badge (badge.go).
+	"badge": badge,
 	// deliveryID is the id of a webhook delivery, as the API names it, from its row id.
 	"deliveryID": webhook.DeliveryID,
 }

@@ -39,6 +39,7 @@ type paymentsList[T any] struct {
 	Loc      *time.Location
 	Now      time.Time
 	Pager    pager
+	Empty    *emptyState // in place of the table when there is no row; the intents list's only
 }
 
 // paymentsMerchant reads the signed-in user's merchant; without it, it has shown why.
@@ -79,6 +80,15 @@ func (h *Handler) intents(w http.ResponseWriter, r *http.Request) {
 	}
 	if n := len(pg.Rows); n > 0 {
 		pg.Pager = c.links(q, pg.Rows[0].IntentID, pg.Rows[n-1].IntentID, more)
+	}
+	switch manager := isManager(signedIn(r).Role); {
+	case len(pg.Rows) == 0 && pg.Status != "":
+		pg.Empty = noMatch("intents-empty", "No payment intent is "+pg.Status+".", "/dashboard/payments/intents")
+	case len(pg.Rows) == 0:
+		pg.Empty = &emptyState{ID: "intents-empty", Heading: "No payment intents yet",
+			About:  "A payment intent is a payment your website or app takes through the payments API, from its amount to the money moved.",
+			Action: actionIf(manager, link{"Create an API key", settingsPath + "#api-keys-heading"}),
+			Also:   actionIf(manager, link{"read the API documentation", "/docs/api"})}
 	}
 	h.render(w, r, http.StatusOK, "intents", view{Title: "Payment intents", Wide: true, Data: pg})
 }

@@ -55,6 +55,7 @@ type subscriptionsPage struct {
 	Rows     []vault.SubscriptionRow
 	Loc      *time.Location
 	Pager    pager
+	Empty    *emptyState // in place of the table when there is no row
 }
 
 // subscriptions lists the merchant's subscriptions, newest first, all or those in one status.
@@ -88,6 +89,15 @@ func (h *Handler) subscriptions(w http.ResponseWriter, r *http.Request) {
 	pg.Rows, more = trimPage(pg.Rows, c)
 	if n := len(pg.Rows); n > 0 {
 		pg.Pager = c.links(q, strconv.FormatInt(pg.Rows[0].ID, 10), strconv.FormatInt(pg.Rows[n-1].ID, 10), more)
+	}
+	switch {
+	case len(pg.Rows) == 0 && pg.Status != "":
+		pg.Empty = noMatch("subscriptions-empty", "No subscription is "+pg.Status+".", "/dashboard/subscriptions")
+	case len(pg.Rows) == 0:
+		pg.Empty = &emptyState{ID: "subscriptions-empty", Heading: "No subscriptions yet",
+			About:  "A subscription bills a customer’s stored card on a plan’s schedule; your website subscribes customers to plans through the gateway API.",
+			Action: actionIf(isManager(sess.Role), link{"Create a plan", "/dashboard/plans/new"}),
+			Also:   actionIf(isManager(sess.Role), link{"read the API documentation", "/docs/api"})}
 	}
 	h.render(w, r, http.StatusOK, "subscriptions", view{Title: "Subscriptions", Wide: true, Data: pg})
 }

@@ -170,7 +170,6 @@ var listFilters = []filterParam{{"from", "From"}, {"to", "To"}, {"type", "Type"}
 // listRow is a transaction in the list.
 type listRow struct {
 	ID, When, Type, Result, Amount, Card, Customer, Order string
-	Declined                                              bool
 }
 
 // scope is the filter every list and export of the signed-in user starts from: sales staff see only
@@ -238,7 +237,7 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, t := range rows {
 		lv.Rows = append(lv.Rows, listRow{ID: t.TransactionID, When: t.CreatedAt.In(loc).Format("2006-01-02 15:04"), Type: t.Kind,
-			Result: t.Status, Declined: t.Status != payment.StatusApproved, Amount: money.Display(t.Amount, t.Currency, lang),
+			Result: t.Status, Amount: money.Display(t.Amount, t.Currency, lang),
 			Card: cardShown(t), Customer: customerOf(t), Order: t.OrderID})
 	}
 	h.render(w, r, http.StatusOK, "transactions", v)
@@ -439,6 +438,19 @@ func (h *Handler) find(w http.ResponseWriter, r *http.Request) (merchant.Merchan
 	return m, t, true
 }
 
+// followUpLimit is the most that an operation of kind may move on t as read, and whether t has such a
+// limit: a refund of a sale or capture what remains unrefunded, a capture of an authorization its
+// amount.
+func followUpLimit(kind string, t payment.Transaction) (int64, bool) {
+	switch {
+	case kind == payment.KindRefund && (t.Kind == payment.KindSale || t.Kind == payment.KindCapture):
+		return t.Amount - t.Reserved, true
+	case kind == payment.KindCapture && t.Kind == payment.KindAuthorization:
+		return t.Amount, true
+	}
+	return 0, false
+}
+
 // followUpConfirm is the confirmation of a capture, refund or void.
 type followUpConfirm struct {
 	T                   payment.Transaction
@@ -479,6 +491,14 @@ func (h *Handler) followUp(kind string) http.HandlerFunc {
 		}
 		if r.PostFormValue("confirm") != "yes" {
 			lang := m.Language()
+			// What the transaction as read allows is checked before the confirmation is asked for, so
+			// that a merchant never confirms what the ledger would then refuse; the ledger checks again
+			// when the operation is carried out, against the transaction as it is then.
+			if most, ok := followUpLimit(kind, t); ok && amount > most {
+				h.showTransaction(w, r, http.StatusConflict, verb, typed, "The "+verb+" of "+money.Display(amount, t.Currency, lang)+
+					" exceeds the "+money.Display(most, t.Currency, lang)+" that "+map[bool]string{true: "remains refundable", false: "is authorized"}[kind == payment.KindRefund]+".")
+				return
+			}
 			cv := &followUpConfirm{T: t, Kind: kind, Verb: verb, Action: transactionsPath + "/" + t.TransactionID + "/" + verb, Key: key,
 				AmountTyped: typed}
 			if kind != payment.KindVoid {

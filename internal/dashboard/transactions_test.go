@@ -217,10 +217,11 @@ func refunded(t *testing.T, db *store.DB, id string) (sum int64, n int) {
 
 // A partial refund from the detail page, behind a confirmation: submitted twice and reloaded, it moves
 // money once (the ledger holds one refund); what remains is shown, and the audit trail names the
-// refund and the admin who made it; a refund beyond it is refused with the API's sentence, not a 500;
-// a capture of part of an authorization, then a second capture, is refused; a void of another
-// authorization closes it with one VOID, and a second void moves nothing. Reporting and sales get 403
-// on these POSTs; another merchant's transaction is not found.
+// refund and the admin who made it; a refund beyond it is refused on the form itself, before a
+// confirmation, and with the API's sentence when confirmed anyway, never a 500; a capture beyond the
+// authorized is refused likewise; a capture of part of an authorization, then a second capture, is
+// refused; a void of another authorization closes it with one VOID, and a second void moves nothing.
+// Reporting and sales get 403 on these POSTs; another merchant's transaction is not found.
 func TestTransactionActions(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -264,10 +265,19 @@ func TestTransactionActions(t *testing.T) {
 			rows[1] != [3]string{"admin@maple.example", "refund " + refundID + " CA$30.00 (Approved)", "approved"} {
 			t.Fatalf("the sale's audit trail after the refund: %q", rows)
 		}
-		// A new form: more than remains is refused, said on the page.
+		// A new form: more than remains is refused on the form itself, beside the field, before any
+		// confirmation is asked for; a confirmation sent anyway (a stale page) is refused by the ledger.
 		key = signintest.Field(t, page[strings.Index(page, `id="refund-form"`):], "key")
-		resp, body := confirmFollowUp(t, b, csrf, sale, "refund", "70.01", key)
-		wantStatus(t, "a refund beyond what remains", resp, body, http.StatusConflict)
+		form := url.Values{"csrf_token": {csrf}, "key": {key}, "amount": {"70.01"}}
+		resp, body := b.post("/dashboard/transactions/"+sale+"/refund", form)
+		wantStatus(t, "a refund beyond what remains, before its confirmation", resp, body, http.StatusConflict)
+		if !strings.Contains(body, "The refund of CA$70.01 exceeds the CA$70.00 that remains refundable.") || strings.Contains(body, `id="confirm-form"`) ||
+			!regexp.MustCompile(`id="refund-amount"[^>]*aria-invalid="true"`).MatchString(body) {
+			t.Fatalf("the refusal on the form: %s", body)
+		}
+		form.Set("confirm", "yes")
+		resp, body = b.post("/dashboard/transactions/"+sale+"/refund", form)
+		wantStatus(t, "a refund beyond what remains, confirmed", resp, body, http.StatusConflict)
 		if !strings.Contains(body, "exceeds the 70.00 that remains refundable") || !strings.Contains(body, `role="alert"`) {
 			t.Fatalf("the refusal: %s", body)
 		}
@@ -283,6 +293,11 @@ func TestTransactionActions(t *testing.T) {
 
 		// Capture part of an authorization; the second capture is refused.
 		auth := a.pay(t, payment.KindAuthorization, "80.00", cardtest.Visa, nil)
+		resp, body = b.post("/dashboard/transactions/"+auth+"/capture", url.Values{"csrf_token": {csrf}, "key": {"k-capture-0"}, "amount": {"80.01"}})
+		wantStatus(t, "a capture beyond the authorized, before its confirmation", resp, body, http.StatusConflict)
+		if !strings.Contains(body, "The capture of CA$80.01 exceeds the CA$80.00 that is authorized.") || strings.Contains(body, `id="confirm-form"`) {
+			t.Fatalf("the capture's refusal on the form: %s", body)
+		}
 		resp, body = confirmFollowUp(t, b, csrf, auth, "capture", "50.00", "k-capture-1")
 		wantStatus(t, "capture", resp, body, http.StatusSeeOther)
 		capture := strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), "?")[0], "/dashboard/transactions/")

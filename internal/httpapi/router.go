@@ -20,7 +20,7 @@ type Route struct {
 
 // Router dispatches requests with an http.ServeMux. A trailing slash is optional on every route;
 // an unknown path is a 404 and a known path with another method a 405 with Allow, both as JSON,
-// except under the prefix of a browser's pages (Pages).
+// except under the prefix of a browser's pages (Pages), which answers them in HTML (Allow kept).
 type Router struct {
 	mux    *http.ServeMux
 	routes []Route
@@ -29,18 +29,19 @@ type Router struct {
 
 // pages are a browser's pages under prefix, which answer their own errors in HTML.
 type pages struct {
-	prefix   string
-	notFound http.Handler
-	crashed  func(w http.ResponseWriter, r *http.Request, recovered any)
+	prefix               string
+	notFound, notAllowed http.Handler
+	crashed              func(w http.ResponseWriter, r *http.Request, recovered any)
 }
 
 // Pages makes the paths under prefix (prefix itself and every path below it) a browser's pages, whose
-// errors are never the API's JSON: an unknown path there is answered by notFound, and a panic in one
-// of their handlers, before the handler has begun its answer, by crashed with the value recovered (it
-// is crashed's to log it). A panic after the answer has begun is left to the Middleware, which logs
-// it. Only one prefix is held; a second call replaces the first.
-func (rt *Router) Pages(prefix string, notFound http.Handler, crashed func(w http.ResponseWriter, r *http.Request, recovered any)) {
-	rt.pages = &pages{prefix: prefix, notFound: notFound, crashed: crashed}
+// errors are never the API's JSON: an unknown path there is answered by notFound, a known path with
+// another method by notAllowed (called with the status 405 still to write, and Allow already set in
+// the header), and a panic in one of their handlers, before the handler has begun its answer, by
+// crashed with the value recovered (it is crashed's to log it). A panic after the answer has begun is
+// left to the Middleware, which logs it. Only one prefix is held; a second call replaces the first.
+func (rt *Router) Pages(prefix string, notFound, notAllowed http.Handler, crashed func(w http.ResponseWriter, r *http.Request, recovered any)) {
+	rt.pages = &pages{prefix: prefix, notFound: notFound, notAllowed: notAllowed, crashed: crashed}
 }
 
 // under reports whether path is one of the pages'.
@@ -105,6 +106,8 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case page && p.code == http.StatusNotFound:
 		rt.pages.notFound.ServeHTTP(w, r)
+	case page && p.code == http.StatusMethodNotAllowed:
+		rt.pages.notAllowed.ServeHTTP(w, r)
 	case p.code == http.StatusMethodNotAllowed:
 		WriteError(w, r, fault.New(http.StatusMethodNotAllowed, "method_not_allowed",
 			"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, w.Header().Get("Allow")))

@@ -240,6 +240,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	pages.Routes(r)
 	s.pages = pages
 	r.HandleFunc("GET", "/brand/logo/{file}", branding.ServeLogo(cfg.DB))
+	r.HandleFunc("GET", "/favicon.ico", branding.Favicon)
 	webhook.RegisterEventRoutes(r, s.checkout, cfg.DB)
 	plans := plan.New(cfg.DB, merchants, cfg.Now)
 	plans.Routes(r, s.gateway)
