@@ -177,17 +177,17 @@ func (s *stats) percentiles() [4]float64 {
 type result struct {
 	backend, scenario string
 	elapsed           time.Duration
-	cpu               float64 // the server's CPU seconds
-	hostCPU           float64 // the acquirer host's CPU seconds, in an ISO 8583 scenario
+	cpu               float64      // the server's CPU seconds
+	hostCPU           float64      // the acquirer host's CPU seconds, in an ISO 8583 scenario
+	machine           machineTimes // the whole machine's CPU over the measured period
+	order             []string
+	ops               map[string]*stats
+	sampleErrors      []string
+	rssPeak           uint64 // the server's peak resident memory in bytes, warm-up included (rssWatch)
+	rssBefore         uint64 // the server's resident memory before the scenario's clients connected
 	// host: the scenario has an acquirer's host, whose CPU is measured. Its figure may be 0: the
 	// kernel counts CPU in ticks of 10 ms, and a short run on a busy machine can fall within one.
-	host         bool
-	machine      machineTimes // the whole machine's CPU over the measured period
-	order        []string
-	ops          map[string]*stats
-	sampleErrors []string
-	rssPeak      uint64 // the server's peak resident memory in bytes, warm-up included (rssWatch)
-	rssBefore    uint64 // the server's resident memory before the scenario's clients connected
+	host bool
 }
 
 func (r *result) rate(op string) float64 {
