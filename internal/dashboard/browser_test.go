@@ -86,7 +86,7 @@ func TestSignInInBrowser(t *testing.T) {
 			t.Fatalf("%d links of the closed menu are shown at 375 px", shown)
 		}
 		browsertest.Step(t, ctx, 10*time.Second, chromedp.KeyEvent("\r"))
-		if got := tab(14); got != "Home, Transactions, Terminal, Customers, Billing, Invoices, Payments API, Webhooks, Activity, eCommerce, Staff, Account, "+
+		if got := tab(15); got != "Home, Transactions, Terminal, Customers, Billing, Invoices, Payments API, Webhooks, Events, Activity, eCommerce, Staff, Account, "+
 			"Search by ID, order, card last 4, e-mail, name or invoice number, Sign out" {
 			t.Fatalf("keyboard focus through the open menu went %q", got)
 		}
@@ -394,7 +394,7 @@ func TestCredentialsInBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#email")),
 		)
 		signInInBrowser(t, ctx, s.srv.URL, "books@maple.example", chosen, "nav")
-		if nav := browsertest.Eval[string](t, ctx, `[...document.querySelectorAll('nav[aria-label=Dashboard] a')].map(a => a.textContent).join(', ')`); nav != "Home, Transactions, Customers, Billing, Invoices, Payments API, Webhooks, Activity, Account" {
+		if nav := browsertest.Eval[string](t, ctx, `[...document.querySelectorAll('nav[aria-label=Dashboard] a')].map(a => a.textContent).join(', ')`); nav != "Home, Transactions, Customers, Billing, Invoices, Payments API, Webhooks, Events, Activity, Account" {
 			t.Errorf("a reporting user's navigation: %q", nav)
 		}
 		browsertest.Step(t, ctx, 30*time.Second,

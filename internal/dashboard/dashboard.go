@@ -128,6 +128,7 @@ var sections = []section{
 	{"Customers", "Invoices", invoicesPath, "invoices e-mailed to customers with a link to pay them", readers},
 	{"Developers", "Payments API", "/dashboard/payments/intents", "payment intents and hosted-page sessions of the payments API", readers},
 	{"Developers", "Webhooks", webhooksPath, "the endpoints Kassa sends events to, and their deliveries", readers},
+	{"Developers", "Events", eventsPath, "the events Kassa recorded, as the events API serves them, with their payloads", readers},
 	{"Developers", "Activity", "/dashboard/activity", "who did what, when, from where: staff and API clients", everyone},
 	{"Settings", "eCommerce", settingsPath, "the processor, client credentials, payments API keys and connected partners", managers},
 	{"Settings", "Staff", "/dashboard/staff", "invite staff, change their roles, remove them", managers},
@@ -236,6 +237,7 @@ func (h *Handler) Routes(r *httpapi.Router) {
 	h.paymentsRoutes(r)
 	h.terminalRoutes(r)
 	h.webhookRoutes(r)
+	h.eventRoutes(r)
 	h.invoiceRoutes(r)
 	h.emailRoutes(r)
 	r.Handle("GET", searchPath, h.requireRole(everyone, h.searchPage))

@@ -28,12 +28,17 @@ func (c cursors) rowIDs() (after, before int64, err error) {
 	read := func(name, s string) int64 {
 		id, perr := strconv.ParseInt(s, 10, 64)
 		if s != "" && (perr != nil || id <= 0) && err == nil {
-			err = fault.Invalid(name, "The page asked for is not one of this list's pages.")
+			err = badPage(name)
 		}
 		return id
 	}
 	after, before = read("after", c.After), read("before", c.Before)
 	return after, before, err
+}
+
+// badPage is the refusal of a list's page cursor (after or before) that no page of the list gave.
+func badPage(name string) error {
+	return fault.Invalid(name, "The page asked for is not one of this list's pages.")
 }
 
 // trimPage keeps a page of at most pageSize of rows read one beyond it (newest first), and reports

@@ -72,7 +72,7 @@ func TestTestModeBanner(t *testing.T) {
 		for _, m := range navHref.FindAllStringSubmatch(navLinks.FindString(home), -1) {
 			pages = append(pages, m[1])
 		}
-		if len(pages) != 12 {
+		if len(pages) != 13 {
 			t.Fatalf("the owner's navigation links to %q", pages)
 		}
 		everyPage := func(what string, check func(path, banner string)) {

@@ -108,8 +108,8 @@ func (w *pageWatch) take() []string {
 
 // In Chromium, every page of each role's navigation, and for the roles that see them the lists
 // those pages link to, a page of each kind of object they list (a transaction, a customer, a plan, a
-// subscription, an invoice, a payment intent, a hosted-page session, a webhook endpoint) and the
-// managers' forms, at 1280 and at 375 px wide: no page scrolls sideways (overflowCheck), none writes
+// subscription, an invoice, a payment intent, a hosted-page session, a webhook endpoint, an event)
+// and the managers' forms, at 1280 and at 375 px wide: no page scrolls sideways (overflowCheck), none writes
 // an error to the console or has a request fail, and axe-core, run on each page as the owner, finds no
 // serious violation, in light and, where status badges show, in dark. At 1280 px the navigation's
 // links show; at 375 px they wait in the closed menu. A too-wide element is found, and one in a
@@ -134,11 +134,14 @@ func TestWalkEveryPage(t *testing.T) {
 	session := s.v1(t, "POST", "/v1/checkout/hosted-payment-page/sessions", map[string]any{"amount": 300, "currency": "usd"}).Str("id")
 	endpoint := s.v1(t, "POST", "/v1/webhook-endpoints", map[string]any{"url": "https://hooks.example/kassa/events/incoming", "enabled_events": []string{"*"}}).Str("id")
 	recordEvent(t, db, s.merchantID)
+	// An event derived from the ledger (the sale's), whose payload is the transaction's many fields.
+	evt := s.v1(t, "GET", "/v1/events?type=transaction.approved&limit=1", nil).Body["data"].([]any)[0].(map[string]any)["id"].(string)
 
 	// Beyond the navigation: the lists its pages link to, and an object of each list.
 	readers := []string{"/dashboard/plans", "/dashboard/payments/sessions", "/dashboard/transactions/" + sale, "/dashboard/customers/" + customer,
 		"/dashboard/plans/" + plan, "/dashboard/subscriptions/" + customer + "/" + sub, "/dashboard/invoices/" + inv,
-		"/dashboard/payments/intents/" + intent, "/dashboard/payments/sessions/" + session, webhooksPath + "/" + endpoint}
+		"/dashboard/payments/intents/" + intent, "/dashboard/payments/sessions/" + session, webhooksPath + "/" + endpoint,
+		"/dashboard/events/" + evt}
 	// The forms only managers open.
 	managers := []string{"/dashboard/customers/new", "/dashboard/plans/new", "/dashboard/invoices/new", webhooksPath + "/new"}
 	// An admin's pages beyond the navigation are the owner's: what a page shows and offers depends on

@@ -15,7 +15,8 @@ import (
 // outcomes (the derived transaction.* events, package payment) and the changes of payment intents
 // (the derived payment_intent.* events, package checkout). The events API shows them as one list, in
 // the merchant's order of events (event.Key), newest first; each source is read in that order through
-// an index, from the cursor on, and the three are merged.
+// an index, from the cursor on, and the three are merged. The dashboard's Events page reads them
+// through ListEvents and GetEvent too, so that it shows what the API serves.
 
 // eventSources are the sources of events, each read as event.List reads the events table.
 var eventSources = []struct {
@@ -27,8 +28,8 @@ var eventSources = []struct {
 	{checkout.GetEvent, checkout.ListEvents},
 }
 
-// getEvent returns the merchant's event id, of any source, with its place, or event.ErrNotFound.
-func getEvent(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error) {
+// GetEvent returns the merchant's event id, of any source, with its place, or event.ErrNotFound.
+func GetEvent(ctx context.Context, q store.Querier, merchantID, id string) (event.Placed, error) {
 	for _, s := range eventSources {
 		p, err := s.get(ctx, q, merchantID, id)
 		if !errors.Is(err, event.ErrNotFound) {
@@ -38,16 +39,16 @@ func getEvent(ctx context.Context, q store.Querier, merchantID, id string) (even
 	return event.Placed{}, event.ErrNotFound
 }
 
-// listEvents returns the page of the merchant's events that f selects, newest first, and whether
+// ListEvents returns the page of the merchant's events that f selects, newest first, and whether
 // there are more beyond it (older ones after a page read with StartingAfter or neither, newer ones
 // before a page read with EndingBefore). A cursor that names none of the merchant's events is
 // event.ErrNotFound. Each source gives the f.Limit + 1 first beyond the cursor, so that the first
 // f.Limit + 1 of them merged are those of every event.
-func listEvents(ctx context.Context, q store.Querier, merchantID string, f event.Filter) ([]event.Event, bool, error) {
+func ListEvents(ctx context.Context, q store.Querier, merchantID string, f event.Filter) ([]event.Event, bool, error) {
 	var bound event.Key
 	newer := f.EndingBefore != ""
 	if cursor := f.StartingAfter + f.EndingBefore; cursor != "" {
-		p, err := getEvent(ctx, q, merchantID, cursor)
+		p, err := GetEvent(ctx, q, merchantID, cursor)
 		if err != nil {
 			return nil, false, err
 		}

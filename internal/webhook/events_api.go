@@ -65,7 +65,7 @@ func (a eventsAPI) list(w http.ResponseWriter, r *http.Request) {
 	var more bool
 	err = a.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		events, more, err = listEvents(ctx, q, who.Merchant.ID, f)
+		events, more, err = ListEvents(ctx, q, who.Merchant.ID, f)
 		return err
 	})
 	if errors.Is(err, event.ErrNotFound) {
@@ -97,7 +97,7 @@ func (a eventsAPI) get(w http.ResponseWriter, r *http.Request) {
 	var e event.Placed
 	err = a.db.Read(ctx, func(q store.Querier) error {
 		var err error
-		e, err = getEvent(ctx, q, who.Merchant.ID, r.PathValue("id"))
+		e, err = GetEvent(ctx, q, who.Merchant.ID, r.PathValue("id"))
 		return err
 	})
 	if errors.Is(err, event.ErrNotFound) {
