@@ -61,7 +61,7 @@ Usage:
   kassa merchant list
   kassa merchant show --merchant-id M
   kassa merchant update --merchant-id M [--simulator-profile standard|payfirma] [--currencies CAD,USD] [--max-amount 999999.99] [--timezone Zone]
-                        [--processor simulator|iso8583|stripe [--processor-config FILE]]
+                        [--locale Tag] [--processor simulator|iso8583|stripe [--processor-config FILE]]
   kassa user create --merchant-id M --email EMAIL --role owner|admin|reporting|sales [--public-url URL] [--smtp-url URL]
   kassa user list --merchant-id M
   kassa user reset-password --email EMAIL [--public-url URL] [--smtp-url URL]

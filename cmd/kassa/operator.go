@@ -17,6 +17,7 @@ import (
 	"github.com/kassapay/kassa/internal/checkout"
 	"github.com/kassapay/kassa/internal/envelope"
 	"github.com/kassapay/kassa/internal/merchant"
+	"github.com/kassapay/kassa/internal/money"
 	"github.com/kassapay/kassa/internal/password"
 	"github.com/kassapay/kassa/internal/private"
 	"github.com/kassapay/kassa/internal/processor/accounts"
@@ -176,6 +177,7 @@ type merchantSettings struct {
 	MaxAmount        string          `json:"max_amount"`
 	SimulatorProfile string          `json:"simulator_profile"`
 	Timezone         string          `json:"timezone"`
+	Locale           string          `json:"locale"`
 	AllowedOrigins   []string        `json:"allowed_origins"`
 	Velocity         velocity.Limits `json:"velocity"` // in force: a limit left at its default shows the default
 	// Processor is what may be shown of the processor that takes the merchant's payments: never a
@@ -189,6 +191,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 	currencies := fs.String("currencies", "", "accepted currencies, comma-separated ISO 4217 codes; the default currency is always kept")
 	maxAmount := fs.String("max-amount", "", "largest amount of one transaction, e.g. 999999.99")
 	timezone := fs.String("timezone", "", "IANA time zone whose calendar subscriptions bill by and invoices fall due by, e.g. America/Toronto")
+	locale := fs.String("locale", "", "locale amounts are shown in to people (dashboard, hosted pages, invoices, receipts): "+localeTags())
 	origins := fs.String("allowed-origins", "", `origins whose pages may embed the hosted payment page, comma-separated (e.g. https://shop.example); "default" for any https origin and localhost`)
 	kind := fs.String("processor", "", "processor that takes the merchant's new payments: simulator (the default), iso8583 or stripe; earlier transactions keep theirs")
 	configFile := fs.String("processor-config", "", "file with the processor's configuration (JSON); stored sealed, never printed back")
@@ -233,6 +236,9 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		if *timezone != "" {
 			u.Timezone = timezone
+		}
+		if *locale != "" {
+			u.Locale = locale
 		}
 		switch *origins {
 		case "":
@@ -282,7 +288,7 @@ func merchantUpdateCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 // settingsOf is what "kassa merchant update" and "kassa merchant show" print of a merchant's settings.
 func settingsOf(m merchant.Merchant, p accounts.Summary) merchantSettings {
 	return merchantSettings{MerchantID: m.ID, DefaultCurrency: m.DefaultCurrency, Currencies: m.Currencies,
-		MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, AllowedOrigins: orEmpty(m.AllowedOrigins),
+		MaxAmount: m.MaxAmount(), SimulatorProfile: m.SimulatorProfile, Timezone: m.Timezone, Locale: m.Locale, AllowedOrigins: orEmpty(m.AllowedOrigins),
 		Velocity: m.Velocity.Effective(), Processor: p}
 }
 
@@ -475,4 +481,13 @@ func billingStatusCommand(fs *flag.FlagSet) func(context.Context, *env) error {
 		}
 		return printJSON(e.stdout, s)
 	}
+}
+
+// localeTags lists the locales a merchant may choose, for the --locale flag's usage: "en-US, en-CA, …".
+func localeTags() string {
+	var tags []string
+	for _, l := range money.Locales() {
+		tags = append(tags, l.Tag)
+	}
+	return strings.Join(tags, ", ")
 }

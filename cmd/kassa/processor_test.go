@@ -126,6 +126,14 @@ func TestMerchantUpdateProcessor(t *testing.T) {
 				t.Fatalf("an update of something else printed the processor %v", printed["processor"])
 			}
 			storetest.NotStored(t, storetest.RawData(t, open()), map[string]string{"the account's secret": "sk_live_HushHushHush"})
+			// The locale the merchant's amounts are read in, beside its processor: a supported one is kept
+			// and printed, any other refused by name.
+			if printed, stderr, code := kassa("merchant", "update", "--merchant-id", m, "--locale", "fr-CA"); code != 0 || printed["locale"] != "fr-CA" {
+				t.Fatalf("merchant update --locale fr-CA: exit %d, printed %v, %s", code, printed, stderr)
+			}
+			if _, stderr, code := kassa("merchant", "update", "--merchant-id", m, "--locale", "tlh-QO"); code != 1 || !strings.Contains(stderr, "locale must be one of") {
+				t.Fatalf("an unsupported locale: exit %d, %q", code, stderr)
+			}
 
 			printed, stderr, code = kassa("merchant", "update", "--merchant-id", m, "--processor", "simulator")
 			if code != 0 || fmt.Sprint(printed["processor"]) != "map[name:simulator settings:map[] test:true]" {
