@@ -4212,6 +4212,16 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// BrandLogo A merchant's logo, as its hosted page, invoice page and e-mails show it
+	//
+	// The logo a merchant set in the dashboard (Settings → Branding), as Kassa re-encoded it: a PNG
+	// of at most 400×120 pixels. Its name is a hash of its content, so it is served with
+	// `Cache-Control: public, max-age=31536000, immutable` and `X-Content-Type-Options: nosniff`; a
+	// new logo has a new name. Any other name is a 404.
+	//
+	// Corresponds with GET /brand/logo/{file} (the `BrandLogo` operationId).
+	BrandLogo(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListCustomers List the merchant's customers, newest first
 	//
 	// Corresponds with GET /customer-service/customer (the `ListCustomers` operationId).
@@ -4355,6 +4365,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /docs/api (the `ApiReference` operationId).
 	ApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Favicon Kassa's icon, which browsers fetch for a tab
+	//
+	// A 32×32 PNG (whatever the name says), cached for a day (`Cache-Control: public, max-age=86400`).
+	//
+	// Corresponds with GET /favicon.ico (the `Favicon` operationId).
+	Favicon(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz The process is up
 	//
@@ -5203,6 +5220,26 @@ type ClientInterface interface {
 	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointRef, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// BrandLogo A merchant's logo, as its hosted page, invoice page and e-mails show it
+//
+// The logo a merchant set in the dashboard (Settings → Branding), as Kassa re-encoded it: a PNG
+// of at most 400×120 pixels. Its name is a hash of its content, so it is served with
+// `Cache-Control: public, max-age=31536000, immutable` and `X-Content-Type-Options: nosniff`; a
+// new logo has a new name. Any other name is a 404.
+//
+// Corresponds with GET /brand/logo/{file} (the `BrandLogo` operationId).
+func (c *Client) BrandLogo(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBrandLogoRequest(c.Server, file)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListCustomers List the merchant's customers, newest first
 //
 // Corresponds with GET /customer-service/customer (the `ListCustomers` operationId).
@@ -5547,6 +5584,23 @@ func (c *Client) UpdateSubscription(ctx context.Context, customerLookupId Custom
 // Corresponds with GET /docs/api (the `ApiReference` operationId).
 func (c *Client) ApiReference(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewApiReferenceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Favicon Kassa's icon, which browsers fetch for a tab
+//
+// A 32×32 PNG (whatever the name says), cached for a day (`Cache-Control: public, max-age=86400`).
+//
+// Corresponds with GET /favicon.ico (the `Favicon` operationId).
+func (c *Client) Favicon(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFaviconRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -7443,6 +7497,40 @@ func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndp
 	return c.Client.Do(req)
 }
 
+// NewBrandLogoRequest constructs an http.Request for the BrandLogo method
+func NewBrandLogoRequest(server string, file string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file", file, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/brand/logo/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListCustomersRequest constructs an http.Request for the ListCustomers method
 func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.Request, error) {
 	var err error
@@ -8217,6 +8305,33 @@ func NewApiReferenceRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/docs/api")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFaviconRequest constructs an http.Request for the Favicon method
+func NewFaviconRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/favicon.ico")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -12285,6 +12400,18 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// BrandLogoWithResponse A merchant's logo, as its hosted page, invoice page and e-mails show it
+	//
+	// The logo a merchant set in the dashboard (Settings → Branding), as Kassa re-encoded it: a PNG
+	// of at most 400×120 pixels. Its name is a hash of its content, so it is served with
+	// `Cache-Control: public, max-age=31536000, immutable` and `X-Content-Type-Options: nosniff`; a
+	// new logo has a new name. Any other name is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /brand/logo/{file} (the `BrandLogo` operationId).
+	BrandLogoWithResponse(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*BrandLogoResponse, error)
+
 	// ListCustomersWithResponse List the merchant's customers, newest first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -12442,6 +12569,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /docs/api (the `ApiReference` operationId).
 	ApiReferenceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ApiReferenceResponse, error)
+
+	// FaviconWithResponse Kassa's icon, which browsers fetch for a tab
+	//
+	// A 32×32 PNG (whatever the name says), cached for a day (`Cache-Control: public, max-age=86400`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /favicon.ico (the `Favicon` operationId).
+	FaviconWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FaviconResponse, error)
 
 	// HealthzWithResponse The process is up
 	//
@@ -13356,6 +13492,47 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/webhook-endpoints/{id}/secret/rotate (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointRef, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error)
+}
+
+type BrandLogoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r BrandLogoResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r BrandLogoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BrandLogoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BrandLogoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BrandLogoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListCustomersResponse429Headers the declared response headers of an HTTP 429 response for ListCustomers
@@ -14654,6 +14831,40 @@ func (r ApiReferenceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ApiReferenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FaviconResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r FaviconResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FaviconResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FaviconResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FaviconResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20785,6 +20996,24 @@ func (r RotateWebhookEndpointSecretResponse) ContentType() string {
 	return ""
 }
 
+// BrandLogoWithResponse A merchant's logo, as its hosted page, invoice page and e-mails show it
+//
+// The logo a merchant set in the dashboard (Settings → Branding), as Kassa re-encoded it: a PNG
+// of at most 400×120 pixels. Its name is a hash of its content, so it is served with
+// `Cache-Control: public, max-age=31536000, immutable` and `X-Content-Type-Options: nosniff`; a
+// new logo has a new name. Any other name is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /brand/logo/{file} (the `BrandLogo` operationId).
+func (c *ClientWithResponses) BrandLogoWithResponse(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*BrandLogoResponse, error) {
+	rsp, err := c.BrandLogo(ctx, file, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBrandLogoResponse(rsp)
+}
+
 // ListCustomersWithResponse List the merchant's customers, newest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -21067,6 +21296,21 @@ func (c *ClientWithResponses) ApiReferenceWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseApiReferenceResponse(rsp)
+}
+
+// FaviconWithResponse Kassa's icon, which browsers fetch for a tab
+//
+// A 32×32 PNG (whatever the name says), cached for a day (`Cache-Control: public, max-age=86400`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /favicon.ico (the `Favicon` operationId).
+func (c *ClientWithResponses) FaviconWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FaviconResponse, error) {
+	rsp, err := c.Favicon(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFaviconResponse(rsp)
 }
 
 // HealthzWithResponse The process is up
@@ -22607,6 +22851,32 @@ func (c *ClientWithResponses) RotateWebhookEndpointSecretWithResponse(ctx contex
 	return ParseRotateWebhookEndpointSecretResponse(rsp)
 }
 
+// ParseBrandLogoResponse parses an HTTP response from a BrandLogoWithResponse call
+func ParseBrandLogoResponse(rsp *http.Response) (*BrandLogoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BrandLogoResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListCustomersResponse parses an HTTP response from a ListCustomersWithResponse call
 func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -23958,6 +24228,22 @@ func ParseApiReferenceResponse(rsp *http.Response) (*ApiReferenceResponse, error
 			headers.ETag = &value
 		}
 		response.Headers304 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFaviconResponse parses an HTTP response from a FaviconWithResponse call
+func ParseFaviconResponse(rsp *http.Response) (*FaviconResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FaviconResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
