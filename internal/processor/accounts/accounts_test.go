@@ -394,7 +394,7 @@ func TestAnAccountThatDoesNotOpenIsNotTheSimulator(t *testing.T) {
 }
 
 // Two nodes on one PostgreSQL database: a processor set through one is taken by the other's
-// ForMerchant within its refresh interval, and so is the way back to the simulator.
+// ForMerchant within a few of its refresh intervals, and so is the way back to the simulator.
 func TestAChangeReachesTheOtherNode(t *testing.T) {
 	url := storetest.PostgresURL(t)
 	const interval = 100 * time.Millisecond
@@ -420,15 +420,18 @@ func TestAChangeReachesTheOtherNode(t *testing.T) {
 		t.Fatalf("the second node did not take account %q within 5 s", id)
 		return 0
 	}
+	// Within a few refreshes: a loaded machine delays a refresh by tens of milliseconds, and a node
+	// that did not refresh would keep the old account for good.
+	const within = 10 * interval
 	s := one.mustSet(t, m, "fake", liveConfig)
-	if d := seen(s.Account); d > 2*interval {
+	if d := seen(s.Account); d > within {
 		t.Errorf("the second node took the new account after %v; its refresh interval is %v", d, interval)
 	}
 	if a := two.forMerchant(t, m); configOf(t, a).Secret != "sk_live_51HushHushHush" {
 		t.Fatalf("the second node opened %+v", a)
 	}
 	one.mustSet(t, m, "simulator", "{}")
-	if d := seen(""); d > 2*interval {
+	if d := seen(""); d > within {
 		t.Errorf("the second node went back to the simulator after %v; its refresh interval is %v", d, interval)
 	}
 }
